@@ -1,0 +1,366 @@
+//! The probe programs and their maps.
+
+use aya_ebpf::{
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_boot_ns,
+        bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
+        generated::bpf_get_func_ip,
+    },
+    macros::{kprobe, kretprobe, map},
+    maps::{HashMap, PerCpuArray, RingBuf},
+    programs::{ProbeContext, RetProbeContext},
+    EbpfContext,
+};
+use aya_log_ebpf::info;
+use phytrace_common::{
+    KernelOffsets, RawEvent, RawKind, DROP_COUNTERS, DROP_RING_FULL, DROP_STACK_OVERFLOW,
+    MAX_CALLBACK_DEPTH,
+};
+
+/// Struct offsets, overridden by the loader from vmlinux BTF.
+#[unsafe(no_mangle)]
+static OFFSETS: KernelOffsets = KernelOffsets {
+    phy_bus: 0,
+    phy_addr: 0,
+    phy_id: 0,
+    phy_drv: 0,
+    phy_state: 0,
+    phy_speed: 0,
+    phy_duplex: 0,
+    phy_link_byte: 0,
+    phy_link_bit: 0,
+    drv_name: 0,
+    bus_id: 0,
+    bus_mdio_map: 0,
+    mdio_flags: 0,
+};
+
+/// Process whose calls the self-test probe reports (set by `phytrace doctor`).
+#[unsafe(no_mangle)]
+static SELFTEST_TGID: u32 = 0;
+
+/// `MDIO_DEVICE_FLAG_PHY` from `include/linux/mdio.h`.
+const MDIO_DEVICE_FLAG_PHY: u32 = 1;
+
+/// The event stream. Its size is set by the loader (`--ring-size`).
+#[map]
+static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
+
+/// Events lost, per CPU, by cause (see `phytrace_common::DROP_*`).
+#[map]
+static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(DROP_COUNTERS, 0);
+
+/// A callback that has been entered and not yet returned.
+#[derive(Clone, Copy)]
+struct Frame {
+    ip: u64,
+    phydev: u64,
+    ts_ns: u64,
+    state_before: u32,
+    _pad: u32,
+}
+
+/// The callbacks open on one thread, innermost last.
+#[derive(Clone, Copy)]
+struct CallStack {
+    depth: u32,
+    _pad: u32,
+    frames: [Frame; MAX_CALLBACK_DEPTH],
+}
+
+/// An MDIO access that has been entered and not yet returned.
+#[derive(Clone, Copy)]
+struct PendingMdio {
+    ts_ns: u64,
+    bus: u64,
+    addr: u32,
+    regnum: u16,
+    value: u16,
+}
+
+#[map]
+static CALL_STACKS: HashMap<u32, CallStack> = HashMap::with_max_entries(4096, 0);
+
+#[map]
+static PENDING_MDIO: HashMap<u32, PendingMdio> = HashMap::with_max_entries(4096, 0);
+
+#[map]
+static SELFTEST_START: HashMap<u32, u64> = HashMap::with_max_entries(64, 0);
+
+fn offsets() -> KernelOffsets {
+    // SAFETY: `OFFSETS` is a plain global the loader rewrites before load; a volatile read keeps
+    // the compiler from folding its initial zeros into the code.
+    unsafe { core::ptr::read_volatile(&OFFSETS) }
+}
+
+fn tid() -> u32 {
+    bpf_get_current_pid_tgid() as u32
+}
+
+fn count_drop(cause: u32) {
+    if let Some(counter) = DROPS.get_ptr_mut(cause) {
+        // SAFETY: the pointer comes from the per-CPU array of this CPU; nothing else writes it
+        // while this program runs on this CPU.
+        unsafe { *counter += 1 };
+    }
+}
+
+/// Reads a `T` at `base + offset` in kernel memory, or zero if the read faults.
+fn read_at<T: Copy + Default>(base: u64, offset: u32) -> T {
+    // SAFETY: `bpf_probe_read_kernel` checks the address and fails cleanly on a bad pointer.
+    unsafe { bpf_probe_read_kernel((base + offset as u64) as *const T) }.unwrap_or_default()
+}
+
+/// Fills the identity of `phydev` (bus id, address, PHY ID, bound driver) into `event`.
+fn fill_phy(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
+    event.phydev = phydev;
+    event.phy_id = read_at(phydev, off.phy_id);
+    event.mdio_addr = read_at::<u32>(phydev, off.phy_addr) as u8;
+    let bus: u64 = read_at(phydev, off.phy_bus);
+    fill_bus_id(event, off, bus);
+    let drv: u64 = read_at(phydev, off.phy_drv);
+    if drv != 0 {
+        let name: u64 = read_at(drv, off.drv_name);
+        // SAFETY: a NUL-terminated kernel string read with a bounded, checked helper.
+        let _ = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut event.driver) };
+    }
+}
+
+fn fill_bus_id(event: &mut RawEvent, off: &KernelOffsets, bus: u64) {
+    if bus != 0 {
+        // SAFETY: `mii_bus.id` is a 61-byte array inside the struct, longer than the copy.
+        let _ = unsafe {
+            bpf_probe_read_kernel_buf((bus + off.bus_id as u64) as *const u8, &mut event.bus_id)
+        };
+    }
+}
+
+/// Fills the link state `read_status` leaves in `phydev`.
+fn fill_link(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
+    event.state_after = read_at(phydev, off.phy_state);
+    event.speed = read_at(phydev, off.phy_speed);
+    event.duplex = read_at::<u32>(phydev, off.phy_duplex) as u8;
+    let link_byte: u8 = read_at(phydev, off.phy_link_byte);
+    event.link = (link_byte >> (off.phy_link_bit & 7)) & 1;
+}
+
+/// Reserves an event in the ring buffer, zeroed and stamped; counts a drop if it is full.
+fn reserve(kind: RawKind) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawEvent>> {
+    let Some(mut entry) = EVENTS.reserve::<RawEvent>(0) else {
+        count_drop(DROP_RING_FULL);
+        return None;
+    };
+    let event = entry.write(RawEvent::ZERO);
+    event.kind = kind as u8;
+    event.ts_ns = unsafe_ktime();
+    event.tid = tid();
+    // SAFETY: a helper without preconditions.
+    event.cpu = unsafe { bpf_get_smp_processor_id() };
+    Some(entry)
+}
+
+fn unsafe_ktime() -> u64 {
+    // SAFETY: a helper without preconditions.
+    unsafe { bpf_ktime_get_boot_ns() }
+}
+
+fn func_ip<C: EbpfContext>(ctx: &C) -> u64 {
+    // SAFETY: kprobe programs may call `bpf_get_func_ip` (Linux ≥ 5.15) with their context.
+    unsafe { bpf_get_func_ip(ctx.as_ptr()) }
+}
+
+#[kprobe]
+pub fn callback_enter(ctx: ProbeContext) -> u32 {
+    let Some(phydev) = ctx.arg::<u64>(0) else { return 0 };
+    let off = offsets();
+    let ip = func_ip(&ctx);
+    let now = unsafe_ktime();
+    let state_before: u32 = read_at(phydev, off.phy_state);
+    let tid = tid();
+
+    let empty = CallStack {
+        depth: 0,
+        _pad: 0,
+        frames: [Frame { ip: 0, phydev: 0, ts_ns: 0, state_before: 0, _pad: 0 }; MAX_CALLBACK_DEPTH],
+    };
+    if CALL_STACKS.get_ptr(tid).is_none() && CALL_STACKS.insert(tid, empty, 0).is_err() {
+        count_drop(DROP_STACK_OVERFLOW);
+        return 0;
+    }
+    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else { return 0 };
+    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
+    let stack = unsafe { &mut *stack };
+    let depth = stack.depth as usize;
+    if depth >= MAX_CALLBACK_DEPTH {
+        count_drop(DROP_STACK_OVERFLOW);
+        return 0;
+    }
+    stack.frames[depth] = Frame { ip, phydev, ts_ns: now, state_before, _pad: 0 };
+    stack.depth += 1;
+
+    if let Some(mut entry) = reserve(RawKind::CallbackEnter) {
+        // SAFETY: `reserve` initialised the entry.
+        let event = unsafe { entry.assume_init_mut() };
+        event.func_ip = ip;
+        event.state_before = state_before;
+        event.depth = (depth + 1) as u8;
+        fill_phy(event, &off, phydev);
+        entry.submit(0);
+    }
+    0
+}
+
+#[kretprobe]
+pub fn callback_exit(ctx: RetProbeContext) -> u32 {
+    let tid = tid();
+    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else { return 0 };
+    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
+    let stack = unsafe { &mut *stack };
+    if stack.depth == 0 {
+        return 0;
+    }
+    stack.depth -= 1;
+    let depth = stack.depth as usize;
+    if depth >= MAX_CALLBACK_DEPTH {
+        return 0;
+    }
+    let frame = stack.frames[depth];
+    if depth == 0 {
+        let _ = CALL_STACKS.remove(tid);
+    }
+
+    let off = offsets();
+    let ret: i64 = ctx.ret::<i32>() as i64;
+    if let Some(mut entry) = reserve(RawKind::CallbackExit) {
+        // SAFETY: `reserve` initialised the entry.
+        let event = unsafe { entry.assume_init_mut() };
+        event.func_ip = frame.ip;
+        event.latency_ns = event.ts_ns.saturating_sub(frame.ts_ns);
+        event.ret = ret;
+        event.state_before = frame.state_before;
+        event.depth = (depth + 1) as u8;
+        fill_phy(event, &off, frame.phydev);
+        fill_link(event, &off, frame.phydev);
+        entry.submit(0);
+    }
+    0
+}
+
+fn mdio_enter(ctx: &ProbeContext, value: u16) -> u32 {
+    let (Some(bus), Some(addr), Some(regnum)) =
+        (ctx.arg::<u64>(0), ctx.arg::<u32>(1), ctx.arg::<u32>(2))
+    else {
+        return 0;
+    };
+    let pending = PendingMdio { ts_ns: unsafe_ktime(), bus, addr, regnum: regnum as u16, value };
+    if PENDING_MDIO.insert(tid(), pending, 0).is_err() {
+        count_drop(DROP_STACK_OVERFLOW);
+    }
+    0
+}
+
+fn mdio_exit(ctx: &RetProbeContext, kind: RawKind) -> u32 {
+    let tid = tid();
+    // SAFETY: the value is copied out before the entry is removed.
+    let Some(pending) = (unsafe { PENDING_MDIO.get(tid) }).copied() else { return 0 };
+    let _ = PENDING_MDIO.remove(tid);
+    let ret: i64 = ctx.ret::<i32>() as i64;
+    let off = offsets();
+
+    let Some(mut entry) = reserve(kind) else { return 0 };
+    // SAFETY: `reserve` initialised the entry.
+    let event = unsafe { entry.assume_init_mut() };
+    event.func_ip = func_ip(ctx);
+    event.latency_ns = event.ts_ns.saturating_sub(pending.ts_ns);
+    event.ret = ret;
+    event.regnum = pending.regnum;
+    event.mdio_addr = pending.addr as u8;
+    event.value = match kind {
+        RawKind::MdioRead if ret >= 0 => ret as u16,
+        RawKind::MdioRead => 0,
+        _ => pending.value,
+    };
+    if let Some(stack) = CALL_STACKS.get_ptr(tid) {
+        // SAFETY: the pointer is this thread's map entry; only this thread touches it.
+        let stack = unsafe { &*stack };
+        let depth = stack.depth as usize;
+        if depth > 0 && depth <= MAX_CALLBACK_DEPTH {
+            event.caller_ip = stack.frames[depth - 1].ip;
+            event.depth = depth as u8;
+        }
+    }
+    let slot = pending.bus + off.bus_mdio_map as u64 + (pending.addr as u64 & 31) * 8;
+    let mdiodev: u64 = read_at(slot, 0);
+    if mdiodev != 0 && read_at::<u32>(mdiodev, off.mdio_flags) & MDIO_DEVICE_FLAG_PHY != 0 {
+        // `struct phy_device` starts with its `struct mdio_device`.
+        fill_phy(event, &off, mdiodev);
+        event.state_before = read_at(mdiodev, off.phy_state);
+    } else {
+        fill_bus_id(event, &off, pending.bus);
+    }
+    event.mdio_addr = pending.addr as u8;
+    entry.submit(0);
+    0
+}
+
+#[kprobe]
+pub fn mdio_read_enter(ctx: ProbeContext) -> u32 {
+    mdio_enter(&ctx, 0)
+}
+
+#[kretprobe]
+pub fn mdio_read_exit(ctx: RetProbeContext) -> u32 {
+    mdio_exit(&ctx, RawKind::MdioRead)
+}
+
+#[kprobe]
+pub fn mdio_write_enter(ctx: ProbeContext) -> u32 {
+    let value = ctx.arg::<u32>(3).unwrap_or(0) as u16;
+    mdio_enter(&ctx, value)
+}
+
+#[kretprobe]
+pub fn mdio_write_exit(ctx: RetProbeContext) -> u32 {
+    mdio_exit(&ctx, RawKind::MdioWrite)
+}
+
+fn is_selftest_process() -> bool {
+    // SAFETY: a plain global set by the loader; see `offsets`.
+    let wanted = unsafe { core::ptr::read_volatile(&SELFTEST_TGID) };
+    wanted != 0 && (bpf_get_current_pid_tgid() >> 32) as u32 == wanted
+}
+
+#[kprobe]
+pub fn selftest_enter(ctx: ProbeContext) -> u32 {
+    if !is_selftest_process() {
+        return 0;
+    }
+    let _ = SELFTEST_START.insert(tid(), unsafe_ktime(), 0);
+    info!(&ctx, "self-test kprobe fired in tgid {}", ctx.tgid());
+    if let Some(mut entry) = reserve(RawKind::SelfTestEnter) {
+        // SAFETY: `reserve` initialised the entry.
+        let event = unsafe { entry.assume_init_mut() };
+        event.func_ip = func_ip(&ctx);
+        entry.submit(0);
+    }
+    0
+}
+
+#[kretprobe]
+pub fn selftest_exit(ctx: RetProbeContext) -> u32 {
+    if !is_selftest_process() {
+        return 0;
+    }
+    let tid = tid();
+    // SAFETY: the value is copied out before the entry is removed.
+    let start = unsafe { SELFTEST_START.get(tid) }.copied().unwrap_or(0);
+    let _ = SELFTEST_START.remove(tid);
+    if let Some(mut entry) = reserve(RawKind::SelfTestExit) {
+        // SAFETY: `reserve` initialised the entry.
+        let event = unsafe { entry.assume_init_mut() };
+        event.ret = ctx.ret::<i64>();
+        event.latency_ns = event.ts_ns.saturating_sub(start);
+        entry.submit(0);
+    }
+    0
+}

@@ -1,0 +1,179 @@
+//! Decoded events: what the model, the capture files, the TUI and the checker work on.
+//!
+//! A [`RawEvent`](phytrace_common::RawEvent) from the kernel becomes an [`Event`] once its
+//! addresses are resolved to callbacks and its strings decoded (see `probe::decode`). A capture
+//! file stores `Event`s, so a replay feeds the same type to the same code.
+
+use serde::{Deserialize, Serialize};
+
+/// One thing that happened, with when and where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Boot-clock time in nanoseconds (`CLOCK_BOOTTIME` of the traced machine).
+    pub ts_ns: u64,
+    /// CPU the event was recorded on.
+    pub cpu: u32,
+    /// Kernel thread id that caused it (0 for events phytrace itself emits).
+    pub tid: u32,
+    /// The PHY concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy: Option<PhyRef>,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Identity of a PHY as read from its `struct phy_device` when the event happened.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PhyRef {
+    /// `mii_bus.id`, e.g. `phy_sim-0` or `usb-001:004`.
+    pub bus: String,
+    /// MDIO address on that bus.
+    pub addr: u8,
+    /// `phy_device.phy_id` (0 when unknown, e.g. an access to an address without a PHY).
+    pub phy_id: u32,
+    /// Name of the bound `phy_driver`, empty when none is bound.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub driver: String,
+}
+
+impl PhyRef {
+    /// The `bus:addr` key phylib itself prints (`phy_sim-0:01`).
+    pub fn key(&self) -> String {
+        format!("{}:{:02x}", self.bus, self.addr)
+    }
+}
+
+/// A driver callback, resolved from the probed address.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Callback {
+    /// The `phy_driver` operation, e.g. `read_status` (the `_callback` suffix removed).
+    pub name: String,
+    /// The Rust type implementing it, e.g. `ax88796b_rust::PhyAX88772A`. Several drivers may
+    /// share it: identical code is merged, so the PHY is told by [`Event::phy`].
+    pub driver_type: String,
+}
+
+/// A `phy_state` value with its name as the traced kernel's BTF spells it (e.g. `NOLINK`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PhyState {
+    /// Numeric value of `enum phy_state`.
+    pub value: u32,
+    /// Enumerator name without the `PHY_` prefix.
+    pub name: String,
+}
+
+/// Direction of an MDIO access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MdioOp {
+    /// `__mdiobus_read`.
+    Read,
+    /// `__mdiobus_write`.
+    Write,
+}
+
+/// Link state read from `phy_device` after a callback.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkState {
+    /// `phy_device.link`.
+    pub up: bool,
+    /// `phy_device.speed` in Mb/s (`-1` for unknown, as `SPEED_UNKNOWN`).
+    pub speed: i32,
+    /// `phy_device.duplex`: `half`, `full` or `unknown`.
+    pub duplex: Duplex,
+}
+
+/// `DUPLEX_*` from `include/uapi/linux/ethtool.h`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Duplex {
+    /// `DUPLEX_HALF`.
+    Half,
+    /// `DUPLEX_FULL`.
+    Full,
+    /// `DUPLEX_UNKNOWN` or anything else.
+    Unknown,
+}
+
+impl Duplex {
+    /// Decodes the kernel's `DUPLEX_*` value.
+    pub fn from_kernel(value: u8) -> Self {
+        match value {
+            0 => Self::Half,
+            1 => Self::Full,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+/// What an [`Event`] records.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// phylib called a driver callback.
+    CallbackEnter {
+        /// The callback.
+        callback: Callback,
+        /// Nesting depth on this thread (1 = called by phylib directly).
+        depth: u8,
+        /// `phy_device.state` at entry.
+        state: PhyState,
+    },
+    /// A driver callback returned.
+    CallbackExit {
+        /// The callback.
+        callback: Callback,
+        /// Nesting depth on this thread.
+        depth: u8,
+        /// Time spent inside, in nanoseconds.
+        latency_ns: u64,
+        /// Return value (`0` or a negative errno for most callbacks).
+        ret: i64,
+        /// `phy_device.state` at entry.
+        state_before: PhyState,
+        /// `phy_device.state` at return.
+        state_after: PhyState,
+        /// Link, speed and duplex at return.
+        link: LinkState,
+    },
+    /// A register access on the MDIO bus (`__mdiobus_read` / `__mdiobus_write`).
+    Mdio {
+        /// Read or write.
+        op: MdioOp,
+        /// Register number (Clause 22).
+        reg: u16,
+        /// Value read or written (meaningless when `error` is set on a read).
+        value: u16,
+        /// Negative errno returned by the bus, if the access failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<i32>,
+        /// Time the access took, in nanoseconds.
+        latency_ns: u64,
+        /// The driver callback running on this thread when the access happened.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<Callback>,
+        /// `phy_device.state` when the access returned (absent if the address has no PHY).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<PhyState>,
+    },
+    /// phytrace attached its probes to a driver module (at start, or after it was loaded).
+    Attached {
+        /// Module name, e.g. `ax88796b_rust`.
+        module: String,
+        /// Number of callbacks probed in it.
+        callbacks: usize,
+        /// True when this follows an unload of the same module.
+        reattached: bool,
+    },
+    /// A traced driver module went away; its callbacks are no longer probed.
+    Detached {
+        /// Module name.
+        module: String,
+    },
+    /// The kernel side lost events (ring buffer full); counted, never silent.
+    Lost {
+        /// Events lost since the previous `Lost` event.
+        count: u64,
+    },
+}
