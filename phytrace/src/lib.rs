@@ -3,4 +3,8 @@
 //! Data flows one way: [`probe`] loads the eBPF programs and turns kernel records into
 //! [`event::Event`]s, which the model and the sinks (TUI, capture files, checker) consume.
 
+pub mod cli;
+pub mod commands;
 pub mod event;
+pub mod exit;
+pub mod probe;

@@ -1,1 +1,20 @@
-fn main() {}
+//! The `phytrace` binary: parse the command line, run one command.
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use phytrace::{
+    cli::{Cli, Command},
+    commands, exit,
+};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Doctor(args) => commands::doctor::run(args),
+    };
+    result.unwrap_or_else(|err| {
+        eprintln!("phytrace: error: {err:#}");
+        exit::code_for(&err)
+    })
+}

@@ -1,1 +1,66 @@
-fn main() {}
+//! `cargo xtask`: set-up, test kernel, modules, VM, tests and demo for phytrace.
+
+mod kernel;
+mod modules;
+mod paths;
+mod run;
+mod setup;
+mod test;
+mod vm;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// phytrace's developer tasks. Each one installs or builds what it needs first.
+#[derive(Parser)]
+#[command(name = "cargo xtask", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install everything the build and the tests need (apt packages, toolchains, bpf-linker,
+    /// bindgen). Idempotent: a second run only checks.
+    ///
+    /// Example: `cargo xtask setup`
+    Setup,
+    /// Build the test kernel (Debian's linux-source-6.12 + kernel/phytrace.config), cached in
+    /// $XDG_CACHE_HOME/phytrace.
+    ///
+    /// Example: `cargo xtask kernel`
+    Kernel(kernel::KernelArgs),
+    /// Build the out-of-tree modules (driver/*) against the test kernel into target/modules.
+    ///
+    /// Example: `cargo xtask modules`
+    Modules,
+    /// Boot the test kernel in QEMU and run COMMAND as root in the guest.
+    ///
+    /// The host's root file system is the guest's (read-only); $PHYTRACE_OUT (target/vm-out) is
+    /// writable. Example: `cargo xtask vm -- uname -r`
+    Vm(vm::VmArgs),
+    /// Run every test: formatting, clippy, host tests, then the VM suites.
+    ///
+    /// Example: `cargo xtask test` (or `cargo xtask test --host-only`)
+    Test(test::TestArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Setup => setup::run().map(|()| ExitCode::SUCCESS),
+        Command::Kernel(args) => kernel::run(&args).map(|_| ExitCode::SUCCESS),
+        Command::Modules => modules::run().map(|_| ExitCode::SUCCESS),
+        Command::Vm(args) => vm::run(&args),
+        Command::Test(args) => test::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The kernel side: finding what to probe, loading and attaching the eBPF programs, and
+//! turning their records into events.
+
+pub mod attach;
+pub mod btf;
+pub mod loader;
+pub mod raw;
+pub mod selftest;
+pub mod symbols;
+
+/// The OS error code somewhere in `err`'s chain of causes, if any.
+pub fn os_error(err: &(dyn std::error::Error + 'static)) -> Option<i32> {
+    let mut cause = Some(err);
+    while let Some(current) = cause {
+        if let Some(code) = current.downcast_ref::<std::io::Error>().and_then(std::io::Error::raw_os_error) {
+            return Some(code);
+        }
+        cause = current.source();
+    }
+    None
+}

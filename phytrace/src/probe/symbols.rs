@@ -1,0 +1,108 @@
+//! Finding the Rust PHY driver callbacks in `/proc/kallsyms`.
+//!
+//! The callbacks are monomorphised generics of the `kernel::net::phy` abstractions, one symbol
+//! per driver type and callback, v0-mangled with a crate hash that changes with every build.
+//! They are found by demangling and matching
+//! `<kernel::net::phy::Adapter<CRATE::TYPE>>::NAME_callback`, never by a fixed string.
+
+use std::{fs, io, path::Path};
+
+/// Where the kernel lists its symbols.
+pub const KALLSYMS: &str = "/proc/kallsyms";
+
+/// One resolved driver callback.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallbackSymbol {
+    /// Module the symbol lives in (`[ax88796b_rust]` in kallsyms), or `vmlinux`.
+    pub module: String,
+    /// The Rust type implementing the driver, e.g. `ax88796b_rust::PhyAX88772A`.
+    pub driver_type: String,
+    /// The operation without `_callback`, e.g. `read_status`.
+    pub callback: String,
+    /// Address (0 when kallsyms hides addresses from this user).
+    pub address: u64,
+    /// The mangled name, which kprobes attach to.
+    pub symbol: String,
+    /// The demangled path without crate hashes.
+    pub demangled: String,
+}
+
+/// Reads `/proc/kallsyms` (or another file in its format).
+pub fn read_kallsyms(path: &Path) -> io::Result<Vec<CallbackSymbol>> {
+    Ok(parse_kallsyms(&fs::read_to_string(path)?))
+}
+
+/// Extracts the PHY driver callbacks from kallsyms text.
+pub fn parse_kallsyms(text: &str) -> Vec<CallbackSymbol> {
+    text.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(line: &str) -> Option<CallbackSymbol> {
+    let mut fields = line.split_whitespace();
+    let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+    let kind = fields.next()?;
+    let symbol = fields.next()?;
+    // Only code: `t`/`T`. Rust v0 symbols start with `_R`.
+    if !kind.eq_ignore_ascii_case("t") || !symbol.starts_with("_R") {
+        return None;
+    }
+    let module = fields
+        .next()
+        .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
+        .unwrap_or("vmlinux");
+    let demangled = format!("{:#}", rustc_demangle::try_demangle(symbol).ok()?);
+    let (driver_type, callback) = parse_adapter_path(&demangled)?;
+    Some(CallbackSymbol {
+        module: module.to_owned(),
+        driver_type: driver_type.to_owned(),
+        callback: callback.to_owned(),
+        address,
+        symbol: symbol.to_owned(),
+        demangled,
+    })
+}
+
+/// Splits `<kernel::net::phy::Adapter<T>>::NAME_callback` into `(T, NAME)`.
+pub fn parse_adapter_path(demangled: &str) -> Option<(&str, &str)> {
+    let rest = demangled.strip_prefix("<kernel::net::phy::Adapter<")?;
+    let (driver_type, method) = rest.split_once(">>::")?;
+    let callback = method.strip_suffix("_callback")?;
+    let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    (valid(callback) && !driver_type.is_empty()).then_some((driver_type, callback))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adapter_paths_are_split() {
+        assert_eq!(
+            parse_adapter_path("<kernel::net::phy::Adapter<ax88796b_rust::PhyAX88772A>>::read_status_callback"),
+            Some(("ax88796b_rust::PhyAX88772A", "read_status"))
+        );
+        assert_eq!(
+            parse_adapter_path("<ax88796b_rust::PhyAX88772A as kernel::net::phy::Driver>::read_status"),
+            None
+        );
+        assert_eq!(parse_adapter_path("<kernel::net::phy::Adapter<T>>::new"), None);
+    }
+
+    #[test]
+    fn kallsyms_lines_are_filtered_and_demangled() {
+        let mangled = "_RNvMs_NtNtCs1234567890a_6kernel3net3phyINtB4_7AdapterNtCs0987654321b_13ax88796b_rust11PhyAX88772AE20read_status_callback";
+        let text = format!(
+            "ffffffffc0002000 t {mangled}\t[ax88796b_rust]\n\
+             ffffffff81000000 T _stext\n\
+             ffffffffc0002100 d {mangled}\t[ax88796b_rust]\n"
+        );
+        let found = parse_kallsyms(&text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let cb = &found[0];
+        assert_eq!(cb.module, "ax88796b_rust");
+        assert_eq!(cb.driver_type, "ax88796b_rust::PhyAX88772A");
+        assert_eq!(cb.callback, "read_status");
+        assert_eq!(cb.address, 0xffff_ffff_c000_2000);
+        assert_eq!(cb.symbol, mangled);
+    }
+}

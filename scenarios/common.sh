@@ -1,0 +1,43 @@
+# shellcheck shell=bash
+# Shared set-up for the scenarios: the helpers of tests/vm/lib.sh, plus option parsing.
+# Every scenario takes DRIVER=rust|c (default rust) and KEEP=1 (leave the modules loaded at
+# the end, e.g. for a tracer to detach first). Options are environment variables or
+# NAME=VALUE arguments: `scenarios/plug-unplug.sh COUNT=5 PERIOD=1`.
+for arg in "$@"; do
+    case $arg in
+    *=*) export "${arg?}" ;;
+    -h | --help)
+        sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
+        exit 0
+        ;;
+    *)
+        echo "$(basename "$0"): unknown argument '$arg' (use NAME=VALUE)" >&2
+        exit 2
+        ;;
+    esac
+done
+. "${PHYTRACE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/tests/vm/lib.sh"
+DRIVER=${DRIVER:-rust}
+KEEP=${KEEP:-0}
+[[ -n ${DRIVER_KO[$DRIVER]:-} ]] || { echo "DRIVER must be rust or c" >&2; exit 2; }
+
+scenario_end() {
+    local rc=$?
+    if [[ $KEEP == 1 ]]; then
+        log "KEEP=1: modules left loaded"
+    else
+        unload_all || true
+    fi
+    return $rc
+}
+trap scenario_end EXIT
+
+# bring_up DEV...: driver + simulator loaded (unless already), links up at 100/full.
+bring_up() {
+    if ! module_loaded phy_sim; then
+        setup "$DRIVER" ${SIM_PARAMS:-}
+    fi
+    link_up "$@"
+    local d
+    for d in "$@"; do wait_mode "$d" 100 full 15; done
+}

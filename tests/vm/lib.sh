@@ -1,0 +1,256 @@
+# shellcheck shell=bash
+# Shared helpers for the VM tests (tests/vm/NN-*.sh) and the scenarios (scenarios/*.sh).
+# Source it after `set -euo pipefail`. Runs in the guest as root.
+#
+# Environment: PHYTRACE_ROOT (workspace), PHYTRACE_MODULES (ax88796b_rust.ko, phy_sim.ko,
+# ax88796b.ko), PHYTRACE_OUT (writable). PHYTRACE_DRIVERS limits the drivers a test runs
+# with (default "rust c").
+
+PHYTRACE_ROOT=${PHYTRACE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PHYTRACE_MODULES=${PHYTRACE_MODULES:-$PHYTRACE_ROOT/target/modules}
+PHYTRACE_OUT=${PHYTRACE_OUT:-/tmp}
+PHYTRACE_DRIVERS=${PHYTRACE_DRIVERS:-rust c}
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+
+SIM_DBG=/sys/kernel/debug/phy_sim
+MDIO_DEVS=/sys/bus/mdio_bus/devices
+TEST_NAME=$(basename "$0" .sh)
+DMESG_MARK=""
+
+# The upstream driver names, by model.
+declare -A ASIX_NAME=(
+    [ax88772a]="Asix Electronics AX88772A"
+    [ax88772c]="Asix Electronics AX88772C"
+    [ax88796b]="Asix Electronics AX88796B"
+)
+# Module file and module name, by driver flavour.
+declare -A DRIVER_KO=([rust]=ax88796b_rust.ko [c]=ax88796b.ko)
+declare -A DRIVER_MOD=([rust]=ax88796b_rust [c]=ax88796b)
+
+log() { echo "[$TEST_NAME] $*"; }
+ok() { echo "[$TEST_NAME] ok: $*"; }
+
+fail() {
+    echo "[$TEST_NAME] FAIL: $*" >&2
+    dump_state >&2 || true
+    exit 1
+}
+
+# check DESCRIPTION COMMAND...: run COMMAND, fail with DESCRIPTION if it fails.
+check() {
+    local what=$1
+    shift
+    if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# expect_eq DESCRIPTION EXPECTED ACTUAL
+expect_eq() {
+    if [[ "$2" == "$3" ]]; then ok "$1 ($3)"; else fail "$1: expected '$2', got '$3'"; fi
+}
+
+dump_state() {
+    local d
+    [[ -d $SIM_DBG ]] || return 0
+    for d in "$SIM_DBG"/sim*; do
+        [[ -d $d ]] || continue
+        echo "--- $(basename "$d") info"
+        cat "$d/info" 2>/dev/null || true
+        echo "--- $(basename "$d") regs"
+        cat "$d/regs" 2>/dev/null || true
+    done
+    echo "--- dmesg (since test start)"
+    dmesg_since_mark | tail -40 || true
+}
+
+ensure_debugfs() {
+    mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
+}
+
+# --- kernel log ---
+
+# Marks the kernel log; dmesg_since_mark prints what came after the last mark.
+mark_dmesg() {
+    DMESG_MARK="phytrace-test: $TEST_NAME $1 $$ $RANDOM"
+    echo "$DMESG_MARK" >/dev/kmsg
+}
+
+dmesg_since_mark() {
+    if [[ -z $DMESG_MARK ]]; then dmesg; return; fi
+    dmesg | awk -v m="$DMESG_MARK" 'found { print } index($0, m) { found = 1 }'
+}
+
+KERNEL_TROUBLE='WARNING:|BUG:|Oops|general protection|Call Trace:|refcount_t:|kernel BUG|UBSAN|KASAN|list_del corruption'
+
+# Fails if the kernel logged a warning, a BUG or an oops since the last mark.
+assert_clean_dmesg() {
+    local what=${1:-kernel log}
+    local bad
+    bad=$(dmesg_since_mark | grep -E "$KERNEL_TROUBLE" || true)
+    [[ -z $bad ]] || fail "$what: kernel trouble in dmesg: $bad"
+    ok "$what: no WARNING/BUG/Oops in dmesg"
+}
+
+# --- modules ---
+
+module_loaded() { grep -q "^$1 " /proc/modules; }
+
+unload_all() {
+    local m d
+    for d in /sys/class/net/sim*; do
+        [[ -e $d ]] && ip link set dev "$(basename "$d")" down 2>/dev/null || true
+    done
+    for m in phy_sim ax88796b_rust ax88796b; do
+        module_loaded "$m" || continue
+        rmmod "$m" 2>/dev/null || { sleep 0.5; rmmod "$m"; } || echo "[$TEST_NAME] warning: cannot unload $m" >&2
+    done
+}
+
+# load_driver rust|c
+load_driver() {
+    local ko=${DRIVER_KO[$1]:?driver must be rust or c}
+    module_loaded "${DRIVER_MOD[$1]}" && return 0
+    insmod "$PHYTRACE_MODULES/$ko"
+}
+
+# load_sim [PARAM=VALUE...]: loads phy_sim (test defaults: short delays) and waits for debugfs.
+load_sim() {
+    local i
+    ensure_debugfs
+    insmod "$PHYTRACE_MODULES/phy_sim.ko" aneg_delay_ms="${SIM_ANEG_MS:-50}" \
+        reset_delay_ms="${SIM_RESET_MS:-5}" "$@"
+    for i in $(seq 50); do
+        [[ -d $SIM_DBG ]] && return 0
+        sleep 0.1
+    done
+    fail "phy_sim loaded but $SIM_DBG did not appear"
+}
+
+# setup DRIVER [SIM PARAMS...]: clean slate, driver first (else genphy binds), then the sim.
+setup() {
+    unload_all
+    load_driver "$1"
+    shift
+    load_sim "$@"
+}
+
+cleanup() {
+    local rc=$?
+    unload_all || true
+    return $rc
+}
+
+# Install the cleanup trap (unloads everything on exit).
+trap_cleanup() { trap cleanup EXIT; }
+
+# --- the simulated PHYs ---
+
+# simdev MODEL: the netdev of the first PHY of that model (ax88772a|ax88772c|ax88796b).
+simdev() {
+    local d want=${1^^}
+    want=${want#AX}
+    for d in "$SIM_DBG"/sim*; do
+        if grep -q "^model: AX$want\$" "$d/info" 2>/dev/null; then
+            basename "$d"
+            return 0
+        fi
+    done
+    fail "no simulated PHY of model $1"
+}
+
+sim_devs() { local d; for d in "$SIM_DBG"/sim*; do [[ -d $d ]] && basename "$d"; done; }
+
+# sim_set DEV FILE VALUE / sim_get DEV FILE
+sim_set() { echo "$3" >"$SIM_DBG/$1/$2"; }
+sim_get() { cat "$SIM_DBG/$1/$2"; }
+
+# sim_info DEV KEY: one field of the info file (state, driver, phy_speed, ...).
+sim_info() { awk -F': ' -v k="$2" '$1 == k { print $2 }' "$SIM_DBG/$1/info"; }
+
+# counter DEV REG COLUMN: COLUMN is reads, writes, rd_err or wr_err; REG a name (BMSR) or 0x01.
+counter() {
+    awk -v r="$2" -v c="$3" '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        ($1 == r || toupper($2) == toupper(r)) && (c in col) { print $(col[c]); exit }
+    ' "$SIM_DBG/$1/counters"
+}
+
+# counter_total DEV KEY: total_reads, total_writes, resets, resets_ignored, aneg_restarts.
+counter_total() { awk -v k="$2" '$1 == k { print $2 }' "$SIM_DBG/$1/counters"; }
+
+reset_counters() { echo 0 >"$SIM_DBG/counters"; }
+
+# --- links ---
+
+link_up() { local d; for d in "$@"; do ip link set dev "$d" up; done; }
+link_down() { local d; for d in "$@"; do ip link set dev "$d" down; done; }
+
+carrier() { cat "/sys/class/net/$1/carrier" 2>/dev/null || echo "?"; }
+speed() { cat "/sys/class/net/$1/speed" 2>/dev/null || echo "?"; }
+duplex() { cat "/sys/class/net/$1/duplex" 2>/dev/null || echo "?"; }
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
+wait_for() {
+    local secs=$1 i
+    shift
+    for ((i = 0; i < secs * 10; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    "$@"
+}
+
+is_carrier() { [[ $(carrier "$1") == "$2" ]]; }
+is_state() { [[ $(sim_info "$1" state) == "$2" ]]; }
+is_mode() { [[ $(carrier "$1") == 1 && $(speed "$1") == "$2" && $(duplex "$1") == "$3" ]]; }
+
+# wait_carrier DEV 1|0 [TIMEOUT]
+wait_carrier() {
+    wait_for "${3:-10}" is_carrier "$1" "$2" ||
+        fail "$1: carrier did not become $2 within ${3:-10} s (state $(sim_info "$1" state))"
+}
+
+# wait_mode DEV SPEED DUPLEX [TIMEOUT]: link up at that speed and duplex.
+wait_mode() {
+    wait_for "${4:-10}" is_mode "$1" "$2" "$3" ||
+        fail "$1: expected link up at $2/$3, got carrier $(carrier "$1") $(speed "$1")/$(duplex "$1")"
+    ok "$1: link up at $2/$3"
+}
+
+# wait_state DEV STATE [TIMEOUT]: phylib state (UP, NOLINK, RUNNING, ERROR, HALTED...).
+wait_state() {
+    wait_for "${3:-10}" is_state "$1" "$2" ||
+        fail "$1: phylib state did not become $2 (is $(sim_info "$1" state))"
+}
+
+# The driver bound to a PHY, from sysfs (the phy_driver's name).
+bound_driver() {
+    local addr
+    addr=$(sim_info "$1" addr)
+    basename "$(readlink "$MDIO_DEVS/phy_sim-0:$(printf %02x "$addr")/driver")"
+}
+
+# The module behind that driver.
+bound_module() {
+    local drv
+    drv=$(bound_driver "$1")
+    basename "$(readlink "/sys/bus/mdio_bus/drivers/$drv/module")"
+}
+
+# record KEY VALUE: observable outcomes, compared between the drivers by compare_outcomes.
+record() { echo "$1 $2" >>"$PHYTRACE_OUT/$TEST_NAME.$CUR_DRIVER.outcome"; }
+
+start_outcomes() { local d; for d in $PHYTRACE_DRIVERS; do rm -f "$PHYTRACE_OUT/$TEST_NAME.$d.outcome"; done; }
+
+# Fails unless every driver recorded the same outcomes.
+compare_outcomes() {
+    local first="" d
+    for d in $PHYTRACE_DRIVERS; do
+        if [[ -z $first ]]; then first=$d; continue; fi
+        if ! diff -u "$PHYTRACE_OUT/$TEST_NAME.$first.outcome" "$PHYTRACE_OUT/$TEST_NAME.$d.outcome"; then
+            fail "drivers $first and $d differ (see diff above)"
+        fi
+    done
+    [[ -z $first ]] || ok "same observable outcome with: $PHYTRACE_DRIVERS"
+}
+
+ensure_debugfs

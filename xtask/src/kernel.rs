@@ -1,0 +1,343 @@
+//! `cargo xtask kernel`: the test kernel, built from Debian's linux-source-6.12 with the
+//! fragment `kernel/phytrace.config`, and cached outside the repository.
+//!
+//! The cache key covers everything that changes the result: the source package version, the
+//! fragment, this recipe, and the versions of rustc, clang, bindgen and pahole.
+
+use std::{
+    collections::BTreeMap,
+    fs,
+    io::{BufRead as _, BufReader, IsTerminal as _, Write as _},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::{paths, run, setup};
+
+/// Bump when the build steps below change in a way that changes the output.
+const RECIPE_VERSION: u32 = 1;
+const SOURCE_PACKAGE: &str = "linux-source-6.12";
+const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+const TREE_NAME: &str = "linux-source-6.12";
+const BUILT_STAMP: &str = "built";
+const UNPACKED_STAMP: &str = "unpacked";
+
+#[derive(clap::Args)]
+pub struct KernelArgs {
+    /// Rebuild even if a cached kernel matches.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A built test kernel.
+pub struct Kernel {
+    /// The configured and built source tree (`make -C` target for out-of-tree modules).
+    pub tree: PathBuf,
+    /// The cache key this tree was built for.
+    pub key: String,
+}
+
+impl Kernel {
+    pub fn bzimage(&self) -> PathBuf {
+        self.tree.join("arch/x86/boot/bzImage")
+    }
+}
+
+fn fragment_path() -> PathBuf {
+    paths::workspace().join("kernel/phytrace.config")
+}
+
+/// 64-bit FNV-1a: a stable hash for the cache key (std's hasher may change between releases).
+fn fnv1a(parts: &[String]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    for byte in parts.iter().flat_map(|part| part.bytes().chain([0])) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+fn tool_version(program: &str, args: &[&str]) -> String {
+    run::probe(program, args)
+        .and_then(|text| text.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| format!("{program}: missing"))
+}
+
+fn source_version() -> Result<String> {
+    run::probe("dpkg-query", ["-Wf=${Version}", SOURCE_PACKAGE])
+        .filter(|version| !version.is_empty())
+        .with_context(|| format!("{SOURCE_PACKAGE} is not installed: run `cargo xtask setup`"))
+}
+
+fn cache_key() -> Result<(String, String)> {
+    let version = source_version()?;
+    let fragment = fs::read_to_string(fragment_path())
+        .with_context(|| format!("reading {}", fragment_path().display()))?;
+    let toolchain = setup::workspace_toolchain()?;
+    let parts = vec![
+        RECIPE_VERSION.to_string(),
+        version.clone(),
+        fragment,
+        tool_version("rustup", &["run", &toolchain, "rustc", "--version"]),
+        tool_version("clang-19", &["--version"]),
+        tool_version("bindgen", &["--version"]),
+        tool_version("pahole", &["--version"]),
+    ];
+    Ok((version, format!("{:016x}", fnv1a(&parts))))
+}
+
+fn cache_root() -> PathBuf {
+    paths::cache().join("kernel")
+}
+
+/// The cached kernel for the current inputs, if it has been built; `PHYTRACE_KERNEL_TREE`
+/// names another built tree to use instead (a kernel of your own, say).
+pub fn locate() -> Result<Kernel> {
+    if let Some(tree) = std::env::var_os("PHYTRACE_KERNEL_TREE") {
+        let tree = PathBuf::from(tree);
+        anyhow::ensure!(
+            tree.join("arch/x86/boot/bzImage").exists(),
+            "PHYTRACE_KERNEL_TREE={} has no arch/x86/boot/bzImage",
+            tree.display()
+        );
+        let key = format!("custom-{:016x}", fnv1a(&[tree.display().to_string()]));
+        return Ok(Kernel { tree, key });
+    }
+    let (version, key) = cache_key()?;
+    let dir = cache_root().join(format!("{version}-{key}"));
+    if !dir.join(BUILT_STAMP).exists() {
+        bail!("the test kernel is not built for the current inputs: run `cargo xtask kernel` (about 10 minutes)");
+    }
+    Ok(Kernel { tree: dir.join(TREE_NAME), key })
+}
+
+pub fn run(args: &KernelArgs) -> Result<Kernel> {
+    let (version, key) = cache_key()?;
+    let dir = cache_root().join(format!("{version}-{key}"));
+    let tree = dir.join(TREE_NAME);
+    if dir.join(BUILT_STAMP).exists() && !args.force {
+        eprintln!("==> kernel: cached ({})", tree.display());
+        return Ok(Kernel { tree, key });
+    }
+    let started = run::step(&format!("kernel: building {SOURCE_PACKAGE} {version} in {}", dir.display()));
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    unpack(&dir)?;
+    configure(&tree)?;
+    build(&tree, &dir)?;
+    fs::write(dir.join(BUILT_STAMP), format!("{}\n", started.elapsed().as_secs()))?;
+    prune_others(&dir);
+    run::done("kernel", started);
+    Ok(Kernel { tree, key })
+}
+
+fn unpack(dir: &Path) -> Result<()> {
+    if dir.join(UNPACKED_STAMP).exists() {
+        return Ok(());
+    }
+    let started = run::step(&format!("kernel: unpacking {SOURCE_TARBALL}"));
+    let tree = dir.join(TREE_NAME);
+    if tree.exists() {
+        fs::remove_dir_all(&tree).with_context(|| format!("removing {}", tree.display()))?;
+    }
+    run::status(Command::new("tar").arg("xf").arg(SOURCE_TARBALL).arg("-C").arg(dir))
+        .context("unpacking the kernel source: is linux-source-6.12 installed (`cargo xtask setup`)?")?;
+    fs::write(dir.join(UNPACKED_STAMP), "")?;
+    run::done("unpack", started);
+    Ok(())
+}
+
+fn make(tree: &Path) -> Result<Command> {
+    let mut cmd = Command::new("make");
+    cmd.current_dir(tree)
+        .arg("LLVM=-19")
+        .env("RUSTUP_TOOLCHAIN", setup::workspace_toolchain()?)
+        .env("LIBCLANG_PATH", setup::LIBCLANG_PATH);
+    Ok(cmd)
+}
+
+/// The options the fragment asks for: `CONFIG_X` → `Some(value)` or `None` for "is not set".
+fn requested_options(fragment: &str) -> BTreeMap<String, Option<String>> {
+    fragment
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix("# ") {
+                let name = rest.strip_suffix(" is not set")?;
+                return Some((name.to_owned(), None));
+            }
+            let (name, value) = line.split_once('=')?;
+            name.starts_with("CONFIG_").then(|| (name.to_owned(), Some(value.to_owned())))
+        })
+        .collect()
+}
+
+/// Options of `requested` that `.config` does not have as asked, with what it has instead.
+fn dropped_options(requested: &BTreeMap<String, Option<String>>, config: &str) -> Vec<String> {
+    let actual: BTreeMap<&str, &str> = config
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .collect();
+    requested
+        .iter()
+        .filter_map(|(name, wanted)| {
+            let got = actual.get(name.as_str()).copied();
+            match (wanted.as_deref(), got) {
+                (Some(want), Some(got)) if want == got => None,
+                (None, None | Some("n")) => None,
+                (Some(want), got) => Some(format!("{name}={want} (got {})", got.unwrap_or("not set"))),
+                (None, Some(got)) => Some(format!("{name} is not set (got {got})")),
+            }
+        })
+        .collect()
+}
+
+fn configure(tree: &Path) -> Result<()> {
+    let started = run::step("kernel: configuring (allnoconfig + kernel/phytrace.config)");
+    let fragment = fragment_path();
+    run::output(
+        make(tree)?
+            .arg(format!("KCONFIG_ALLCONFIG={}", fragment.display()))
+            .arg("allnoconfig"),
+    )?;
+    run::output(make(tree)?.arg("olddefconfig"))?;
+    let requested = requested_options(&fs::read_to_string(&fragment)?);
+    let config = fs::read_to_string(tree.join(".config"))?;
+    let dropped = dropped_options(&requested, &config);
+    if !dropped.is_empty() {
+        bail!(
+            "Kconfig did not set {} option(s) of {}; their dependencies are unmet:\n  {}",
+            dropped.len(),
+            fragment.display(),
+            dropped.join("\n  ")
+        );
+    }
+    eprintln!("    all {} requested options are set", requested.len());
+    run::done("configure", started);
+    Ok(())
+}
+
+/// Lines of kbuild output that count as one build step (`  CC      kernel/fork.o`).
+fn is_step(line: &str) -> bool {
+    line.starts_with("  ") && line.trim_start().split_whitespace().count() >= 2
+}
+
+fn build(tree: &Path, dir: &Path) -> Result<()> {
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let started = run::step(&format!("kernel: make -j{jobs} bzImage modules"));
+    let expected_file = cache_root().join("last-build-steps");
+    let expected: Option<u64> = fs::read_to_string(&expected_file)
+        .ok()
+        .and_then(|text| text.trim().parse().ok());
+    let log_path = dir.join("build.log");
+    let mut log = fs::File::create(&log_path)?;
+    let mut child = make(tree)?
+        .arg(format!("-j{jobs}"))
+        .args(["bzImage", "modules"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("could not start make")?;
+    let stdout = child.stdout.take().context("make's stdout")?;
+    let tty = std::io::stderr().is_terminal();
+    let mut steps = 0u64;
+    let mut last_report = Instant::now();
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        writeln!(log, "{line}")?;
+        if is_step(&line) {
+            steps += 1;
+        }
+        let every = if tty { Duration::from_millis(500) } else { Duration::from_secs(30) };
+        if last_report.elapsed() >= every {
+            last_report = Instant::now();
+            let total = expected.map_or(String::new(), |n| format!("/~{n}"));
+            let secs = started.elapsed().as_secs();
+            let status = format!(
+                "    [{:>2}:{:02}] {steps}{total} steps  {}",
+                secs / 60,
+                secs % 60,
+                line.trim()
+            );
+            if tty {
+                eprint!("\r\x1b[K{}", status.chars().take(120).collect::<String>());
+            } else {
+                eprintln!("{status}");
+            }
+        }
+    }
+    if tty {
+        eprintln!();
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!(
+            "the kernel build failed ({status}); full log: {}",
+            log_path.display()
+        );
+    }
+    fs::write(expected_file, steps.to_string())?;
+    eprintln!("    {steps} steps");
+    run::done("build", started);
+    Ok(())
+}
+
+/// Removes kernels built for other inputs: each tree takes several GiB.
+fn prune_others(keep: &Path) {
+    let Ok(entries) = fs::read_dir(cache_root()) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && path != keep {
+            eprintln!("    removing the outdated kernel {}", path.display());
+            let _ = fs::remove_dir_all(&path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_options_reads_values_and_not_set() {
+        let options = requested_options("# comment\nCONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\n");
+        assert_eq!(options.len(), 3);
+        assert_eq!(options["CONFIG_A"].as_deref(), Some("y"));
+        assert_eq!(options["CONFIG_C"], None);
+    }
+
+    #[test]
+    fn dropped_options_names_each_mismatch() {
+        let requested = requested_options("CONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\nCONFIG_D=y\n");
+        let config = "CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=y\n# CONFIG_D is not set\n";
+        let dropped = dropped_options(&requested, config);
+        assert_eq!(
+            dropped,
+            [
+                "CONFIG_B=m (got y)",
+                "CONFIG_C is not set (got y)",
+                "CONFIG_D=y (got not set)"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_shipped_fragment_is_well_formed() {
+        let text = fs::read_to_string(fragment_path()).unwrap();
+        let options = requested_options(&text);
+        assert!(options.len() > 50);
+        for key in ["CONFIG_RUST", "CONFIG_KPROBE_EVENTS_ON_NOTRACE", "CONFIG_DEBUG_INFO_BTF"] {
+            assert_eq!(options[key].as_deref(), Some("y"), "{key}");
+        }
+        assert_eq!(options["CONFIG_AX88796B_PHY"].as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn cache_key_hash_is_stable() {
+        assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(fnv1a(&["a".into()]), fnv1a(&["b".into()]));
+        assert_ne!(fnv1a(&["ab".into(), "c".into()]), fnv1a(&["a".into(), "bc".into()]));
+    }
+}

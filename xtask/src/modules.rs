@@ -1,0 +1,88 @@
+//! `cargo xtask modules`: builds the out-of-tree modules under `driver/` against the test
+//! kernel and collects them, with the in-tree C Asix driver, in `target/modules/`.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context as _, Result};
+
+use crate::{kernel, paths, run};
+
+/// The in-tree C driver, built as a module by the test kernel, for side-by-side runs.
+const IN_TREE_MODULES: &[&str] = &["drivers/net/phy/ax88796b.ko"];
+const KERNEL_KEY_FILE: &str = ".kernel-key";
+
+/// Builds every `driver/<name>/` that has a Kbuild file; returns the modules directory.
+pub fn run() -> Result<PathBuf> {
+    let kernel = kernel::locate()?;
+    build(&kernel)
+}
+
+pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
+    let started = run::step("modules: building driver/* against the test kernel");
+    let out = paths::modules();
+    let build_root = out.join("build");
+    // A module built against another kernel fails to load ("failed to validate module BTF").
+    let key_file = out.join(KERNEL_KEY_FILE);
+    if fs::read_to_string(&key_file).ok().as_deref() != Some(kernel.key.as_str()) {
+        let _ = fs::remove_dir_all(&out);
+    }
+    fs::create_dir_all(&build_root)?;
+    fs::write(&key_file, &kernel.key)?;
+
+    for source in module_sources()? {
+        let name = source.file_name().context("module directory name")?.to_owned();
+        let build_dir = build_root.join(&name);
+        // Build in a copy so that build products stay out of the repository.
+        run::status(
+            Command::new("rsync")
+                .arg("-a")
+                .arg(format!("{}/", source.display()))
+                .arg(&build_dir),
+        )?;
+        run::status(
+            Command::new("make")
+                .arg("-C")
+                .arg(&kernel.tree)
+                .arg(format!("M={}", build_dir.display()))
+                .args(["LLVM=-19", "modules"])
+                .env("RUSTUP_TOOLCHAIN", crate::setup::workspace_toolchain()?),
+        )
+        .with_context(|| format!("building the module in {}", source.display()))?;
+        for entry in fs::read_dir(&build_dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|ext| ext == "ko") {
+                copy_into(&path, &out)?;
+            }
+        }
+    }
+    for module in IN_TREE_MODULES {
+        copy_into(&kernel.tree.join(module), &out)?;
+    }
+    run::done("modules", started);
+    Ok(out)
+}
+
+fn module_sources() -> Result<Vec<PathBuf>> {
+    let driver_dir = paths::workspace().join("driver");
+    let Ok(entries) = fs::read_dir(&driver_dir) else {
+        return Ok(Vec::new());
+    };
+    let mut sources: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.join("Kbuild").exists())
+        .collect();
+    sources.sort();
+    Ok(sources)
+}
+
+fn copy_into(module: &Path, dir: &Path) -> Result<()> {
+    let name = module.file_name().context("module file name")?;
+    fs::copy(module, dir.join(name))
+        .with_context(|| format!("copying {} to {}", module.display(), dir.display()))?;
+    eprintln!("    {}", dir.join(name).display());
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! `cargo xtask setup`: installs what the build and the tests need, idempotently.
+//!
+//! Each step checks first and installs only what is missing, so a second run only checks.
+
+use std::{fs, path::Path, process::Command};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::{paths, run};
+
+/// Debian packages from bookworm: kernel build, VM rig, guest tools, tracer to compare against.
+const APT_PACKAGES: &[&str] = &[
+    "linux-source-6.12",
+    "bc",
+    "flex",
+    "bison",
+    "libelf-dev",
+    "libssl-dev",
+    "dwarves",
+    "cpio",
+    "busybox-static",
+    "rsync",
+    "kmod",
+    "zstd",
+    "libclang-19-dev",
+    "clang-19",
+    "lld-19",
+    "llvm-19",
+    "bpftrace",
+    "iproute2",
+    "ethtool",
+    "tmux",
+];
+
+/// Packages taken from bookworm-backports (bookworm's own QEMU clashes with the image's
+/// newer qemu-utils).
+const BACKPORTS_PACKAGES: &[&str] = &["qemu-system-x86"];
+
+const BACKPORTS_SOURCE: &str = "/etc/apt/sources.list.d/phytrace-backports.sources";
+const BACKPORTS_ENTRY: &str = "Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+";
+
+/// Tools installed with `cargo install`: (binary, crate, version).
+const CARGO_TOOLS: &[(&str, &str, &str)] = &[
+    ("bindgen", "bindgen-cli", "0.69.5"),
+    ("bpf-linker", "bpf-linker", "0.10.4"),
+];
+
+/// libclang for bindgen (the kernel's Rust bindings).
+pub const LIBCLANG_PATH: &str = "/usr/lib/llvm-19/lib";
+
+pub fn run() -> Result<()> {
+    let started = run::step("setup: checking what is installed");
+    apt()?;
+    toolchains()?;
+    cargo_tools()?;
+    fs::create_dir_all(paths::cache())
+        .with_context(|| format!("creating the cache {}", paths::cache().display()))?;
+    run::done("setup", started);
+    Ok(())
+}
+
+fn require_root(what: &str) -> Result<()> {
+    if run::probe("id", ["-u"]).as_deref() != Some("0") {
+        bail!("{what} needs root: run `sudo cargo xtask setup` (or as root)");
+    }
+    Ok(())
+}
+
+fn missing_packages(packages: &[&str]) -> Vec<String> {
+    let listed = run::probe(
+        "dpkg-query",
+        std::iter::once("-Wf=${Package} ${db:Status-Status}\n").chain(packages.iter().copied()),
+    );
+    // dpkg-query fails when one package is unknown; then ask one by one.
+    let installed = |name: &str| match &listed {
+        Some(text) => text.lines().any(|line| line == format!("{name} installed")),
+        None => run::probe("dpkg-query", ["-Wf=${db:Status-Status}", name]).as_deref()
+            == Some("installed"),
+    };
+    packages
+        .iter()
+        .filter(|name| !installed(name))
+        .map(|name| name.to_string())
+        .collect()
+}
+
+fn apt() -> Result<()> {
+    let missing = missing_packages(APT_PACKAGES);
+    let missing_backports = missing_packages(BACKPORTS_PACKAGES);
+    let needs_source = !Path::new(BACKPORTS_SOURCE).exists();
+    if missing.is_empty() && missing_backports.is_empty() {
+        eprintln!("    apt packages: all {} present", APT_PACKAGES.len() + 1);
+        return Ok(());
+    }
+    require_root("installing Debian packages")?;
+    if needs_source {
+        eprintln!("    adding the bookworm-backports source ({BACKPORTS_SOURCE})");
+        fs::write(BACKPORTS_SOURCE, BACKPORTS_ENTRY)
+            .with_context(|| format!("writing {BACKPORTS_SOURCE}"))?;
+    }
+    eprintln!("    apt-get update");
+    run::status(Command::new("apt-get").args(["update", "-q"]))?;
+    let install = |packages: &[String], extra: &[&str]| -> Result<()> {
+        if packages.is_empty() {
+            return Ok(());
+        }
+        eprintln!("    apt-get install {}", packages.join(" "));
+        run::status(
+            Command::new("apt-get")
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .args(["install", "-y", "-q", "--no-install-recommends"])
+                .args(extra)
+                .args(packages),
+        )
+        .context("a package could not be installed: check that apt can reach the Debian mirror and that `apt-cache policy <package>` lists a candidate")
+    };
+    install(&missing, &[])?;
+    install(&missing_backports, &["-t", "bookworm-backports"])
+}
+
+/// The `channel = "…"` of a rust-toolchain.toml.
+pub fn toolchain_channel(file: &Path) -> Result<String> {
+    let text = fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix("channel"))
+        .and_then(|rest| rest.split('"').nth(1))
+        .map(str::to_owned)
+        .with_context(|| format!("{} has no `channel = \"…\"`", file.display()))
+}
+
+/// The workspace's toolchain (also used for the kernel's Rust code).
+pub fn workspace_toolchain() -> Result<String> {
+    toolchain_channel(&paths::workspace().join("rust-toolchain.toml"))
+}
+
+/// The nightly that builds the eBPF programs.
+pub fn ebpf_toolchain() -> Result<String> {
+    toolchain_channel(&paths::workspace().join("phytrace-ebpf/rust-toolchain.toml"))
+}
+
+fn toolchains() -> Result<()> {
+    for (toolchain, components) in [
+        (workspace_toolchain()?, &["rust-src", "clippy", "rustfmt"][..]),
+        (ebpf_toolchain()?, &["rust-src"][..]),
+    ] {
+        let installed = run::probe(
+            "rustup",
+            ["component", "list", "--installed", "--toolchain", &toolchain],
+        )
+        .unwrap_or_default();
+        let missing: Vec<_> = components
+            .iter()
+            .filter(|c| !installed.lines().any(|line| line.starts_with(*c)))
+            .collect();
+        if missing.is_empty() {
+            eprintln!("    toolchain {toolchain}: present with {}", components.join(", "));
+            continue;
+        }
+        eprintln!("    installing toolchain {toolchain} with {}", components.join(", "));
+        let mut cmd = Command::new("rustup");
+        cmd.args(["toolchain", "install", &toolchain, "--profile", "minimal"]);
+        for component in components {
+            cmd.args(["-c", component]);
+        }
+        run::status(&mut cmd).context("rustup could not install the toolchain: is the Rust toolchain server reachable?")?;
+    }
+    Ok(())
+}
+
+fn cargo_tools() -> Result<()> {
+    for &(binary, krate, version) in CARGO_TOOLS {
+        let current = run::probe(binary, ["--version"]).unwrap_or_default();
+        if current.split_whitespace().any(|word| word == version) {
+            eprintln!("    {binary} {version}: present");
+            continue;
+        }
+        eprintln!("    cargo install {krate}@{version} (takes a few minutes)");
+        run::status(
+            Command::new("cargo")
+                .env("LIBCLANG_PATH", LIBCLANG_PATH)
+                .args(["install", "--locked", &format!("{krate}@{version}")]),
+        )
+        .with_context(|| format!("installing {krate} failed: see the compiler output above"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,81 @@
+//! `cargo xtask test`: formatting, lints, host tests, then the VM suite, with one summary.
+//!
+//! The VM suite boots the test kernel once and runs `tests/vm/run.sh`, which runs every
+//! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line.
+
+use std::process::{Command, ExitCode};
+
+use anyhow::Result;
+
+use crate::{kernel, modules, paths, run, setup, vm};
+
+#[derive(clap::Args)]
+pub struct TestArgs {
+    /// Only formatting, lints and host tests (no set-up, kernel or VM).
+    #[arg(long, conflicts_with = "vm_only")]
+    pub host_only: bool,
+    /// Only the VM suite.
+    #[arg(long)]
+    pub vm_only: bool,
+    /// Run only the VM tests whose file name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    #[command(flatten)]
+    pub vm: vm::VmOptions,
+}
+
+struct Outcome {
+    name: &'static str,
+    passed: bool,
+}
+
+pub fn run(args: &TestArgs) -> Result<ExitCode> {
+    let mut outcomes = Vec::new();
+    if !args.vm_only {
+        // The host suites need the eBPF toolchain too (phytrace/build.rs builds the programs).
+        setup::run()?;
+        outcomes.push(check("cargo fmt", cargo(&["fmt", "--all", "--check"])));
+        outcomes.push(check(
+            "cargo clippy",
+            cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+        ));
+        outcomes.push(check("host tests", cargo(&["test", "--workspace"])));
+    }
+    if !args.host_only {
+        if args.vm_only {
+            setup::run()?;
+        }
+        outcomes.push(check("VM suite", vm_suite(args)));
+    }
+    eprintln!();
+    for outcome in &outcomes {
+        eprintln!("{:<14} {}", outcome.name, if outcome.passed { "ok" } else { "FAILED" });
+    }
+    let failed = outcomes.iter().filter(|o| !o.passed).count();
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn check(name: &'static str, result: Result<()>) -> Outcome {
+    if let Err(err) = &result {
+        eprintln!("xtask test: {name}: {err:#}");
+    }
+    Outcome { name, passed: result.is_ok() }
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    run::status(Command::new(env!("CARGO")).args(args).current_dir(paths::workspace()))
+}
+
+fn vm_suite(args: &TestArgs) -> Result<()> {
+    let kernel = kernel::run(&kernel::KernelArgs { force: false })?;
+    modules::build(&kernel)?;
+    cargo(&["build", "--package", "phytrace"])?;
+    let runner = paths::workspace().join("tests/vm/run.sh");
+    let mut command = vec!["/bin/bash".to_owned(), runner.display().to_string()];
+    command.extend(args.filter.clone());
+    let started = run::step("VM suite: booting the test kernel");
+    let code = vm::boot(&kernel, &args.vm, &command)?;
+    run::done("VM suite", started);
+    anyhow::ensure!(code == 0, "the VM suite failed (exit status {code})");
+    Ok(())
+}

@@ -1,0 +1,337 @@
+//! `cargo xtask vm`: boots the test kernel in QEMU and runs a command as root in the guest.
+//!
+//! The guest is a `microvm` with a busybox initramfs whose `/init` mounts the host's root file
+//! system read-only over 9p, mounts proc/sys/dev/tracefs/debugfs/bpffs and tmpfs scratch
+//! directories, mounts `target/vm-out` read-write at the same path, then runs the command on
+//! the serial console and records its exit status. KVM is used when it works on this host
+//! (probed once and remembered), TCG otherwise.
+
+use std::{
+    env, fs,
+    io::{IsTerminal as _, Read as _, Write as _},
+    path::{Path, PathBuf},
+    process::{Command, ExitCode, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::{kernel::Kernel, paths, run};
+
+/// Exit code when the guest did not finish within the timeout (as `timeout(1)`).
+pub const EXIT_TIMEOUT: u8 = 124;
+/// Exit code when the guest stopped without reporting the command's status.
+pub const EXIT_NO_STATUS: u8 = 125;
+
+const INIT_SCRIPT: &str = include_str!("vm_init.sh");
+const BUSYBOX: &str = "/bin/busybox";
+
+#[derive(clap::Args)]
+pub struct VmArgs {
+    #[command(flatten)]
+    pub options: VmOptions,
+    /// The command to run in the guest, as root (default: an interactive shell).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(clap::Args, Clone)]
+pub struct VmOptions {
+    /// Kill the guest after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    pub timeout: u64,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 2048)]
+    pub memory: u32,
+    /// Guest CPUs.
+    #[arg(long, default_value_t = 2)]
+    pub cpus: u32,
+    /// Accelerator: KVM if it works here, else TCG (software emulation).
+    #[arg(long, value_enum, default_value_t = Accel::Auto)]
+    pub accel: Accel,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+pub fn run(args: &VmArgs) -> Result<ExitCode> {
+    let kernel = crate::kernel::locate()?;
+    let command = if args.command.is_empty() {
+        vec!["/bin/bash".to_owned(), "-l".to_owned()]
+    } else {
+        args.command.clone()
+    };
+    let code = boot(&kernel, &args.options, &command)?;
+    Ok(ExitCode::from(code))
+}
+
+/// Boots `kernel`, runs `command` in the guest with the workspace's environment, streams its
+/// output, and returns its exit status (or [`EXIT_TIMEOUT`] / [`EXIT_NO_STATUS`]).
+pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<u8> {
+    let started = Instant::now();
+    let out = paths::vm_out();
+    let run_dir = out.join(".vm").join(std::process::id().to_string());
+    let _ = fs::remove_dir_all(&run_dir);
+    fs::create_dir_all(&run_dir)?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    fs::write(run_dir.join("run.sh"), guest_script(command, interactive)?)?;
+
+    let initramfs = initramfs()?;
+    let accel = match options.accel {
+        Accel::Auto if kvm_works(kernel, &initramfs) => Accel::Kvm,
+        Accel::Auto => Accel::Tcg,
+        chosen => chosen,
+    };
+    let mut qemu = qemu_command(kernel, &initramfs, options, accel, &out, &run_dir, interactive);
+    qemu.stdin(if interactive { Stdio::inherit() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = qemu
+        .spawn()
+        .context("could not start qemu-system-x86_64: run `cargo xtask setup`")?;
+    let mut stdout = child.stdout.take().context("qemu's stdout")?;
+    let pump = thread::spawn(move || {
+        // Serial output arrives with CRLF line ends; keep them for a terminal only.
+        let mut buf = [0u8; 8192];
+        let mut sink = std::io::stdout();
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let chunk: Vec<u8> = if interactive {
+                buf[..n].to_vec()
+            } else {
+                buf[..n].iter().copied().filter(|&b| b != b'\r').collect()
+            };
+            let _ = sink.write_all(&chunk);
+            let _ = sink.flush();
+        }
+    });
+
+    let deadline = started + Duration::from_secs(options.timeout);
+    let timed_out = loop {
+        if child.try_wait()?.is_some() {
+            break false;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let _ = pump.join();
+    let status = fs::read_to_string(run_dir.join("status")).ok();
+    let _ = fs::remove_dir_all(&run_dir);
+    let elapsed = started.elapsed().as_secs_f64();
+    if timed_out {
+        eprintln!("xtask vm: the guest did not finish within {} s and was killed", options.timeout);
+        return Ok(EXIT_TIMEOUT);
+    }
+    match status.and_then(|text| text.trim().parse::<u8>().ok()) {
+        Some(code) => {
+            if env::var_os("PHYTRACE_VM_QUIET").is_none() {
+                let accel = if accel == Accel::Kvm { "KVM" } else { "TCG" };
+                eprintln!("xtask vm: exit status {code} after {elapsed:.1} s ({accel})");
+            }
+            Ok(code)
+        }
+        None => {
+            eprintln!(
+                "xtask vm: the guest stopped after {elapsed:.1} s without reporting an exit status (kernel panic or init failure: see the console output above)"
+            );
+            Ok(EXIT_NO_STATUS)
+        }
+    }
+}
+
+/// Quotes `arg` for a POSIX shell.
+fn shell_quote(arg: &str) -> String {
+    format!("'{}'", arg.replace('\'', r"'\''"))
+}
+
+/// The script the guest runs: environment, working directory, terminal size, the command.
+fn guest_script(command: &[String], interactive: bool) -> Result<String> {
+    let workspace = paths::workspace();
+    let target = paths::target();
+    let bin = env::var("PHYTRACE_BIN")
+        .unwrap_or_else(|_| target.join("debug/phytrace").display().to_string());
+    let cwd = env::current_dir()?;
+    let mut script = String::from("set -e\n");
+    let vars = [
+        ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/root/.cargo/bin".to_owned()),
+        ("HOME", "/root".to_owned()),
+        ("LANG", "C.UTF-8".to_owned()),
+        ("TERM", env::var("TERM").unwrap_or_else(|_| "linux".to_owned())),
+        ("PHYTRACE_ROOT", workspace.display().to_string()),
+        ("PHYTRACE_MODULES", paths::modules().display().to_string()),
+        ("PHYTRACE_OUT", paths::vm_out().display().to_string()),
+        ("PHYTRACE_BIN", bin),
+    ];
+    for (name, value) in vars {
+        script += &format!("export {name}={}\n", shell_quote(&value));
+    }
+    if let Ok(no_color) = env::var("NO_COLOR") {
+        script += &format!("export NO_COLOR={}\n", shell_quote(&no_color));
+    }
+    script += &format!("cd {} 2>/dev/null || cd /\n", shell_quote(&cwd.display().to_string()));
+    if interactive {
+        if let Some((cols, rows)) = terminal_size() {
+            script += &format!("stty rows {rows} cols {cols} 2>/dev/null || true\n");
+        }
+    }
+    script += "set +e\n";
+    let quoted: Vec<String> = command.iter().map(|arg| shell_quote(arg)).collect();
+    script += &quoted.join(" ");
+    script += "\n";
+    Ok(script)
+}
+
+/// The host terminal's size, to hand to the guest's serial console.
+fn terminal_size() -> Option<(u16, u16)> {
+    let text = run::probe("stty", ["size", "-F", "/dev/tty"])?;
+    let mut parts = text.split_whitespace().map(|n| n.parse::<u16>().ok());
+    let rows = parts.next()??;
+    let cols = parts.next()??;
+    Some((cols, rows))
+}
+
+fn qemu_command(
+    kernel: &Kernel,
+    initramfs: &Path,
+    options: &VmOptions,
+    accel: Accel,
+    out: &Path,
+    run_dir: &Path,
+    interactive: bool,
+) -> Command {
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args(["-M", "microvm,acpi=off,rtc=on"]);
+    match accel {
+        Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host,-arch-capabilities"]),
+        _ => cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"]),
+    };
+    let signal = if interactive { "off" } else { "on" };
+    cmd.args(["-smp", &options.cpus.to_string(), "-m", &options.memory.to_string()])
+        .args(["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-action", "reboot=shutdown"])
+        .args(["-chardev", &format!("stdio,id=console,signal={signal}"), "-serial", "chardev:console"])
+        .arg("-kernel")
+        .arg(kernel.bzimage())
+        .arg("-initrd")
+        .arg(initramfs)
+        .arg("-append")
+        .arg(format!(
+            "console=ttyS0 quiet reboot=t panic=-1 oops=panic rdinit=/init tsc=reliable no_timer_check \
+             PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={}",
+            out.display(),
+            run_dir.display()
+        ))
+        .args(["-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on"])
+        .args(["-device", "virtio-9p-device,fsdev=hostroot,mount_tag=hostroot"])
+        .args(["-fsdev", &format!("local,id=out,path={},security_model=none", out.display())])
+        .args(["-device", "virtio-9p-device,fsdev=out,mount_tag=out"]);
+    cmd
+}
+
+/// The initramfs (busybox + `/init`), cached by content.
+fn initramfs() -> Result<PathBuf> {
+    let busybox = fs::read(BUSYBOX)
+        .with_context(|| format!("reading {BUSYBOX}: install busybox-static (`cargo xtask setup`)"))?;
+    let key = {
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        for &byte in INIT_SCRIPT.as_bytes().iter().chain(&busybox) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash
+    };
+    let image = paths::cache().join(format!("initramfs-{key:016x}.cpio"));
+    if image.exists() {
+        return Ok(image);
+    }
+    let stage = paths::cache().join("initramfs-stage");
+    let _ = fs::remove_dir_all(&stage);
+    for dir in ["bin", "dev", "proc", "sys", "host", "out"] {
+        fs::create_dir_all(stage.join(dir))?;
+    }
+    fs::write(stage.join("bin/busybox"), &busybox)?;
+    fs::write(stage.join("init"), INIT_SCRIPT)?;
+    run::status(Command::new("chmod").arg("755").arg(stage.join("bin/busybox")).arg(stage.join("init")))?;
+    let list = run::output(Command::new("find").arg(".").current_dir(&stage))?;
+    let mut cpio = Command::new("cpio")
+        .args(["--quiet", "-o", "-H", "newc", "-R", "0:0"])
+        .current_dir(&stage)
+        .stdin(Stdio::piped())
+        .stdout(fs::File::create(&image)?)
+        .spawn()
+        .context("could not start cpio: run `cargo xtask setup`")?;
+    cpio.stdin.take().context("cpio stdin")?.write_all(list.as_bytes())?;
+    if !cpio.wait()?.success() {
+        let _ = fs::remove_file(&image);
+        bail!("cpio failed to build the initramfs");
+    }
+    let _ = fs::remove_dir_all(&stage);
+    Ok(image)
+}
+
+/// Whether KVM boots our kernel on this host. Probed once (a 10 s boot of `true`) and
+/// remembered per host kernel: on some hosts `/dev/kvm` exists but guests hang.
+fn kvm_works(kernel: &Kernel, initramfs: &Path) -> bool {
+    if fs::File::open("/dev/kvm").is_err() {
+        return false;
+    }
+    let host = run::probe("uname", ["-r"]).unwrap_or_default();
+    let memo = paths::cache().join(format!("kvm-works-{host}"));
+    if let Ok(answer) = fs::read_to_string(&memo) {
+        return answer.trim() == "yes";
+    }
+    eprintln!("xtask vm: probing whether KVM works on this host (once, at most 10 s)");
+    let out = paths::vm_out();
+    let run_dir = out.join(".vm").join(format!("kvm-probe-{}", std::process::id()));
+    let works = fs::create_dir_all(&run_dir)
+        .and_then(|()| fs::write(run_dir.join("run.sh"), "true\n"))
+        .is_ok()
+        && {
+            let options = VmOptions { timeout: 10, memory: 512, cpus: 1, accel: Accel::Kvm };
+            let mut cmd = qemu_command(kernel, initramfs, &options, Accel::Kvm, &out, &run_dir, false);
+            cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            match cmd.spawn() {
+                Ok(mut child) => {
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+                        thread::sleep(Duration::from_millis(50));
+                    }
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    fs::read_to_string(run_dir.join("status")).is_ok_and(|s| s.trim() == "0")
+                }
+                Err(_) => false,
+            }
+        };
+    let _ = fs::remove_dir_all(&run_dir);
+    let _ = fs::write(&memo, if works { "yes\n" } else { "no\n" });
+    eprintln!("xtask vm: KVM {}", if works { "works" } else { "does not work here: using TCG" });
+    works
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_survives_quotes() {
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn guest_script_runs_the_command_last() {
+        let script = guest_script(&["echo".into(), "a'b".into()], false).unwrap();
+        assert!(script.contains("export PHYTRACE_MODULES="));
+        assert!(script.trim_end().ends_with(r"'echo' 'a'\''b'"));
+    }
+}

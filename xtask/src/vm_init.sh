@@ -1,0 +1,30 @@
+#!/bin/busybox sh
+# phytrace VM init: mount the host's root read-only, the output directory read-write, the
+# kernel's pseudo file systems, then run $PHYTRACE_VM_RUN/run.sh on the serial console and
+# record its exit status in $PHYTRACE_VM_RUN/status. The kernel passes PHYTRACE_VM_* from its
+# command line as environment variables.
+B=/bin/busybox
+$B mount -t proc proc /proc
+$B mount -t devtmpfs dev /dev
+$B mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /host || {
+    echo "phytrace-vm: cannot mount the host root over 9p" >&2
+    $B reboot -f
+}
+$B mount -t proc proc /host/proc
+$B mount -t sysfs sys /host/sys
+$B mount -t devtmpfs dev /host/dev
+$B mkdir -p /host/dev/pts /host/dev/shm
+$B mount -t devpts -o newinstance,ptmxmode=0666 devpts /host/dev/pts
+$B mount -t tmpfs tmpfs /host/dev/shm
+$B mount -t tracefs tracefs /host/sys/kernel/tracing
+$B mount -t debugfs debugfs /host/sys/kernel/debug
+$B mount -t bpf bpf /host/sys/fs/bpf
+for dir in tmp run var/tmp var/log; do
+    $B mount -t tmpfs tmpfs /host/$dir
+done
+$B mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "/host$PHYTRACE_VM_OUT"
+$B hostname phytrace-vm
+$B chroot /host /usr/bin/setsid -c -w /bin/sh "$PHYTRACE_VM_RUN/run.sh" </dev/ttyS0 >/dev/ttyS0 2>&1
+echo $? > "/host$PHYTRACE_VM_RUN/status"
+$B sync
+$B reboot -f
