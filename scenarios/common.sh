@@ -35,6 +35,7 @@ trap scenario_end EXIT
 # bring_up DEV...: driver + simulator loaded (unless already), links up at 100/full.
 bring_up() {
     if ! module_loaded phy_sim; then
+        # shellcheck disable=SC2086  # SIM_PARAMS: several NAME=VALUE words
         setup "$DRIVER" ${SIM_PARAMS:-}
     fi
     link_up "$@"

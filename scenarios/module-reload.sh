@@ -16,7 +16,7 @@ for ((i = 1; i <= COUNT; i++)); do
     # shellcheck disable=SC2086
     link_up $devs
     for d in $devs; do wait_carrier "$d" 1 15; done
-    log "$i/$COUNT: ${DRIVER_MOD[$drv]} loaded, links up on $(echo $devs)"
+    log "$i/$COUNT: ${DRIVER_MOD[$drv]} loaded, links up on ${devs//$'\n'/ }"
     sleep "$PAUSE"
     rmmod phy_sim
     rmmod "${DRIVER_MOD[$drv]}"

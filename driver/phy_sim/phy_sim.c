@@ -31,6 +31,7 @@
 #include <linux/debugfs.h>
 #include <linux/etherdevice.h>
 #include <linux/kthread.h>
+#include <linux/math64.h>
 #include <linux/ktime.h>
 #include <linux/mii.h>
 #include <linux/module.h>
@@ -494,12 +495,11 @@ static int sim_load_thread(void *data)
 	struct sim_phy *p = data;
 	struct sim_load *l = &p->load;
 	u64 t0 = ktime_get_ns(), end = t0 + (u64)l->secs * NSEC_PER_SEC;
-	u64 due = 0, tick = 0;
+	u64 now, due;
 
-	/* Every 10 ms, catch up with rate * elapsed reads. */
-	while (!kthread_should_stop() && ktime_get_ns() < end) {
-		tick++;
-		due = div_u64((u64)l->rate * tick, 100);
+	/* Every 10 ms, catch up with rate * elapsed time. */
+	while (!kthread_should_stop() && (now = ktime_get_ns()) < end) {
+		due = mul_u64_u64_div_u64(l->rate, now - t0, NSEC_PER_SEC);
 		if (due > l->done)
 			sim_load_run(p, due - l->done, l);
 		l->elapsed_ns = ktime_get_ns() - t0;

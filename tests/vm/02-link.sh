@@ -23,8 +23,10 @@ for CUR_DRIVER in $PHYTRACE_DRIVERS; do
     done
     # ethtool agrees with sysfs
     out=$(ethtool "$(simdev ax88772a)")
-    grep -q "Speed: 100Mb/s" <<<"$out" && grep -q "Duplex: Full" <<<"$out" &&
-        grep -q "Link detected: yes" <<<"$out" || fail "ethtool output: $out"
+    if ! grep -q "Speed: 100Mb/s" <<<"$out" || ! grep -q "Duplex: Full" <<<"$out" ||
+        ! grep -q "Link detected: yes" <<<"$out"; then
+        fail "ethtool output: $out"
+    fi
     ok "ethtool: 100Mb/s Full, link detected"
     # no common mode: no link
     dev=$(simdev ax88772c)

@@ -16,7 +16,9 @@ for CUR_DRIVER in $PHYTRACE_DRIVERS; do
     wait_mode "$a" 100 full
 
     out=$(mii-tool -v "$a" 2>&1) || fail "mii-tool: $out"
-    grep -q "negotiated 100baseTx-FD" <<<"$out" && grep -q "link ok" <<<"$out" || fail "mii-tool: $out"
+    if ! grep -q "negotiated 100baseTx-FD" <<<"$out" || ! grep -q "link ok" <<<"$out"; then
+        fail "mii-tool: $out"
+    fi
     ok "mii-tool: negotiated 100baseTx-FD, link ok"
     expect_eq "PHYSID2 through SIOCGMIIREG" 0x1861 "$(python3 "$here/mii.py" "$a" read 3)"
 

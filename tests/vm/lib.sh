@@ -18,6 +18,7 @@ TEST_NAME=$(basename "$0" .sh)
 DMESG_MARK=""
 
 # The upstream driver names, by model.
+# shellcheck disable=SC2034  # used by the tests
 declare -A ASIX_NAME=(
     [ax88772a]="Asix Electronics AX88772A"
     [ax88772c]="Asix Electronics AX88772C"
@@ -97,7 +98,7 @@ module_loaded() { grep -q "^$1 " /proc/modules; }
 unload_all() {
     local m d
     for d in /sys/class/net/sim*; do
-        [[ -e $d ]] && ip link set dev "$(basename "$d")" down 2>/dev/null || true
+        if [[ -e $d ]]; then ip link set dev "$(basename "$d")" down 2>/dev/null || true; fi
     done
     for m in phy_sim ax88796b_rust ax88796b; do
         module_loaded "$m" || continue

@@ -3,10 +3,13 @@
 
 pub mod attach;
 pub mod btf;
+pub mod decode;
 pub mod loader;
+pub mod modules;
 pub mod raw;
 pub mod selftest;
 pub mod symbols;
+pub mod tracer;
 
 /// The OS error code somewhere in `err`'s chain of causes, if any.
 pub fn os_error(err: &(dyn std::error::Error + 'static)) -> Option<i32> {

@@ -1,0 +1,141 @@
+//! [`RawEvent`] → [`Event`]: resolve addresses to callbacks, decode strings and states.
+
+use std::collections::HashMap;
+
+use phytrace_common::{RawEvent, RawKind};
+
+use super::{btf::PhyStates, raw::c_str};
+use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef};
+
+/// What the decoder needs to know about the probes: address → callback.
+#[derive(Default)]
+pub struct Decoder {
+    callbacks: HashMap<u64, Callback>,
+    states: PhyStates,
+}
+
+impl Decoder {
+    /// A decoder naming states with `states`.
+    pub fn new(states: PhyStates) -> Self {
+        Self { callbacks: HashMap::new(), states }
+    }
+
+    /// Teaches the decoder the callback at `address`.
+    pub fn add_callback(&mut self, address: u64, callback: Callback) {
+        self.callbacks.insert(address, callback);
+    }
+
+    /// Forgets the callbacks at `addresses` (their module went away).
+    pub fn remove_callbacks(&mut self, addresses: impl IntoIterator<Item = u64>) {
+        for address in addresses {
+            self.callbacks.remove(&address);
+        }
+    }
+
+    fn callback(&self, address: u64) -> Callback {
+        self.callbacks.get(&address).cloned().unwrap_or_else(|| Callback {
+            name: format!("unknown@{address:#x}"),
+            driver_type: String::new(),
+        })
+    }
+
+    /// Decodes one record; `None` for kinds that are not driver events (the self-test).
+    pub fn decode(&self, raw: &RawEvent) -> Option<Event> {
+        let phy = (raw.phydev != 0 || raw.bus_id[0] != 0).then(|| PhyRef {
+            bus: c_str(&raw.bus_id),
+            addr: raw.mdio_addr,
+            phy_id: raw.phy_id,
+            driver: c_str(&raw.driver),
+        });
+        let kind = match RawKind::from_u8(raw.kind)? {
+            RawKind::CallbackEnter => EventKind::CallbackEnter {
+                callback: self.callback(raw.func_ip),
+                depth: raw.depth,
+                state: self.states.state(raw.state_before),
+            },
+            RawKind::CallbackExit => EventKind::CallbackExit {
+                callback: self.callback(raw.func_ip),
+                depth: raw.depth,
+                latency_ns: raw.latency_ns,
+                ret: raw.ret,
+                state_before: self.states.state(raw.state_before),
+                state_after: self.states.state(raw.state_after),
+                link: LinkState {
+                    up: raw.link != 0,
+                    speed: raw.speed,
+                    duplex: Duplex::from_kernel(raw.duplex),
+                },
+            },
+            kind @ (RawKind::MdioRead | RawKind::MdioWrite) => EventKind::Mdio {
+                op: if kind == RawKind::MdioRead { MdioOp::Read } else { MdioOp::Write },
+                reg: raw.regnum,
+                value: raw.value,
+                error: (raw.ret < 0).then_some(raw.ret as i32),
+                latency_ns: raw.latency_ns,
+                caller: (raw.caller_ip != 0).then(|| self.callback(raw.caller_ip)),
+                state: (raw.phydev != 0).then(|| self.states.state(raw.state_before)),
+            },
+            RawKind::SelfTestEnter | RawKind::SelfTestExit => return None,
+        };
+        Some(Event { ts_ns: raw.ts_ns, cpu: raw.cpu, tid: raw.tid, phy, kind })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn states() -> PhyStates {
+        PhyStates { names: vec![(0, "DOWN".into()), (5, "NOLINK".into())] }
+    }
+
+    #[test]
+    fn mdio_reads_are_attributed_to_the_running_callback() {
+        let mut decoder = Decoder::new(states());
+        let callback = Callback { name: "read_status".into(), driver_type: "m::T".into() };
+        decoder.add_callback(0x1000, callback.clone());
+        let mut raw = RawEvent::ZERO;
+        raw.kind = RawKind::MdioRead as u8;
+        raw.phydev = 0xdead;
+        raw.caller_ip = 0x1000;
+        raw.regnum = 1;
+        raw.value = 0x786d;
+        raw.ret = 0x786d;
+        raw.state_before = 5;
+        raw.bus_id[..5].copy_from_slice(b"sim-0");
+        raw.mdio_addr = 3;
+        let event = decoder.decode(&raw).unwrap();
+        assert_eq!(event.phy.as_ref().unwrap().key(), "sim-0:03");
+        let EventKind::Mdio { op, reg, value, error, caller, state, .. } = event.kind else {
+            panic!("not an MDIO event");
+        };
+        assert_eq!((op, reg, value, error), (MdioOp::Read, 1, 0x786d, None));
+        assert_eq!(caller, Some(callback));
+        assert_eq!(state.unwrap().name, "NOLINK");
+    }
+
+    #[test]
+    fn failed_accesses_carry_their_errno() {
+        let decoder = Decoder::new(states());
+        let mut raw = RawEvent::ZERO;
+        raw.kind = RawKind::MdioWrite as u8;
+        raw.ret = -5;
+        let event = decoder.decode(&raw).unwrap();
+        assert!(matches!(event.kind, EventKind::Mdio { error: Some(-5), caller: None, .. }));
+        assert!(event.phy.is_none());
+    }
+
+    #[test]
+    fn unknown_addresses_and_states_are_named_not_dropped() {
+        let decoder = Decoder::new(states());
+        let mut raw = RawEvent::ZERO;
+        raw.kind = RawKind::CallbackEnter as u8;
+        raw.func_ip = 0xabc;
+        raw.state_before = 9;
+        let EventKind::CallbackEnter { callback, state, .. } = decoder.decode(&raw).unwrap().kind else {
+            panic!("not a callback event");
+        };
+        assert_eq!(callback.name, "unknown@0xabc");
+        assert_eq!(state.name, "UNKNOWN_9");
+    }
+}

@@ -1,0 +1,46 @@
+//! Which modules are loaded, from `/proc/modules`, to follow drivers that load late or reload.
+
+use std::collections::BTreeMap;
+
+/// Where the kernel lists its modules.
+pub const PROC_MODULES: &str = "/proc/modules";
+
+/// A loaded module instance: a reload gets a new base address (or at least a new instance).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedModule {
+    /// `Live`, `Loading` or `Unloading`.
+    pub state: String,
+    /// Base address (0 when hidden from this user).
+    pub base: u64,
+}
+
+/// Parses `/proc/modules` text into name → module.
+pub fn parse(text: &str) -> BTreeMap<String, LoadedModule> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let name = fields.first()?;
+            let state = fields.get(4)?;
+            let base = fields
+                .get(5)
+                .and_then(|addr| u64::from_str_radix(addr.trim_start_matches("0x"), 16).ok())
+                .unwrap_or(0);
+            Some((name.to_string(), LoadedModule { state: state.to_string(), base }))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_modules_lines_are_parsed() {
+        let text = "ax88796b_rust 16384 0 - Live 0xffffffffc0010000 (OE)\n\
+                    phy_sim 32768 0 - Loading 0xffffffffc0000000 (O)\n";
+        let modules = parse(text);
+        assert_eq!(modules["ax88796b_rust"].state, "Live");
+        assert_eq!(modules["ax88796b_rust"].base, 0xffff_ffff_c001_0000);
+        assert_eq!(modules["phy_sim"].state, "Loading");
+    }
+}

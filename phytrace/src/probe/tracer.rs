@@ -1,0 +1,268 @@
+//! A tracing session: programs loaded, MDIO probes attached, driver modules followed as they
+//! load, unload and reload, and kernel records turned into [`Event`]s.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result};
+use aya::{
+    Ebpf,
+    maps::{MapData, PerCpuArray, RingBuf},
+    programs::{KProbe, kprobe::KProbeLinkId},
+};
+use phytrace_common::{DROP_COUNTERS, RawEvent};
+use tokio::io::unix::AsyncFd;
+
+use super::{
+    attach::attach,
+    btf::{self, PhyStates},
+    decode::Decoder,
+    loader::{self, LoadOptions},
+    modules::{self, LoadedModule},
+    raw,
+    symbols::{self, CallbackSymbol},
+};
+use crate::event::{Callback, Event, EventKind};
+
+/// The bus accessors every phylib register access goes through (`phy_modify` included).
+const MDIO_PROBES: &[(&str, &str, &str)] = &[
+    ("__mdiobus_read", "mdio_read_enter", "mdio_read_exit"),
+    ("__mdiobus_write", "mdio_write_enter", "mdio_write_exit"),
+];
+
+/// How often module loads and drop counters are checked.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// What to trace.
+#[derive(Clone, Debug)]
+pub struct TracerOptions {
+    /// Ring buffer size in bytes.
+    pub ring_size: u32,
+    /// Driver modules to follow; empty means every module with `kernel::net::phy` callbacks.
+    pub modules: Vec<String>,
+}
+
+/// A driver module whose callbacks are probed.
+struct AttachedModule {
+    instance: LoadedModule,
+    links: Vec<(&'static str, KProbeLinkId)>,
+    symbols: Vec<CallbackSymbol>,
+}
+
+/// A running tracing session.
+pub struct Tracer {
+    ebpf: Ebpf,
+    ring: AsyncFd<RingBuf<MapData>>,
+    drops: PerCpuArray<MapData, u64>,
+    decoder: Decoder,
+    options: TracerOptions,
+    attached: BTreeMap<String, AttachedModule>,
+    /// Module instances seen without callbacks, so kallsyms is read once per instance.
+    ignored: HashMap<String, LoadedModule>,
+    ever_attached: Vec<String>,
+    lost_reported: u64,
+    last_poll: Instant,
+    states: PhyStates,
+}
+
+/// `CLOCK_BOOTTIME` now, the clock the eBPF programs stamp events with.
+pub fn boot_time_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_BOOTTIME is supported on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn own_event(kind: EventKind) -> Event {
+    Event { ts_ns: boot_time_ns(), cpu: 0, tid: 0, phy: None, kind }
+}
+
+impl Tracer {
+    /// Must be called inside a tokio runtime. Loads the programs, attaches the MDIO probes and the callbacks of loaded driver
+    /// modules; returns the session and its first events (one `Attached` per module).
+    pub fn start(options: TracerOptions) -> Result<(Self, Vec<Event>)> {
+        let kernel_btf = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))?;
+        let offsets = kernel_btf.offsets()?;
+        let states = kernel_btf.phy_states()?;
+        let mut ebpf = loader::load(&LoadOptions {
+            ring_size: options.ring_size,
+            offsets,
+            selftest_tgid: 0,
+        })?;
+        for (symbol, enter, exit) in MDIO_PROBES {
+            attach(&mut ebpf, enter, symbol)?;
+            attach(&mut ebpf, exit, symbol)?;
+        }
+        let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
+        let drops = PerCpuArray::try_from(ebpf.take_map("DROPS").context("DROPS map")?)?;
+        // SAFETY: the ring buffer owns its map fd, which stays open and unchanged for as long
+        // as the `AsyncFd` owns the ring buffer.
+        let ring = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
+            .map_err(|err| anyhow::anyhow!("watching the ring buffer: {err}"))?;
+        let mut tracer = Self {
+            ebpf,
+            ring,
+            drops,
+            decoder: Decoder::new(states.clone()),
+            options,
+            attached: BTreeMap::new(),
+            ignored: HashMap::new(),
+            ever_attached: Vec::new(),
+            lost_reported: 0,
+            last_poll: Instant::now(),
+            states,
+        };
+        let mut events = Vec::new();
+        tracer.sync_modules(&mut events)?;
+        Ok((tracer, events))
+    }
+
+    /// `enum phy_state` of the traced kernel.
+    pub fn phy_states(&self) -> &PhyStates {
+        &self.states
+    }
+
+    /// The callbacks probed right now.
+    pub fn probe_table(&self) -> Vec<CallbackSymbol> {
+        self.attached.values().flat_map(|m| m.symbols.iter().cloned()).collect()
+    }
+
+    /// Names of the modules being waited for (asked for, not loaded yet).
+    pub fn waiting_for(&self) -> Vec<String> {
+        self.options
+            .modules
+            .iter()
+            .filter(|m| !self.attached.contains_key(*m))
+            .cloned()
+            .collect()
+    }
+
+    /// Waits until records arrive or [`POLL_INTERVAL`] passes, then appends what happened:
+    /// driver events, module (re)attachments, and lost-event counts. Cancel-safe.
+    pub async fn next_events(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        let wait = POLL_INTERVAL.saturating_sub(self.last_poll.elapsed());
+        if let Ok(guard) = tokio::time::timeout(wait, self.ring.readable_mut()).await {
+            guard?.clear_ready();
+        }
+        self.drain(out);
+        if self.last_poll.elapsed() >= POLL_INTERVAL {
+            self.last_poll = Instant::now();
+            self.sync_modules(out)?;
+            self.report_drops(out)?;
+        }
+        Ok(())
+    }
+
+    /// Appends every record already in the ring buffer, then any lost-event count.
+    pub fn flush(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        self.drain(out);
+        self.report_drops(out)
+    }
+
+    fn drain(&mut self, out: &mut Vec<Event>) {
+        let ring = self.ring.get_mut();
+        while let Some(record) = ring.next() {
+            if let Some(event) = raw::parse(&record).and_then(|r: RawEvent| self.decoder.decode(&r)) {
+                out.push(event);
+            }
+        }
+    }
+
+    /// Events lost in the kernel so far (ring full or callback stack overflow).
+    pub fn lost_total(&self) -> Result<u64> {
+        let mut total = 0;
+        for index in 0..DROP_COUNTERS {
+            total += self.drops.get(&index, 0)?.iter().sum::<u64>();
+        }
+        Ok(total)
+    }
+
+    fn report_drops(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        let total = self.lost_total()?;
+        if total > self.lost_reported {
+            out.push(own_event(EventKind::Lost { count: total - self.lost_reported }));
+            self.lost_reported = total;
+        }
+        Ok(())
+    }
+
+    fn wanted(&self, module: &str) -> bool {
+        self.options.modules.is_empty() || self.options.modules.iter().any(|m| m == module)
+    }
+
+    /// Attaches to driver modules that appeared, detaches from those that went away.
+    fn sync_modules(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        let text = std::fs::read_to_string(modules::PROC_MODULES)
+            .with_context(|| format!("reading {}", modules::PROC_MODULES))?;
+        let loaded = modules::parse(&text);
+        let gone: Vec<String> = self
+            .attached
+            .iter()
+            .filter(|(name, m)| loaded.get(*name) != Some(&m.instance))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in gone {
+            self.detach_module(&name);
+            out.push(own_event(EventKind::Detached { module: name }));
+        }
+        let fresh: Vec<(String, LoadedModule)> = loaded
+            .into_iter()
+            .filter(|(name, m)| {
+                m.state == "Live"
+                    && self.wanted(name)
+                    && !self.attached.contains_key(name)
+                    && self.ignored.get(name) != Some(m)
+            })
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let symbols = symbols::read_kallsyms(Path::new(symbols::KALLSYMS))
+            .with_context(|| format!("reading {}", symbols::KALLSYMS))?;
+        for (name, instance) in fresh {
+            let mine: Vec<CallbackSymbol> = symbols.iter().filter(|s| s.module == name).cloned().collect();
+            if mine.is_empty() {
+                self.ignored.insert(name, instance);
+                continue;
+            }
+            let callbacks = mine.len();
+            self.attach_module(&name, instance, mine)?;
+            let reattached = self.ever_attached.contains(&name);
+            if !reattached {
+                self.ever_attached.push(name.clone());
+            }
+            out.push(own_event(EventKind::Attached { module: name, callbacks, reattached }));
+        }
+        Ok(())
+    }
+
+    fn attach_module(&mut self, name: &str, instance: LoadedModule, symbols: Vec<CallbackSymbol>) -> Result<()> {
+        let mut links = Vec::new();
+        for symbol in &symbols {
+            for program in ["callback_enter", "callback_exit"] {
+                links.push((program, attach(&mut self.ebpf, program, &symbol.symbol)?));
+            }
+            self.decoder.add_callback(
+                symbol.address,
+                Callback { name: symbol.callback.clone(), driver_type: symbol.driver_type.clone() },
+            );
+        }
+        self.ignored.remove(name);
+        self.attached.insert(name.to_owned(), AttachedModule { instance, links, symbols });
+        Ok(())
+    }
+
+    fn detach_module(&mut self, name: &str) {
+        let Some(module) = self.attached.remove(name) else { return };
+        for (program, link) in module.links {
+            // The kernel already disarmed probes of an unloaded module; detaching frees them.
+            if let Some(Ok(probe)) = self.ebpf.program_mut(program).map(<&mut KProbe>::try_from) {
+                let _ = probe.detach(link);
+            }
+        }
+        self.decoder.remove_callbacks(module.symbols.iter().map(|s| s.address));
+    }
+}
