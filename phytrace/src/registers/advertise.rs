@@ -21,6 +21,7 @@ pub static ADVERTISE: RegisterSpec = RegisterSpec {
         Bit { name: "NPAGE", mask: 0x8000 },
     ],
     fields: &[Field { name: "SLCT", mask: 0x001f, show: selector }],
+    reserved: 0x0000,
 };
 
 /// `MII_LPA`: `LPACK` is the partner's acknowledge, `RFAULT` its remote fault, `NPAGE` its next
@@ -42,4 +43,5 @@ pub static LPA: RegisterSpec = RegisterSpec {
         Bit { name: "NPAGE", mask: 0x8000 },
     ],
     fields: &[Field { name: "SLCT", mask: 0x001f, show: selector }],
+    reserved: 0x0000,
 };

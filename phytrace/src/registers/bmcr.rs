@@ -1,6 +1,6 @@
 //! BMCR (register 0): basic mode control.
 
-use super::{Bit, Field, RegisterSpec, hex_nonzero};
+use super::{Bit, RegisterSpec};
 
 /// `MII_BMCR`.
 pub static BMCR: RegisterSpec = RegisterSpec {
@@ -18,5 +18,6 @@ pub static BMCR: RegisterSpec = RegisterSpec {
         Bit { name: "LOOPBACK", mask: 0x4000 },
         Bit { name: "RESET", mask: 0x8000 },
     ],
-    fields: &[Field { name: "RESV", mask: 0x003f, show: hex_nonzero }],
+    fields: &[],
+    reserved: 0x003f,
 };

@@ -1,7 +1,7 @@
 //! BMSR (register 1): basic mode status. `LSTATUS` is latched low: the first read after a link
 //! drop returns it cleared.
 
-use super::{Bit, Field, RegisterSpec, hex_nonzero};
+use super::{Bit, RegisterSpec};
 
 /// `MII_BMSR`.
 pub static BMSR: RegisterSpec = RegisterSpec {
@@ -23,5 +23,6 @@ pub static BMSR: RegisterSpec = RegisterSpec {
         Bit { name: "100FULL", mask: 0x4000 },
         Bit { name: "100BASE4", mask: 0x8000 },
     ],
-    fields: &[Field { name: "RESV", mask: 0x00c0, show: hex_nonzero }],
+    fields: &[],
+    reserved: 0x00c0,
 };

@@ -1,6 +1,6 @@
 //! EXPANSION (register 6): auto-negotiation expansion.
 
-use super::{Bit, Field, RegisterSpec, hex_nonzero};
+use super::{Bit, RegisterSpec};
 
 /// `MII_EXPANSION`.
 pub static EXPANSION: RegisterSpec = RegisterSpec {
@@ -13,5 +13,6 @@ pub static EXPANSION: RegisterSpec = RegisterSpec {
         Bit { name: "NPCAPABLE", mask: 0x0008 },
         Bit { name: "MFAULTS", mask: 0x0010 },
     ],
-    fields: &[Field { name: "RESV", mask: 0xffe0, show: hex_nonzero }],
+    fields: &[],
+    reserved: 0xffe0,
 };

@@ -3,7 +3,7 @@
 //! Bits without a `linux/mii.h` name use the IEEE 802.3 clause 40 meaning: `TEST` (test mode,
 //! CTRL1000 15:13), `IDLE_ERR` (idle error count, STAT1000 7:0), `RESV` for reserved bits.
 
-use super::{Bit, Field, RegisterSpec, dec, hex_nonzero};
+use super::{Bit, Field, RegisterSpec, dec_nonzero};
 
 /// `MII_CTRL1000`: `1000FULL`/`1000HALF` are `ADVERTISE_1000*`, the others `CTL1000_*`.
 pub static CTRL1000: RegisterSpec = RegisterSpec {
@@ -17,9 +17,9 @@ pub static CTRL1000: RegisterSpec = RegisterSpec {
         Bit { name: "ENABLE_MASTER", mask: 0x1000 },
     ],
     fields: &[
-        Field { name: "RESV", mask: 0x00ff, show: hex_nonzero },
-        Field { name: "TEST", mask: 0xe000, show: hex_nonzero },
+        Field { name: "TEST", mask: 0xe000, show: dec_nonzero },
     ],
+    reserved: 0x00ff,
 };
 
 /// `MII_STAT1000`: bits are `LPA_1000*`.
@@ -35,9 +35,9 @@ pub static STAT1000: RegisterSpec = RegisterSpec {
         Bit { name: "1000MSFAIL", mask: 0x8000 },
     ],
     fields: &[
-        Field { name: "IDLE_ERR", mask: 0x00ff, show: idle_errors },
-        Field { name: "RESV", mask: 0x0300, show: hex_nonzero },
+        Field { name: "IDLE_ERR", mask: 0x00ff, show: dec_nonzero },
     ],
+    reserved: 0x0300,
 };
 
 /// `MII_ESTATUS`.
@@ -50,10 +50,6 @@ pub static ESTATUS: RegisterSpec = RegisterSpec {
         Bit { name: "1000_XHALF", mask: 0x4000 },
         Bit { name: "1000_XFULL", mask: 0x8000 },
     ],
-    fields: &[Field { name: "RESV", mask: 0x0fff, show: hex_nonzero }],
+    fields: &[],
+    reserved: 0x0fff,
 };
-
-/// The idle error count, shown when non-zero.
-fn idle_errors(v: u16) -> Option<String> {
-    if v == 0 { None } else { dec(v) }
-}

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::{Field, RegisterSpec, hex, hex_nonzero};
+use super::{Field, RegisterSpec, hex};
 use crate::event::MdioOp;
 
 /// `MII_MMD_CTRL`.
@@ -16,9 +16,9 @@ pub static MMD_CTRL: RegisterSpec = RegisterSpec {
     bits: &[],
     fields: &[
         Field { name: "DEVAD", mask: 0x001f, show: devad },
-        Field { name: "RESV", mask: 0x3fe0, show: hex_nonzero },
         Field { name: "FUNC", mask: 0xc000, show: function },
     ],
+    reserved: 0x3fe0,
 };
 
 /// `MII_MMD_DATA`: its meaning depends on the previous MMD_CTRL write (see [`MmdTracker`]).
@@ -27,6 +27,7 @@ pub static MMD_DATA: RegisterSpec = RegisterSpec {
     name: "MMD_DATA",
     bits: &[],
     fields: &[Field { name: "DATA", mask: 0xffff, show: hex }],
+    reserved: 0x0000,
 };
 
 /// The function field of MMD_CTRL (`MII_MMD_CTRL_*`).

@@ -47,7 +47,7 @@ impl Field {
     }
 }
 
-/// Layout of one register: its bits and fields cover all 16 bits exactly once.
+/// Layout of one register: its bits, fields and reserved bits cover all 16 bits exactly once.
 #[derive(Debug)]
 pub struct RegisterSpec {
     /// Register number.
@@ -58,6 +58,8 @@ pub struct RegisterSpec {
     pub bits: &'static [Bit],
     /// Multi-bit fields.
     pub fields: &'static [Field],
+    /// Bits `linux/mii.h` calls reserved (`*_RESV`), shown in place as `RESV=0x0040` when set.
+    pub reserved: u16,
 }
 
 /// `MII_MMD_CTRL`.
@@ -135,6 +137,12 @@ impl Decoded {
             .flat_map(|s| s.fields.iter())
             .filter_map(|f| (f.show)(f.get(self.value)).map(|v| (f.name, v)))
     }
+
+    /// The reserved bits that are set, in place, if any.
+    pub fn reserved(&self) -> Option<u16> {
+        let bits = self.value & spec(self.reg)?.reserved;
+        (bits != 0).then_some(bits)
+    }
 }
 
 impl fmt::Display for Decoded {
@@ -147,6 +155,9 @@ impl fmt::Display for Decoded {
         for (name, value) in self.fields() {
             write!(f, "{sep}{name}={value}")?;
             sep = " ";
+        }
+        if let Some(resv) = self.reserved() {
+            write!(f, "{sep}RESV={resv:#06x}")?;
         }
         Ok(())
     }
@@ -210,6 +221,13 @@ pub fn changes(reg: u16, old: u16, new: u16) -> ChangeList {
                         to: show(field.get(new)),
                     });
                 }
+                if (old ^ new) & s.reserved != 0 {
+                    list.push(Change::Field {
+                        name: "RESV",
+                        from: format!("{:#06x}", old & s.reserved),
+                        to: format!("{:#06x}", new & s.reserved),
+                    });
+                }
             }
         }
     }
@@ -249,19 +267,14 @@ impl fmt::Display for ChangeList {
     }
 }
 
-/// Renders a field as hex, hidden when zero (reserved bits).
-fn hex_nonzero(v: u16) -> Option<String> {
-    (v != 0).then(|| format!("{v:#x}"))
-}
-
 /// Renders a field as hex, always shown.
 fn hex(v: u16) -> Option<String> {
     Some(format!("{v:#x}"))
 }
 
-/// Renders a field as decimal, always shown.
-fn dec(v: u16) -> Option<String> {
-    Some(v.to_string())
+/// Renders a field as decimal, hidden when zero (counters, modes that are off).
+fn dec_nonzero(v: u16) -> Option<String> {
+    (v != 0).then(|| v.to_string())
 }
 
 /// The 802.3 selector field of ADVERTISE and LPA: `CSMA` for 802.3.

@@ -10,6 +10,7 @@ pub static PHYSID1: RegisterSpec = RegisterSpec {
     name: "PHYSID1",
     bits: &[],
     fields: &[Field { name: "OUI_HI", mask: 0xffff, show: hex }],
+    reserved: 0x0000,
 };
 
 /// `MII_PHYSID2`: OUI bits 19..24, model number, revision.
@@ -22,6 +23,7 @@ pub static PHYSID2: RegisterSpec = RegisterSpec {
         Field { name: "MODEL", mask: 0x03f0, show: hex },
         Field { name: "OUI_LO", mask: 0xfc00, show: hex },
     ],
+    reserved: 0x0000,
 };
 
 /// A 32-bit PHY identifier (`PHYSID1 << 16 | PHYSID2`, as `phy_device.phy_id`).

@@ -75,13 +75,13 @@ const MII_H_BITS: &[(u16, &str, u16)] = &[
 
 /// Multi-bit definitions of `linux/mii.h`: register, name, mask.
 const MII_H_FIELDS: &[(u16, &str, u16)] = &[
-    (0x00, "RESV", 0x003f),
-    (0x01, "RESV", 0x00c0),
     (0x04, "SLCT", 0x001f),
     (0x05, "SLCT", 0x001f),
-    (0x06, "RESV", 0xffe0),
     (0x0d, "DEVAD", 0x001f),
 ];
+
+/// `*_RESV` masks of `linux/mii.h` (BMCR, BMSR, EXPANSION).
+const MII_H_RESERVED: &[(u16, u16)] = &[(0x00, 0x003f), (0x01, 0x00c0), (0x06, 0xffe0)];
 
 /// `mii.h` name without its register prefix (`BMCR_ANENABLE` → `ANENABLE`).
 fn short(name: &str) -> &str {
@@ -126,9 +126,18 @@ fn mii_h_fields_match() {
 }
 
 #[test]
+fn mii_h_reserved_bits_match() {
+    for &(reg, mask) in MII_H_RESERVED {
+        assert_eq!(spec(reg).unwrap().reserved, mask);
+        assert_eq!(decode(reg, mask).to_string(), format!("RESV={mask:#06x}"));
+    }
+}
+
+#[test]
 fn specs_cover_all_16_bits_exactly_once() {
     for spec in SPECS {
-        let masks = spec.bits.iter().map(|b| b.mask).chain(spec.fields.iter().map(|f| f.mask));
+        let fields = spec.fields.iter().map(|f| f.mask);
+        let masks = spec.bits.iter().map(|b| b.mask).chain(fields).chain([spec.reserved]);
         let mut seen = 0u16;
         for mask in masks {
             assert_eq!(seen & mask, 0, "{}: overlapping {mask:#06x}", spec.name);
@@ -164,14 +173,15 @@ fn register_numbers_match_mii_h() {
 fn typical_values_decode() {
     assert_eq!(
         decode(0x01, 0x786d).to_string(),
-        "ERCAP LSTATUS ANEGCAPABLE ANEGCOMPLETE 10HALF 10FULL 100HALF 100FULL"
+        "ERCAP LSTATUS ANEGCAPABLE ANEGCOMPLETE 10HALF 10FULL 100HALF 100FULL RESV=0x0040"
     );
     assert_eq!(decode(0x00, 0x3100).to_string(), "FULLDPLX ANENABLE SPEED100");
     assert_eq!(
         decode(0x05, 0x45e1).to_string(),
         "10HALF 10FULL 100HALF 100FULL PAUSE_CAP LPACK SLCT=CSMA"
     );
-    assert_eq!(decode(0x00, 0x0005).to_string(), "RESV=0x5");
+    assert_eq!(decode(0x00, 0x0005).to_string(), "RESV=0x0005");
+    assert_eq!(changes(0x00, 0, 1).to_string(), "RESV=0x0000→0x0001");
     assert_eq!(decode(0x10, 0x1234).to_string(), "");
 }
 
