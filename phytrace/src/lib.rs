@@ -1,10 +1,14 @@
 //! phytrace: live eBPF tracing of Rust network-PHY drivers.
 //!
 //! Data flows one way: [`probe`] loads the eBPF programs and turns kernel records into
-//! [`event::Event`]s, which the model and the sinks (TUI, capture files, checker) consume.
+//! [`event::Event`]s, which the [`model`] and the sinks (TUI, [`capture`] files, checker) consume.
 
+pub mod capture;
 pub mod cli;
 pub mod commands;
 pub mod event;
 pub mod exit;
+pub mod model;
 pub mod probe;
+pub mod registers;
+pub mod synth;

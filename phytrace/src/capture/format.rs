@@ -1,0 +1,415 @@
+//! The records of a capture file (JSON Lines, see `docs/capture-format.md`).
+//!
+//! Line 1 is a [`Header`], then one event record per [`Event`], then a [`Trailer`]. Every record
+//! is a JSON object whose `type` field says which it is. Events use a flat, compact form
+//! ([`WireEvent`]) rather than the serde form of [`Event`], so that writing and reading need no
+//! per-field allocation beyond the `Event`'s own strings.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef, PhyState};
+
+/// Value of the header's `format` field.
+pub const FORMAT_NAME: &str = "phytrace-capture";
+/// Version of the format this code writes; readers accept this version and older ones.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// First record: what was traced, where, and how to read the timestamps.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// Version of the phytrace that wrote the file.
+    pub phytrace_version: String,
+    /// `uname -r` of the traced kernel.
+    pub kernel_release: String,
+    /// Host name of the traced machine.
+    pub hostname: String,
+    /// Boot clock paired with wall clock at the start.
+    pub clock: ClockRef,
+    /// Callbacks probed at the start.
+    pub probes: Vec<ProbeEntry>,
+    /// `enum phy_state` of the traced kernel (from its BTF).
+    pub phy_states: Vec<PhyState>,
+}
+
+impl Header {
+    /// A header of the current format version, written by this phytrace.
+    pub fn new(
+        kernel_release: String,
+        hostname: String,
+        clock: ClockRef,
+        probes: Vec<ProbeEntry>,
+        phy_states: Vec<PhyState>,
+    ) -> Self {
+        Self {
+            format: FORMAT_NAME.to_owned(),
+            format_version: FORMAT_VERSION,
+            phytrace_version: env!("CARGO_PKG_VERSION").to_owned(),
+            kernel_release,
+            hostname,
+            clock,
+            probes,
+            phy_states,
+        }
+    }
+
+    /// A header for tracing the machine phytrace runs on: kernel release and host name come
+    /// from `/proc/sys/kernel` (empty if unreadable).
+    pub fn for_this_host(clock: ClockRef, probes: Vec<ProbeEntry>, phy_states: Vec<PhyState>) -> Self {
+        let read = |file: &str| {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{file}"))
+                .map(|s| s.trim().to_owned())
+                .unwrap_or_default()
+        };
+        Self::new(read("osrelease"), read("hostname"), clock, probes, phy_states)
+    }
+}
+
+/// A boot-clock time and the wall-clock time taken at the same moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockRef {
+    /// `CLOCK_BOOTTIME`, nanoseconds (the clock of [`Event::ts_ns`]).
+    pub boot_ns: u64,
+    /// `CLOCK_REALTIME`, nanoseconds since the Unix epoch.
+    pub unix_ns: u64,
+}
+
+impl ClockRef {
+    /// Wall-clock time of a boot-clock timestamp, in nanoseconds since the Unix epoch.
+    pub fn to_unix_ns(&self, boot_ns: u64) -> i128 {
+        i128::from(self.unix_ns) + i128::from(boot_ns) - i128::from(self.boot_ns)
+    }
+}
+
+/// One probed callback.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeEntry {
+    /// Kernel module, e.g. `ax88796b_rust`.
+    pub module: String,
+    /// Rust type implementing the driver, e.g. `ax88796b_rust::PhyAX88772A`.
+    pub driver_type: String,
+    /// `phy_driver` operation, e.g. `read_status`.
+    pub callback: String,
+    /// Kernel address, written as a hex string (JSON numbers lose precision above 2^53).
+    #[serde(with = "hex_u64")]
+    pub address: u64,
+    /// Demangled symbol.
+    pub symbol: String,
+}
+
+/// Last record: what the file holds, for a check that nothing was cut.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trailer {
+    /// Boot-clock time when the capture was closed.
+    pub end_ns: u64,
+    /// Event records written.
+    pub events: u64,
+    /// Event records written, per kind.
+    pub counts: KindCounts,
+    /// Events the kernel side lost (sum of the `lost` events).
+    pub lost: u64,
+    /// Events dropped in userspace before reaching the file (e.g. per-CPU drop counters).
+    pub dropped: u64,
+}
+
+/// Event records per kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindCounts {
+    /// `callback_enter` records.
+    pub callback_enter: u64,
+    /// `callback_exit` records.
+    pub callback_exit: u64,
+    /// `mdio` records.
+    pub mdio: u64,
+    /// `attached` records.
+    pub attached: u64,
+    /// `detached` records.
+    pub detached: u64,
+    /// `lost` records.
+    pub lost: u64,
+}
+
+impl KindCounts {
+    /// Counts one event.
+    pub fn count(&mut self, kind: &EventKind) {
+        let slot = match kind {
+            EventKind::CallbackEnter { .. } => &mut self.callback_enter,
+            EventKind::CallbackExit { .. } => &mut self.callback_exit,
+            EventKind::Mdio { .. } => &mut self.mdio,
+            EventKind::Attached { .. } => &mut self.attached,
+            EventKind::Detached { .. } => &mut self.detached,
+            EventKind::Lost { .. } => &mut self.lost,
+        };
+        *slot += 1;
+    }
+}
+
+/// Header and trailer records, tagged by `type`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub(crate) enum MetaRecord {
+    /// The first line.
+    Header(Header),
+    /// The last line.
+    Trailer(Trailer),
+}
+
+/// Value of `type` for event records.
+pub(crate) const EVENT_TYPE: &str = "event";
+
+/// The flat form of an [`Event`] in a capture file. Fields that do not apply to the event's
+/// `kind` are absent; strings are borrowed from the event or from the line being read.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct WireEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    pub record: Cow<'a, str>,
+    pub ts: u64,
+    pub cpu: u32,
+    pub tid: u32,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy_id: Option<u32>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub drv: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub kind: Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub cb: Option<Cow<'a, str>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub cb_type: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<u32>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub state_name: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_after: Option<u32>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub state_after_name: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ret: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplex: Option<Duplex>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<MdioOp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reg: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub err: Option<i32>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callbacks: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reattached: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+}
+
+fn b(s: &str) -> Option<Cow<'_, str>> {
+    Some(Cow::Borrowed(s))
+}
+
+impl<'a> WireEvent<'a> {
+    /// The record of `event`, borrowing its strings.
+    pub fn from_event(event: &'a Event) -> Self {
+        let mut w = WireEvent {
+            record: Cow::Borrowed(EVENT_TYPE),
+            ts: event.ts_ns,
+            cpu: event.cpu,
+            tid: event.tid,
+            ..Self::default()
+        };
+        if let Some(phy) = &event.phy {
+            w.bus = b(&phy.bus);
+            w.addr = Some(phy.addr);
+            w.phy_id = Some(phy.phy_id);
+            w.drv = (!phy.driver.is_empty()).then(|| Cow::Borrowed(phy.driver.as_str()));
+        }
+        let kind = match &event.kind {
+            EventKind::CallbackEnter { callback, depth, state } => {
+                w.set_callback(callback);
+                w.depth = Some(*depth);
+                w.set_state(state);
+                "callback_enter"
+            }
+            EventKind::CallbackExit {
+                callback,
+                depth,
+                latency_ns,
+                ret,
+                state_before,
+                state_after,
+                link,
+            } => {
+                w.set_callback(callback);
+                w.depth = Some(*depth);
+                w.lat = Some(*latency_ns);
+                w.ret = Some(*ret);
+                w.set_state(state_before);
+                w.state_after = Some(state_after.value);
+                w.state_after_name = b(&state_after.name);
+                w.up = Some(link.up);
+                w.speed = Some(link.speed);
+                w.duplex = Some(link.duplex);
+                "callback_exit"
+            }
+            EventKind::Mdio { op, reg, value, error, latency_ns, caller, state } => {
+                w.op = Some(*op);
+                w.reg = Some(*reg);
+                w.val = Some(*value);
+                w.err = *error;
+                w.lat = Some(*latency_ns);
+                if let Some(caller) = caller {
+                    w.set_callback(caller);
+                }
+                if let Some(state) = state {
+                    w.set_state(state);
+                }
+                "mdio"
+            }
+            EventKind::Attached { module, callbacks, reattached } => {
+                w.module = b(module);
+                w.callbacks = Some(*callbacks);
+                w.reattached = Some(*reattached);
+                "attached"
+            }
+            EventKind::Detached { module } => {
+                w.module = b(module);
+                "detached"
+            }
+            EventKind::Lost { count } => {
+                w.count = Some(*count);
+                "lost"
+            }
+        };
+        w.kind = Cow::Borrowed(kind);
+        w
+    }
+
+    fn set_callback(&mut self, callback: &'a Callback) {
+        self.cb = b(&callback.name);
+        self.cb_type = b(&callback.driver_type);
+    }
+
+    fn set_state(&mut self, state: &'a PhyState) {
+        self.state = Some(state.value);
+        self.state_name = b(&state.name);
+    }
+
+    /// The event this record describes, or what is missing or wrong.
+    pub fn into_event(self) -> Result<Event, String> {
+        let phy = match self.bus {
+            Some(bus) => Some(PhyRef {
+                bus: bus.into_owned(),
+                addr: need(self.addr, "addr")?,
+                phy_id: need(self.phy_id, "phy_id")?,
+                driver: self.drv.map(Cow::into_owned).unwrap_or_default(),
+            }),
+            None => None,
+        };
+        let callback = |cb: Option<Cow<'a, str>>, ty: Option<Cow<'a, str>>| -> Result<Callback, String> {
+            Ok(Callback {
+                name: need(cb, "cb")?.into_owned(),
+                driver_type: need(ty, "cb_type")?.into_owned(),
+            })
+        };
+        let state = |v: Option<u32>, n: Option<Cow<'a, str>>, what: &str| -> Result<PhyState, String> {
+            Ok(PhyState {
+                value: need(v, what)?,
+                name: n.map(Cow::into_owned).unwrap_or_default(),
+            })
+        };
+        let kind = match &*self.kind {
+            "callback_enter" => EventKind::CallbackEnter {
+                callback: callback(self.cb, self.cb_type)?,
+                depth: need(self.depth, "depth")?,
+                state: state(self.state, self.state_name, "state")?,
+            },
+            "callback_exit" => EventKind::CallbackExit {
+                callback: callback(self.cb, self.cb_type)?,
+                depth: need(self.depth, "depth")?,
+                latency_ns: need(self.lat, "lat")?,
+                ret: need(self.ret, "ret")?,
+                state_before: state(self.state, self.state_name, "state")?,
+                state_after: state(self.state_after, self.state_after_name, "state_after")?,
+                link: LinkState {
+                    up: need(self.up, "up")?,
+                    speed: need(self.speed, "speed")?,
+                    duplex: need(self.duplex, "duplex")?,
+                },
+            },
+            "mdio" => EventKind::Mdio {
+                op: need(self.op, "op")?,
+                reg: need(self.reg, "reg")?,
+                value: need(self.val, "val")?,
+                error: self.err,
+                latency_ns: need(self.lat, "lat")?,
+                caller: match self.cb {
+                    Some(_) => Some(callback(self.cb, self.cb_type)?),
+                    None => None,
+                },
+                state: match self.state {
+                    Some(_) => Some(state(self.state, self.state_name, "state")?),
+                    None => None,
+                },
+            },
+            "attached" => EventKind::Attached {
+                module: need(self.module, "module")?.into_owned(),
+                callbacks: need(self.callbacks, "callbacks")?,
+                reattached: self.reattached.unwrap_or(false),
+            },
+            "detached" => EventKind::Detached { module: need(self.module, "module")?.into_owned() },
+            "lost" => EventKind::Lost { count: need(self.count, "count")? },
+            other => return Err(format!("unknown event kind `{other}`")),
+        };
+        Ok(Event { ts_ns: self.ts, cpu: self.cpu, tid: self.tid, phy, kind })
+    }
+}
+
+fn need<T>(value: Option<T>, field: &str) -> Result<T, String> {
+    value.ok_or_else(|| format!("missing field `{field}`"))
+}
+
+/// Serializes a `u64` as a `0x…` hex string; reads it back (a plain number is accepted too).
+mod hex_u64 {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{value:#x}"))
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum HexOrNumber {
+        Hex(String),
+        Number(u64),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match HexOrNumber::deserialize(d)? {
+            HexOrNumber::Number(n) => Ok(n),
+            HexOrNumber::Hex(s) => {
+                let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(&s);
+                u64::from_str_radix(digits, 16).map_err(|e| D::Error::custom(format!("address {s:?}: {e}")))
+            }
+        }
+    }
+}

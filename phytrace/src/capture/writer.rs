@@ -1,0 +1,188 @@
+//! Streaming writer of capture files: header first, events as they arrive, trailer on close.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::format::{Header, KindCounts, MetaRecord, Trailer, WireEvent};
+use crate::event::{Event, EventKind};
+
+/// When buffered records are pushed to the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushPolicy {
+    /// Flush after this many events.
+    pub max_events: u64,
+    /// Flush when the oldest unflushed event is this old (checked when an event is written and
+    /// by [`Writer::flush_if_due`]).
+    pub max_delay: Duration,
+}
+
+impl Default for FlushPolicy {
+    /// 1024 events or 100 ms, whichever comes first.
+    fn default() -> Self {
+        Self { max_events: 1024, max_delay: Duration::from_millis(100) }
+    }
+}
+
+/// A write to the capture file failed (disk full, file removed, …). What was written before
+/// stays readable.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write capture file {}: {source}", path.display())]
+pub struct WriteError {
+    /// The capture file.
+    pub path: PathBuf,
+    /// The cause.
+    #[source]
+    pub source: io::Error,
+}
+
+/// Writes one capture file. Records are whole lines; an event is in the file once flushed.
+///
+/// Dropping the writer without [`Writer::finish`] flushes what it can but writes no trailer:
+/// readers then report "capture not closed cleanly".
+#[derive(Debug)]
+pub struct Writer<W: Write = File> {
+    out: BufWriter<W>,
+    path: PathBuf,
+    line: Vec<u8>,
+    counts: KindCounts,
+    events: u64,
+    lost: u64,
+    unflushed: u64,
+    oldest_unflushed: Option<Instant>,
+    policy: FlushPolicy,
+    failed: Option<(io::ErrorKind, String)>,
+}
+
+impl Writer<File> {
+    /// Creates (or truncates) `path` and writes the header.
+    pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<Self, WriteError> {
+        let path = path.as_ref();
+        let file = File::create(path)
+            .map_err(|source| WriteError { path: path.to_owned(), source })?;
+        Self::new(file, path, header)
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes the header to `out`; `path` names it in errors.
+    pub fn new(out: W, path: impl Into<PathBuf>, header: &Header) -> Result<Self, WriteError> {
+        let mut writer = Self {
+            out: BufWriter::with_capacity(64 * 1024, out),
+            path: path.into(),
+            line: Vec::with_capacity(512),
+            counts: KindCounts::default(),
+            events: 0,
+            lost: 0,
+            unflushed: 0,
+            oldest_unflushed: None,
+            policy: FlushPolicy::default(),
+            failed: None,
+        };
+        writer.write_meta(&MetaRecord::Header(header.clone()))?;
+        writer.flush()?;
+        Ok(writer)
+    }
+
+    /// Replaces the flush policy.
+    pub fn with_policy(mut self, policy: FlushPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Events written so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Appends one event; flushes if the policy says so.
+    pub fn write(&mut self, event: &Event) -> Result<(), WriteError> {
+        self.check()?;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &WireEvent::from_event(event))
+            .map_err(|e| self.fail(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+        self.line.push(b'\n');
+        self.push_line()?;
+        self.counts.count(&event.kind);
+        self.events += 1;
+        if let EventKind::Lost { count } = event.kind {
+            self.lost = self.lost.saturating_add(count);
+        }
+        self.unflushed += 1;
+        let now = Instant::now();
+        let oldest = *self.oldest_unflushed.get_or_insert(now);
+        if self.unflushed >= self.policy.max_events || now - oldest >= self.policy.max_delay {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes if events have waited longer than the policy allows; call it from an idle loop
+    /// so that a quiet trace still reaches the file. Returns whether it flushed.
+    pub fn flush_if_due(&mut self) -> Result<bool, WriteError> {
+        match self.oldest_unflushed {
+            Some(t) if t.elapsed() >= self.policy.max_delay => self.flush().map(|()| true),
+            _ => Ok(false),
+        }
+    }
+
+    /// Pushes every buffered record to the file.
+    pub fn flush(&mut self) -> Result<(), WriteError> {
+        self.check()?;
+        self.out.flush().map_err(|e| self.fail(e))?;
+        self.unflushed = 0;
+        self.oldest_unflushed = None;
+        Ok(())
+    }
+
+    /// Writes the trailer (`end_ns`: boot-clock time now, `dropped`: events lost in userspace)
+    /// and flushes. Returns the trailer written.
+    pub fn finish(mut self, end_ns: u64, dropped: u64) -> Result<Trailer, WriteError> {
+        let trailer = Trailer {
+            end_ns,
+            events: self.events,
+            counts: self.counts.clone(),
+            lost: self.lost,
+            dropped,
+        };
+        self.write_meta(&MetaRecord::Trailer(trailer.clone()))?;
+        self.flush()?;
+        Ok(trailer)
+    }
+
+    fn write_meta(&mut self, record: &MetaRecord) -> Result<(), WriteError> {
+        self.check()?;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, record)
+            .map_err(|e| self.fail(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+        self.line.push(b'\n');
+        self.push_line()
+    }
+
+    fn push_line(&mut self) -> Result<(), WriteError> {
+        let result = self.out.write_all(&self.line);
+        result.map_err(|e| self.fail(e))
+    }
+
+    /// After a failure the file may end in a partial record: refuse to append more.
+    fn check(&self) -> Result<(), WriteError> {
+        match &self.failed {
+            None => Ok(()),
+            Some((kind, msg)) => Err(WriteError {
+                path: self.path.clone(),
+                source: io::Error::new(*kind, format!("an earlier write failed: {msg}")),
+            }),
+        }
+    }
+
+    fn fail(&mut self, source: io::Error) -> WriteError {
+        self.failed = Some((source.kind(), source.to_string()));
+        WriteError { path: self.path.clone(), source }
+    }
+}

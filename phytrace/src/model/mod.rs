@@ -1,0 +1,211 @@
+//! Per-PHY state rebuilt from [`Event`]s, the same way for a live trace and for a replay.
+//!
+//! [`Model::apply`] takes events in order and returns what each one changed ([`Applied`]), so
+//! a consumer such as `dump` can show register changes against the last known value.
+
+mod callbacks;
+mod counters;
+mod history;
+mod phy;
+
+use std::collections::BTreeMap;
+
+pub use callbacks::{
+    Access, CallStacks, ClosedCallback, MAX_ACCESSES_PER_CALL, MAX_DEPTH, OpenCallback,
+};
+pub use counters::{CallbackStats, Counters};
+pub use history::History;
+pub use phy::{LinkChange, PhyModel, RegisterValue, StateTransition};
+
+use crate::event::{Event, EventKind};
+use crate::registers::MmdAccess;
+use phy::ExitInfo;
+
+/// A traced driver module as last reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleStatus {
+    /// Probes are attached now.
+    pub attached: bool,
+    /// Callbacks probed at the last attach.
+    pub callbacks: usize,
+    /// How many times it was attached.
+    pub attaches: u64,
+    /// When it was last attached or detached.
+    pub since_ns: u64,
+}
+
+/// What applying one event changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Key of the PHY concerned.
+    pub key: Option<String>,
+    /// MDIO: the register's value before this access, if known.
+    pub previous: Option<u16>,
+    /// MDIO: what an MMD_CTRL/MMD_DATA access meant.
+    pub mmd: Option<MmdAccess>,
+    /// `phy_state` changed.
+    pub transition: Option<StateTransition>,
+    /// Link, speed or duplex changed (callback exits).
+    pub link_change: Option<LinkChange>,
+    /// Callback exit: the completed run with its accesses.
+    pub closed: Option<ClosedCallback>,
+}
+
+/// State of every PHY seen, keyed by [`PhyRef::key`](crate::event::PhyRef::key).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Model {
+    /// PHYs by key (`phy_sim-0:01`).
+    pub phys: BTreeMap<String, PhyModel>,
+    /// Traced modules by name.
+    pub modules: BTreeMap<String, ModuleStatus>,
+    /// Counters of events not tied to a PHY (MDIO to an address without a PHY, lost events).
+    pub unowned: Counters,
+    /// Time of the first and last event applied.
+    pub span_ns: Option<(u64, u64)>,
+    history_cap: Option<usize>,
+}
+
+impl Model {
+    /// A model keeping every state and link change.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A model keeping at most `cap` state and link changes per PHY (bounded memory).
+    pub fn with_history_cap(cap: usize) -> Self {
+        Self { history_cap: Some(cap), ..Self::default() }
+    }
+
+    /// The PHY with key `key`.
+    pub fn phy(&self, key: &str) -> Option<&PhyModel> {
+        self.phys.get(key)
+    }
+
+    /// Applies one event and says what it changed.
+    pub fn apply(&mut self, event: &Event) -> Applied {
+        self.span_ns = Some(match self.span_ns {
+            Some((first, last)) => (first.min(event.ts_ns), last.max(event.ts_ns)),
+            None => (event.ts_ns, event.ts_ns),
+        });
+        let mut applied = Applied::default();
+        let ts = event.ts_ns;
+        let phy = match &event.phy {
+            Some(phy_ref) => {
+                let key = phy_ref.key();
+                let cap = self.history_cap;
+                let phy = self
+                    .phys
+                    .entry(key.clone())
+                    .or_insert_with(|| PhyModel::new(phy_ref.clone(), cap));
+                if phy.phy != *phy_ref {
+                    phy.phy = phy_ref.clone();
+                }
+                phy.counters.events += 1;
+                applied.key = Some(key);
+                Some(phy)
+            }
+            None => {
+                self.unowned.events += 1;
+                None
+            }
+        };
+        match (&event.kind, phy) {
+            (EventKind::CallbackEnter { callback, depth, state }, Some(phy)) => {
+                applied.transition = phy.observe_state(ts, state, Some(callback));
+                phy.enter(ts, event.tid, callback, *depth, state);
+            }
+            (
+                EventKind::CallbackExit {
+                    callback,
+                    depth,
+                    latency_ns,
+                    ret,
+                    state_before,
+                    state_after,
+                    link,
+                },
+                Some(phy),
+            ) => {
+                let exit = ExitInfo {
+                    callback,
+                    depth: *depth,
+                    latency_ns: *latency_ns,
+                    ret: *ret,
+                    state_before,
+                    state_after,
+                    link,
+                };
+                let (closed, link_change) = phy.exit(ts, event.tid, exit);
+                let before = phy.observe_state(ts, state_before, Some(callback));
+                applied.transition = phy.observe_state(ts, state_after, Some(callback)).or(before);
+                applied.closed = Some(closed);
+                applied.link_change = link_change;
+            }
+            (EventKind::Mdio { op, reg, value, error, state, caller, .. }, Some(phy)) => {
+                let access = Access { ts_ns: ts, op: *op, reg: *reg, value: *value, error: *error };
+                (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, access);
+                if let Some(state) = state {
+                    applied.transition = phy.observe_state(ts, state, caller.as_ref());
+                }
+            }
+            (EventKind::Mdio { op, error, .. }, None) => match (error, op) {
+                (Some(_), _) => self.unowned.mdio_errors += 1,
+                (None, crate::event::MdioOp::Read) => self.unowned.mdio_reads += 1,
+                (None, crate::event::MdioOp::Write) => self.unowned.mdio_writes += 1,
+            },
+            (EventKind::CallbackEnter { .. } | EventKind::CallbackExit { .. }, None) => {
+                self.unowned.unmatched_exits += u64::from(matches!(
+                    event.kind,
+                    EventKind::CallbackExit { .. }
+                ));
+            }
+            (EventKind::Attached { module, callbacks, .. }, _) => {
+                let status = self.modules.entry(module.clone()).or_insert(ModuleStatus {
+                    attached: true,
+                    callbacks: *callbacks,
+                    attaches: 0,
+                    since_ns: ts,
+                });
+                status.attached = true;
+                status.callbacks = *callbacks;
+                status.attaches += 1;
+                status.since_ns = ts;
+            }
+            (EventKind::Detached { module }, _) => {
+                if let Some(status) = self.modules.get_mut(module) {
+                    status.attached = false;
+                    status.since_ns = ts;
+                }
+            }
+            (EventKind::Lost { count }, _) => self.unowned.lost += count,
+        }
+        applied
+    }
+
+    /// Counters summed over all PHYs and the unowned events.
+    pub fn totals(&self) -> Counters {
+        let mut total = self.unowned.clone();
+        for phy in self.phys.values() {
+            let c = &phy.counters;
+            total.events += c.events;
+            total.mdio_reads += c.mdio_reads;
+            total.mdio_writes += c.mdio_writes;
+            total.mdio_errors += c.mdio_errors;
+            total.mdio_outside_callbacks += c.mdio_outside_callbacks;
+            total.unmatched_exits += c.unmatched_exits;
+            total.unclosed += c.unclosed;
+            total.lost += c.lost;
+            for (name, s) in &c.callbacks {
+                let t = total.callbacks.entry(name.clone()).or_default();
+                t.calls += s.calls;
+                t.errors += s.errors;
+                t.total_latency_ns = t.total_latency_ns.saturating_add(s.total_latency_ns);
+                t.max_latency_ns = t.max_latency_ns.max(s.max_latency_ns);
+            }
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests;

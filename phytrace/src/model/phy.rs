@@ -1,0 +1,208 @@
+//! State of one PHY rebuilt from its events.
+
+use std::collections::BTreeMap;
+
+use super::callbacks::{Access, CallStacks, ClosedCallback, OpenCallback};
+use super::counters::Counters;
+use super::history::History;
+use crate::event::{Callback, LinkState, MdioOp, PhyRef, PhyState};
+use crate::registers::{MmdAccess, MmdTracker};
+
+/// Last known value of a register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegisterValue {
+    /// The value.
+    pub value: u16,
+    /// When it was read or written.
+    pub ts_ns: u64,
+    /// Whether it was read or written.
+    pub op: MdioOp,
+}
+
+/// A change of `phy_state`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateTransition {
+    /// When it was observed.
+    pub ts_ns: u64,
+    /// Previous state, unknown for the first observation.
+    pub from: Option<PhyState>,
+    /// New state.
+    pub to: PhyState,
+    /// Callback during which it was observed: at its return if it made the change, at its entry
+    /// if phylib changed the state between callbacks.
+    pub during: Option<String>,
+}
+
+/// A change of link, speed or duplex, as seen at a callback's return.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkChange {
+    /// Return time of the callback.
+    pub ts_ns: u64,
+    /// Previous state, unknown for the first observation.
+    pub from: Option<LinkState>,
+    /// New state.
+    pub to: LinkState,
+}
+
+/// Everything known about one PHY.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhyModel {
+    /// Identity, as of its latest event.
+    pub phy: PhyRef,
+    /// Last value read or written, per register.
+    pub registers: BTreeMap<u16, RegisterValue>,
+    /// Progress of the MMD access sequence.
+    pub mmd: MmdTracker,
+    /// Last value read or written, per MMD `(devad, register)`.
+    pub mmd_registers: BTreeMap<(u8, u16), u16>,
+    /// Current `phy_state`.
+    pub state: Option<PhyState>,
+    /// Its changes.
+    pub state_history: History<StateTransition>,
+    /// Link, speed and duplex at the last callback return.
+    pub link: Option<LinkState>,
+    /// Their changes.
+    pub link_history: History<LinkChange>,
+    /// Callbacks running now.
+    pub open: CallStacks,
+    /// Latest completed run of each callback, by name.
+    pub last_calls: BTreeMap<String, ClosedCallback>,
+    /// Counters.
+    pub counters: Counters,
+}
+
+impl PhyModel {
+    /// A PHY seen for the first time; histories keep at most `cap` entries.
+    pub fn new(phy: PhyRef, cap: Option<usize>) -> Self {
+        Self {
+            phy,
+            registers: BTreeMap::new(),
+            mmd: MmdTracker::default(),
+            mmd_registers: BTreeMap::new(),
+            state: None,
+            state_history: History::new(cap),
+            link: None,
+            link_history: History::new(cap),
+            open: CallStacks::default(),
+            last_calls: BTreeMap::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Records `state` as current; returns the transition if it changed.
+    pub(super) fn observe_state(
+        &mut self,
+        ts_ns: u64,
+        state: &PhyState,
+        during: Option<&Callback>,
+    ) -> Option<StateTransition> {
+        if self.state.as_ref() == Some(state) {
+            return None;
+        }
+        let transition = StateTransition {
+            ts_ns,
+            from: self.state.replace(state.clone()),
+            to: state.clone(),
+            during: during.map(|c| c.name.clone()),
+        };
+        self.state_history.push(transition.clone());
+        Some(transition)
+    }
+
+    /// A callback was entered.
+    pub(super) fn enter(&mut self, ts_ns: u64, tid: u32, callback: &Callback, depth: u8, state: &PhyState) {
+        let open = OpenCallback {
+            callback: callback.clone(),
+            depth,
+            enter_ns: ts_ns,
+            state: state.clone(),
+            accesses: Vec::new(),
+            accesses_dropped: 0,
+        };
+        self.counters.unclosed += self.open.enter(tid, open);
+    }
+
+    /// A callback returned; returns the completed run and the link change it showed.
+    pub(super) fn exit(&mut self, ts_ns: u64, tid: u32, exit: ExitInfo<'_>) -> (ClosedCallback, Option<LinkChange>) {
+        let (open, stale) = self.open.exit(tid, exit.callback, exit.depth);
+        self.counters.unclosed += stale;
+        self.counters.unmatched_exits += u64::from(open.is_none());
+        self.counters.callback(&exit.callback.name, exit.latency_ns, exit.ret);
+        let (enter_ns, accesses, accesses_dropped) = match open {
+            Some(o) => (Some(o.enter_ns), o.accesses, o.accesses_dropped),
+            None => (None, Vec::new(), 0),
+        };
+        let closed = ClosedCallback {
+            callback: exit.callback.clone(),
+            depth: exit.depth,
+            enter_ns,
+            exit_ns: ts_ns,
+            latency_ns: exit.latency_ns,
+            ret: exit.ret,
+            state_before: exit.state_before.clone(),
+            state_after: exit.state_after.clone(),
+            link: exit.link.clone(),
+            accesses,
+            accesses_dropped,
+        };
+        match self.last_calls.get_mut(&exit.callback.name) {
+            Some(last) => *last = closed.clone(),
+            None => {
+                self.last_calls.insert(exit.callback.name.clone(), closed.clone());
+            }
+        }
+        let link_change = (self.link.as_ref() != Some(exit.link)).then(|| {
+            let change = LinkChange {
+                ts_ns,
+                from: self.link.replace(exit.link.clone()),
+                to: exit.link.clone(),
+            };
+            self.link_history.push(change.clone());
+            change
+        });
+        (closed, link_change)
+    }
+
+    /// An MDIO access; returns the register's previous value and the MMD meaning.
+    pub(super) fn mdio(&mut self, ts_ns: u64, tid: u32, access: Access) -> (Option<u16>, Option<MmdAccess>) {
+        match self.open.innermost(tid) {
+            Some(open) => open.attach(access.clone()),
+            None => self.counters.mdio_outside_callbacks += 1,
+        }
+        if access.error.is_some() {
+            self.counters.mdio_errors += 1;
+            return (self.registers.get(&access.reg).map(|r| r.value), None);
+        }
+        match access.op {
+            MdioOp::Read => self.counters.mdio_reads += 1,
+            MdioOp::Write => self.counters.mdio_writes += 1,
+        }
+        let previous = self.registers.insert(
+            access.reg,
+            RegisterValue { value: access.value, ts_ns, op: access.op },
+        );
+        let mmd = self.mmd.observe(access.op, access.reg, access.value);
+        if let Some(MmdAccess::Data { devad, addr: Some(addr), value, .. }) = mmd {
+            self.mmd_registers.insert((devad, addr), value);
+        }
+        (previous.map(|r| r.value), mmd)
+    }
+
+    /// `PHYSID1 << 16 | PHYSID2` if both were read.
+    pub fn id_from_registers(&self) -> Option<crate::registers::PhyId> {
+        let id1 = self.registers.get(&0x02)?.value;
+        let id2 = self.registers.get(&0x03)?.value;
+        Some(crate::registers::PhyId::from_registers(id1, id2))
+    }
+}
+
+/// The fields of a `CallbackExit` event.
+pub(super) struct ExitInfo<'a> {
+    pub callback: &'a Callback,
+    pub depth: u8,
+    pub latency_ns: u64,
+    pub ret: i64,
+    pub state_before: &'a PhyState,
+    pub state_after: &'a PhyState,
+    pub link: &'a LinkState,
+}
