@@ -32,12 +32,17 @@ scenario_end() {
 }
 trap scenario_end EXIT
 
-# bring_up DEV...: driver + simulator loaded (unless already), links up at 100/full.
-bring_up() {
+# ensure_loaded: unless phy_sim is loaded, unload all, load DRIVER, then phy_sim with SIM_PARAMS.
+ensure_loaded() {
     if ! module_loaded phy_sim; then
         # shellcheck disable=SC2086  # SIM_PARAMS: several NAME=VALUE words
         setup "$DRIVER" ${SIM_PARAMS:-}
     fi
+}
+
+# bring_up DEV...: ensure_loaded, links up at 100/full.
+bring_up() {
+    ensure_loaded
     link_up "$@"
     local d
     for d in "$@"; do wait_mode "$d" 100 full 15; done

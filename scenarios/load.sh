@@ -10,7 +10,7 @@ set -euo pipefail
 RATE=${RATE:-1000} DURATION=${DURATION:-10} COUNT=${COUNT:-100000} REG=${REG:-BMSR}
 MODEL=${MODEL:-ax88772a} LINK=${LINK:-1}
 
-if ! module_loaded phy_sim; then setup "$DRIVER"; fi
+ensure_loaded
 dev=$(simdev "$MODEL")
 [[ $LINK != 1 ]] || bring_up "$dev"
 reset_counters

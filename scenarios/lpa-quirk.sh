@@ -8,7 +8,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 PARTNERS=${PARTNERS:-all 10half 100half 10full} HOLD=${HOLD:-1}
 
-if ! module_loaded phy_sim; then setup "$DRIVER"; fi
+ensure_loaded
 a=$(simdev ax88772a) c=$(simdev ax88772c)
 for d in $a $c; do sim_set "$d" lpa_zero 1; done
 link_up "$a" "$c"

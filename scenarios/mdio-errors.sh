@@ -11,7 +11,7 @@ set -euo pipefail
 MODEL=${MODEL:-ax88772a} MODE=${MODE:-read} ERRNO=${ERRNO:-5} COUNT=${COUNT:-1} RECOVER=${RECOVER:-1}
 HOLD=${HOLD:-3}
 
-if ! module_loaded phy_sim; then setup "$DRIVER"; fi
+ensure_loaded
 dev=$(simdev "$MODEL")
 bring_up "$dev"
 reset_counters

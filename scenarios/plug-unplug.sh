@@ -8,7 +8,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 COUNT=${COUNT:-5} PERIOD=${PERIOD:-2} MODEL=${MODEL:-ax88772a} WAIT=${WAIT:-1}
 
-if ! module_loaded phy_sim; then setup "$DRIVER"; fi
+ensure_loaded
 dev=$(simdev "$MODEL")
 bring_up "$dev"
 reset_counters

@@ -11,6 +11,8 @@ use phytrace::{
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
+        Command::Record(args) => commands::record::run(args),
+        Command::Probes(args) => commands::probes::run(args),
         Command::Doctor(args) => commands::doctor::run(args),
     };
     result.unwrap_or_else(|err| {

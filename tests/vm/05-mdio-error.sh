@@ -30,9 +30,13 @@ for CUR_DRIVER in $PHYTRACE_DRIVERS; do
     done
     sleep 0.5
     warns=$(dmesg_since_mark | grep -c 'phy_check_link_status.*returned: -5' || true)
-    expect_eq "WARNINGs from phy_error_precise (one per PHY)" 2 "$warns"
-    dmesg_since_mark | grep -q 'WARNING:' || fail "no WARNING line in dmesg"
-    dmesg_since_mark | grep -E 'BUG:|Oops' && fail "BUG/Oops in dmesg"
+    if kernel_warns; then
+        expect_eq "WARNINGs from phy_error_precise (one per PHY)" 2 "$warns"
+        dmesg_since_mark | grep -q 'WARNING:' || fail "no WARNING line in dmesg"
+    else
+        log "kernel without CONFIG_BUG: phy_error_precise's WARN is silent, not checked"
+    fi
+    if dmesg_since_mark | grep -E 'BUG:|Oops'; then fail "BUG/Oops in dmesg"; fi
     record "read_error.warnings" "$warns"
     log "recover: ip link down/up"
     link_down "$a" "$c"

@@ -2,3 +2,5 @@
 
 pub mod doctor;
 pub mod dump;
+pub mod probes;
+pub mod record;

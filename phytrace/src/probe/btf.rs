@@ -152,6 +152,14 @@ pub struct PhyStates {
 }
 
 impl PhyStates {
+    /// The states as a list (for capture headers).
+    pub fn to_list(&self) -> Vec<PhyState> {
+        self.names
+            .iter()
+            .map(|(value, name)| PhyState { value: *value, name: name.clone() })
+            .collect()
+    }
+
     /// The state `value`, named (`UNKNOWN_7` for a value the enum does not have).
     pub fn state(&self, value: u32) -> PhyState {
         let name = self

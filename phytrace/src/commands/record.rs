@@ -1,0 +1,198 @@
+//! `phytrace record`: headless capture to a file, for target boards and CI.
+
+use std::{path::PathBuf, process::ExitCode, time::{Duration, Instant}};
+
+use anyhow::Result;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::{
+    capture::{
+        format::{ClockRef, Header, ProbeEntry},
+        writer::Writer,
+    },
+    event::Event,
+    exit::{Failure, FailureKind},
+    probe::{
+        loader::DEFAULT_RING_SIZE,
+        tracer::{Tracer, TracerOptions, boot_time_ns},
+    },
+};
+
+/// Arguments of `phytrace record`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  sudo phytrace record -o link.ptrace --duration 30s
+  sudo phytrace record -o boot.ptrace --module ax88796b_rust -- ip link set dev eth0 up
+  phytrace dump link.ptrace")]
+pub struct RecordArgs {
+    /// Capture file to write (JSON Lines; see docs/capture-format.md).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Stop after this long (`500ms`, `30s`, `5m`); default: until Ctrl-C or COMMAND exits.
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "D")]
+    pub duration: Option<Duration>,
+    /// Keep only events of PHYs whose `bus:addr`, bus id or driver name contains FILTER.
+    #[arg(long, value_name = "FILTER")]
+    pub phy: Option<String>,
+    /// Driver module to follow (repeatable); default: every Rust PHY driver module.
+    #[arg(long = "module", value_name = "MODULE")]
+    pub modules: Vec<String>,
+    /// Size of the kernel ring buffer in bytes (a power of two).
+    #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "BYTES")]
+    pub ring_size: u32,
+    /// Command to run while recording; recording stops when it exits.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Whether `event` concerns a PHY matching `filter` (events about no PHY always match).
+pub fn phy_matches(event: &Event, filter: Option<&str>) -> bool {
+    match (filter, &event.phy) {
+        (Some(filter), Some(phy)) => {
+            phy.key().contains(filter) || phy.bus.contains(filter) || phy.driver.contains(filter)
+        }
+        _ => true,
+    }
+}
+
+/// Why recording stopped.
+enum Stop {
+    Signal(&'static str),
+    Duration,
+    Command(std::process::ExitStatus),
+}
+
+pub fn run(args: &RecordArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(record(args))
+}
+
+/// Boot clock and wall clock, read back to back.
+fn clock_now() -> ClockRef {
+    let unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    ClockRef { boot_ns: boot_time_ns(), unix_ns }
+}
+
+fn output_failure(err: impl std::fmt::Display) -> Failure {
+    Failure::new(FailureKind::Output, format!("{err}"))
+}
+
+async fn record(args: &RecordArgs) -> Result<ExitCode> {
+    let started = Instant::now();
+    let clock = clock_now();
+    let (mut tracer, first) = Tracer::start(TracerOptions {
+        ring_size: args.ring_size,
+        modules: args.modules.clone(),
+    })?;
+    let attached_in = started.elapsed();
+    let probes: Vec<ProbeEntry> = tracer
+        .probe_table()
+        .into_iter()
+        .map(|s| ProbeEntry {
+            module: s.module,
+            driver_type: s.driver_type,
+            callback: s.callback,
+            address: s.address,
+            symbol: s.demangled,
+        })
+        .collect();
+    let header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
+    let mut writer = Writer::create(&args.output, &header).map_err(output_failure)?;
+    let filter = args.phy.as_deref();
+    let write = |events: &mut Vec<Event>, writer: &mut Writer| -> Result<()> {
+        for event in events.drain(..).filter(|e| phy_matches(e, filter)) {
+            writer.write(&event).map_err(output_failure)?;
+        }
+        writer.flush_if_due().map_err(output_failure)?;
+        Ok(())
+    };
+    let mut events = first;
+    write(&mut events, &mut writer)?;
+    let waiting = tracer.waiting_for();
+    eprintln!(
+        "phytrace: recording to {} (attached in {} ms{})",
+        args.output.display(),
+        attached_in.as_millis(),
+        if waiting.is_empty() { String::new() } else { format!("; waiting for {} to load", waiting.join(", ")) }
+    );
+
+    let mut child = match args.command.split_first() {
+        Some((program, rest)) => Some(
+            tokio::process::Command::new(program)
+                .args(rest)
+                .spawn()
+                .map_err(|err| Failure::new(FailureKind::BadInput, format!("cannot run `{program}`: {err}")))?,
+        ),
+        None => None,
+    };
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
+    let stop = loop {
+        tokio::select! {
+            result = tracer.next_events(&mut events) => {
+                result?;
+                write(&mut events, &mut writer)?;
+            }
+            _ = sigint.recv() => break Stop::Signal("SIGINT"),
+            _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
+            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
+                break Stop::Duration;
+            }
+            status = async { child.as_mut().unwrap().wait().await }, if child.is_some() => {
+                break Stop::Command(status?);
+            }
+        }
+    };
+    // Events of the last moments may still be on their way: one more poll, then the rest.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tracer.flush(&mut events)?;
+    write(&mut events, &mut writer)?;
+    let trailer = writer.finish(boot_time_ns(), 0).map_err(output_failure)?;
+
+    let why = match &stop {
+        Stop::Signal(name) => format!("{name} received"),
+        Stop::Duration => "duration reached".to_owned(),
+        Stop::Command(status) => format!("command exited ({status})"),
+    };
+    eprintln!(
+        "phytrace: {why}; {} events in {:.1} s to {}",
+        trailer.events,
+        started.elapsed().as_secs_f64(),
+        args.output.display()
+    );
+    let counts = &trailer.counts;
+    eprintln!(
+        "phytrace: {} callbacks entered, {} returned, {} MDIO accesses, {} attach / {} detach; lost in the kernel: {}",
+        counts.callback_enter, counts.callback_exit, counts.mdio, counts.attached, counts.detached, trailer.lost
+    );
+    Ok(match stop {
+        Stop::Command(status) if !status.success() => {
+            ExitCode::from(status.code().map_or(1, |code| code.clamp(1, 255) as u8))
+        }
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventKind, PhyRef};
+
+    fn event(phy: Option<PhyRef>) -> Event {
+        Event { ts_ns: 0, cpu: 0, tid: 0, phy, kind: EventKind::Lost { count: 1 } }
+    }
+
+    #[test]
+    fn phy_filter_matches_key_bus_and_driver() {
+        let phy = PhyRef { bus: "phy_sim-0".into(), addr: 1, phy_id: 0x003b1861, driver: "Asix Electronics AX88772A".into() };
+        let e = event(Some(phy));
+        assert!(phy_matches(&e, Some("phy_sim-0:01")));
+        assert!(phy_matches(&e, Some("AX88772A")));
+        assert!(!phy_matches(&e, Some("phy_sim-0:02")));
+        assert!(phy_matches(&e, None));
+        assert!(phy_matches(&event(None), Some("anything")));
+    }
+}
