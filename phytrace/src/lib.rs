@@ -8,4 +8,5 @@ pub mod commands;
 pub mod event;
 pub mod model;
 pub mod registers;
+pub mod render;
 pub mod synth;
