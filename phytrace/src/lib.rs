@@ -11,4 +11,5 @@ pub mod exit;
 pub mod model;
 pub mod probe;
 pub mod registers;
+pub mod render;
 pub mod synth;

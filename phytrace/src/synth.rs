@@ -103,6 +103,8 @@ struct SimPhy {
     tid: u32,
     phase: Phase,
     state: u32,
+    /// Speed and duplex while the link is up.
+    link: Option<(i32, Duplex)>,
 }
 
 /// Infinite deterministic stream of realistic events (an [`Iterator`]).
@@ -134,6 +136,7 @@ impl Synth {
                 tid: 120 + i as u32,
                 phase: Phase::Fresh,
                 state: READY,
+                link: None,
             })
             .collect();
         Self {
@@ -180,13 +183,13 @@ impl Synth {
         self.event(p, true, EventKind::CallbackEnter { callback, depth, state: phy_state(state) });
     }
 
-    fn exit(&mut self, p: usize, ret: i64, link: Option<(i32, Duplex)>) {
+    fn exit(&mut self, p: usize, ret: i64) {
         self.ts_ns += 1_000 + self.below(2_000);
         let depth = self.stack.len() as u8;
         let Some((callback, enter_ns, before)) = self.stack.pop() else {
             return;
         };
-        let (up, speed, duplex) = match link {
+        let (up, speed, duplex) = match self.phys[p].link {
             Some((speed, duplex)) => (true, speed, duplex),
             None => (false, -1, Duplex::Unknown),
         };
@@ -221,7 +224,7 @@ impl Synth {
     }
 
     /// `asix_soft_reset`: clear BMCR, then `genphy_soft_reset` sets RESET and polls it.
-    fn soft_reset(&mut self, p: usize, link: Option<(i32, Duplex)>) {
+    fn soft_reset(&mut self, p: usize) {
         self.enter(p, "soft_reset");
         self.write(p, BMCR, 0);
         self.read(p, BMCR, 0);
@@ -230,7 +233,7 @@ impl Synth {
             self.read(p, BMCR, 0x8000);
         }
         self.read(p, BMCR, BMCR_AN_100_FULL);
-        self.exit(p, 0, link);
+        self.exit(p, 0);
     }
 
     /// `genphy_config_aneg`: advertise, then restart auto-negotiation.
@@ -240,7 +243,7 @@ impl Synth {
         self.write(p, ADVERTISE, 0x05e1);
         self.read(p, BMCR, BMCR_AN_100_FULL);
         self.write(p, BMCR, BMCR_AN_100_FULL | 0x0200);
-        self.exit(p, 0, None);
+        self.exit(p, 0);
     }
 
     /// One `read_status` poll; `bmsr` decides the link. A failed BMSR read makes it fail.
@@ -249,7 +252,7 @@ impl Synth {
         self.read(p, BMCR, BMCR_AN_100_FULL);
         if fail {
             self.mdio(p, MdioOp::Read, BMSR, 0, Some(ETIMEDOUT));
-            self.exit(p, i64::from(ETIMEDOUT), None);
+            self.exit(p, i64::from(ETIMEDOUT));
             return;
         }
         if self.phys[p].state != RUNNING {
@@ -260,17 +263,18 @@ impl Synth {
         if up {
             self.read(p, LPA, LPA_PARTNER);
         }
-        self.exit(p, 0, up.then_some((100, Duplex::Full)));
+        self.phys[p].link = up.then_some((100, Duplex::Full));
+        self.exit(p, 0);
     }
 
     /// `link_change_notify`; on the AX88772A, at NOLINK it re-inits the PHY (nested calls).
     fn link_change_notify(&mut self, p: usize) {
         self.enter(p, "link_change_notify");
         if self.phys[p].state == NOLINK {
-            self.soft_reset(p, None);
+            self.soft_reset(p);
             self.config_aneg(p);
         }
-        self.exit(p, 0, None);
+        self.exit(p, 0);
     }
 
     fn poll_gap(&mut self) {
@@ -288,7 +292,7 @@ impl Synth {
         let p = self.below(self.phys.len() as u64) as usize;
         match self.phys[p].phase {
             Phase::Fresh => {
-                self.soft_reset(p, None);
+                self.soft_reset(p);
                 self.phys[p].state = UP;
                 self.config_aneg(p);
                 self.phys[p].state = NOLINK;

@@ -1,1 +1,181 @@
-pub struct DumpArgs;
+//! `phytrace dump`: print a capture file decoded, one event a line.
+//!
+//! Exit codes (see `docs/capture-format.md`): 0 when the capture was read, even with damaged
+//! records (each reported on stderr); 2 when the file cannot be opened, its header is
+//! unreadable, or records were damaged and not one event could be read.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::capture::{Problem, Reader};
+use crate::event::{Event, EventKind};
+use crate::model::Model;
+use crate::render;
+
+/// Most read issues printed; the rest are counted.
+const MAX_WARNINGS: u64 = 20;
+
+/// Print a capture file decoded, one event a line.
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = "Examples:
+  phytrace dump capture.jsonl
+  phytrace dump capture.jsonl --phy phy_sim-0:10 --kind mdio,exit
+  phytrace dump capture.jsonl --format json | jq 'select(.kind == \"mdio\")'
+
+Damaged records (e.g. after a crash) are reported on stderr and skipped. Exit status: 0 when the
+capture was read, 2 when it could not be (missing file, bad header, nothing readable).")]
+pub struct DumpArgs {
+    /// Capture file to read (written by `phytrace record`).
+    pub file: PathBuf,
+    /// Output format: decoded text, or the events as JSON lines for scripts.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Only events of PHYs whose key (`bus:addr`, e.g. `phy_sim-0:10`) or driver name
+    /// contains FILTER.
+    #[arg(long, value_name = "FILTER")]
+    pub phy: Option<String>,
+    /// Only events of these kinds (several may follow, or separate them with commas).
+    #[arg(long, value_enum, value_name = "KIND", value_delimiter = ',', num_args = 1..)]
+    pub kind: Vec<Kind>,
+}
+
+/// Output format of `dump`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Decoded, aligned text.
+    Text,
+    /// One JSON object per event (the `Event` serde form).
+    Json,
+}
+
+/// Event kinds `--kind` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// Callback entries.
+    Enter,
+    /// Callback returns.
+    Exit,
+    /// MDIO register accesses.
+    Mdio,
+    /// Probes attached to a module.
+    Attached,
+    /// Module unloaded.
+    Detached,
+    /// Events lost by the kernel side.
+    Lost,
+}
+
+impl Kind {
+    fn matches(self, kind: &EventKind) -> bool {
+        matches!(
+            (self, kind),
+            (Self::Enter, EventKind::CallbackEnter { .. })
+                | (Self::Exit, EventKind::CallbackExit { .. })
+                | (Self::Mdio, EventKind::Mdio { .. })
+                | (Self::Attached, EventKind::Attached { .. })
+                | (Self::Detached, EventKind::Detached { .. })
+                | (Self::Lost, EventKind::Lost { .. })
+        )
+    }
+}
+
+impl DumpArgs {
+    fn selects(&self, event: &Event) -> bool {
+        let phy_ok = self.phy.as_deref().is_none_or(|filter| {
+            event
+                .phy
+                .as_ref()
+                .is_some_and(|p| p.key().contains(filter) || p.driver.contains(filter))
+        });
+        phy_ok && (self.kind.is_empty() || self.kind.iter().any(|k| k.matches(&event.kind)))
+    }
+}
+
+/// Runs `phytrace dump` on stdout and stderr.
+pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
+    dump(args, &mut io::stdout().lock(), &mut io::stderr().lock())
+}
+
+/// Runs `phytrace dump`, printing events to `out` and diagnostics to `err`.
+pub fn dump(args: &DumpArgs, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let file = args.file.display();
+    let mut reader = match Reader::open(&args.file) {
+        Ok(reader) => reader,
+        Err(e) => {
+            writeln!(err, "phytrace: error: {e}")?;
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut out = io::BufWriter::new(out);
+    let start_ns = reader.header().clock.boot_ns;
+    let mut model = Model::new();
+    let mut damaged = 0u64;
+    let mut shown = 0u64;
+    let mut line = Vec::with_capacity(256);
+    for item in reader.by_ref() {
+        let event = match item {
+            Ok(event) => event,
+            Err(issue) => {
+                damaged += u64::from(issue.problem != Problem::NotClosed);
+                shown += 1;
+                if shown <= MAX_WARNINGS {
+                    writeln!(err, "phytrace: warning: {file}: {issue}")?;
+                }
+                continue;
+            }
+        };
+        let applied = model.apply(&event);
+        if !args.selects(&event) {
+            continue;
+        }
+        line.clear();
+        match args.format {
+            Format::Text => line.extend_from_slice(render::event_line(&event, &applied, start_ns).as_bytes()),
+            Format::Json => serde_json::to_writer(&mut line, &event).context("encoding an event")?,
+        }
+        line.push(b'\n');
+        if !write_out(&mut out, &line)? {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    if shown > MAX_WARNINGS {
+        writeln!(err, "phytrace: warning: {file}: {} more issues not shown", shown - MAX_WARNINGS)?;
+    }
+    if args.format == Format::Text
+        && let Some(t) = reader.trailer()
+    {
+        let end = render::relative_time(t.end_ns, start_ns);
+        let summary = format!(
+            "# end {}  {} events, {} lost by the kernel, {} dropped\n",
+            end.trim_start(),
+            t.events,
+            t.lost,
+            t.dropped
+        );
+        if !write_out(&mut out, summary.as_bytes())? {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e).context("writing the dump"),
+        _ => {}
+    }
+    if damaged > 0 && reader.events_read() == 0 {
+        writeln!(err, "phytrace: error: {file}: no event could be read ({damaged} damaged records)")?;
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes`; `false` when the reader went away (`dump | head`), which ends the dump
+/// quietly.
+fn write_out(out: &mut impl Write, bytes: &[u8]) -> anyhow::Result<bool> {
+    match out.write_all(bytes) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e).context("writing the dump"),
+    }
+}
