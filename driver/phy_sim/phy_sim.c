@@ -156,6 +156,8 @@ struct sim_phy {
 	u16 partner;
 	unsigned int aneg_delay_ms, reset_delay_ms;
 	bool lpa_zero, reset_needs_toggle, kick;
+	bool dying;		/* no more kicks */
+	struct delayed_work kick_work;
 	struct sim_inject inj[SIM_NREGS];
 	struct sim_counters cnt;
 
@@ -221,12 +223,31 @@ static bool sim_link(struct sim_phy *p, ktime_t now, u16 *mode)
 	return *mode != 0;
 }
 
-/* The link goes down now (latched) and training restarts. */
-static void sim_retrain(struct sim_phy *p, ktime_t now)
+/*
+ * With kick on, run the phylib state machine when training can end (at @when),
+ * as a link interrupt would, instead of waiting for the next 1 s poll.
+ */
+static void sim_kick_at(struct sim_phy *p, ktime_t now, ktime_t when)
+{
+	s64 ns = ktime_to_ns(ktime_sub(when, now));
+
+	if (p->kick && !p->dying)
+		mod_delayed_work(system_wq, &p->kick_work,
+				 nsecs_to_jiffies(max_t(s64, ns, 0)) + 1);
+}
+
+/* The link goes down now (latched) and training restarts at @start. */
+static void sim_retrain_at(struct sim_phy *p, ktime_t now, ktime_t start)
 {
 	p->lfail = true;
 	p->was_up = false;
-	p->train_start = now;
+	p->train_start = start;
+	sim_kick_at(p, now, ktime_add_ms(start, p->aneg_delay_ms));
+}
+
+static void sim_retrain(struct sim_phy *p, ktime_t now)
+{
+	sim_retrain_at(p, now, now);
 }
 
 static void sim_defaults(struct sim_phy *p)
@@ -329,7 +350,7 @@ static void sim_reg_write(struct sim_phy *p, int reg, u16 val)
 			p->in_reset = true;
 			p->reset_end = ktime_add_ms(now, p->reset_delay_ms);
 			p->cnt.resets++;
-			sim_retrain(p, now);
+			sim_retrain_at(p, now, p->reset_end);
 			/* Zero delay: done at once, the next access sees it. */
 			return;
 		}
@@ -415,8 +436,13 @@ static int sim_mdio_write(struct mii_bus *bus, int addr, int reg, u16 val)
 /* Run the phylib state machine now, as a link interrupt would. */
 static void sim_kick(struct sim_phy *p)
 {
-	if (p->kick && p->connected && READ_ONCE(p->started))
+	if (READ_ONCE(p->kick) && p->connected && READ_ONCE(p->started))
 		phy_trigger_machine(p->phydev);
+}
+
+static void sim_kick_work(struct work_struct *work)
+{
+	sim_kick(container_of(to_delayed_work(work), struct sim_phy, kick_work));
 }
 
 /* --- the net_device --- */
@@ -551,17 +577,20 @@ static int sim_parse_uint(const char *s, unsigned int max, unsigned int *out)
 	return 0;
 }
 
+/* 1/0, y/n, yes/no, on/off, true/false (kstrtobool() only looks at the start). */
 static int sim_parse_bool(const char *s, bool *out)
 {
-	if (sysfs_streq(s, "plug") || sysfs_streq(s, "plugged")) {
-		*out = true;
-		return 0;
+	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
+	static const char *const no[] = { "0", "n", "no", "off", "false" };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(yes); i++) {
+		if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
+			*out = !strcasecmp(s, yes[i]);
+			return 0;
+		}
 	}
-	if (sysfs_streq(s, "unplug") || sysfs_streq(s, "unplugged")) {
-		*out = false;
-		return 0;
-	}
-	return kstrtobool(s, out) ? -EINVAL : 0;
+	return -EINVAL;
 }
 
 /* Register by number (0..31) or name (BMSR, ...). */
@@ -691,7 +720,11 @@ static int sim_cable_store(struct sim_phy *p, char *buf)
 {
 	bool v;
 
-	if (sim_parse_bool(buf, &v))
+	if (!strcmp(buf, "plug"))
+		v = true;
+	else if (!strcmp(buf, "unplug"))
+		v = false;
+	else if (sim_parse_bool(buf, &v))
 		return -EINVAL;
 	spin_lock(&p->lock);
 	if (v != p->plugged) {
@@ -778,7 +811,7 @@ static int sim_##field##_store(struct sim_phy *p, char *buf)		\
 {									\
 	bool v;								\
 									\
-	if (kstrtobool(buf, &v))					\
+	if (sim_parse_bool(buf, &v))					\
 		return -EINVAL;						\
 	spin_lock(&p->lock);						\
 	p->field = v;							\
@@ -1139,6 +1172,7 @@ static int sim_parse_phys(struct sim *sim, struct device *dev)
 		p->model = model;
 		spin_lock_init(&p->lock);
 		mutex_init(&p->ctl);
+		INIT_DELAYED_WORK(&p->kick_work, sim_kick_work);
 		sim_defaults(p);
 		p->lfail = true;
 		p->plugged = cable;
@@ -1173,6 +1207,10 @@ static void sim_teardown(struct sim *sim)
 		mutex_lock(&p->ctl);
 		sim_load_stop(p);
 		mutex_unlock(&p->ctl);
+		spin_lock(&p->lock);
+		p->dying = true;
+		spin_unlock(&p->lock);
+		cancel_delayed_work_sync(&p->kick_work);
 	}
 	for (i = sim->nphys - 1; i >= 0; i--) {
 		struct sim_phy *p = sim->phy[i];

@@ -11,6 +11,7 @@ pub const DRIVER_NAME_LEN: usize = 32;
 /// How many callbacks may be open at once on one thread (callbacks can nest: the AX88772A's
 /// `link_change_notify` re-inits the PHY, which runs `soft_reset`).
 pub const MAX_CALLBACK_DEPTH: usize = 4;
+const _: () = assert!(MAX_CALLBACK_DEPTH.is_power_of_two());
 /// Index of the ring-buffer-full counter in the `DROPS` per-CPU array.
 pub const DROP_RING_FULL: u32 = 0;
 /// Index of the "callback stack overflowed" counter in the `DROPS` per-CPU array.
@@ -60,7 +61,7 @@ impl RawKind {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RawEvent {
-    /// `bpf_ktime_get_boot_ns()` when the event was emitted.
+    /// `bpf_ktime_get_ns()` (`CLOCK_MONOTONIC`) when the event was emitted.
     pub ts_ns: u64,
     /// Time spent in the callback or MDIO access (exit events only).
     pub latency_ns: u64,

@@ -2,7 +2,7 @@
 
 use aya_ebpf::{
     helpers::{
-        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_boot_ns,
+        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
         bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
         generated::bpf_get_func_ip,
     },
@@ -93,6 +93,13 @@ fn offsets() -> KernelOffsets {
     unsafe { core::ptr::read_volatile(&OFFSETS) }
 }
 
+/// `index` masked into the frame array. The verifier needs a bound on the very register used
+/// for the access; `black_box` keeps LLVM from dropping the mask as redundant with the caller's
+/// range check and folding `depth - 1` into the address. MAX_CALLBACK_DEPTH is a power of two.
+fn frame_index(index: usize) -> usize {
+    core::hint::black_box(index) & (MAX_CALLBACK_DEPTH - 1)
+}
+
 fn tid() -> u32 {
     bpf_get_current_pid_tgid() as u32
 }
@@ -152,16 +159,18 @@ fn reserve(kind: RawKind) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawEv
     };
     let event = entry.write(RawEvent::ZERO);
     event.kind = kind as u8;
-    event.ts_ns = unsafe_ktime();
+    event.ts_ns = ktime_ns();
     event.tid = tid();
     // SAFETY: a helper without preconditions.
     event.cpu = unsafe { bpf_get_smp_processor_id() };
     Some(entry)
 }
 
-fn unsafe_ktime() -> u64 {
+/// `CLOCK_MONOTONIC` (`bpf_ktime_get_boot_ns` was seen to tick in jiffies in kworker context
+/// under QEMU TCG, while this clock keeps nanosecond resolution there).
+fn ktime_ns() -> u64 {
     // SAFETY: a helper without preconditions.
-    unsafe { bpf_ktime_get_boot_ns() }
+    unsafe { bpf_ktime_get_ns() }
 }
 
 fn func_ip<C: EbpfContext>(ctx: &C) -> u64 {
@@ -174,7 +183,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     let Some(phydev) = ctx.arg::<u64>(0) else { return 0 };
     let off = offsets();
     let ip = func_ip(&ctx);
-    let now = unsafe_ktime();
+    let now = ktime_ns();
     let state_before: u32 = read_at(phydev, off.phy_state);
     let tid = tid();
 
@@ -195,7 +204,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
         count_drop(DROP_STACK_OVERFLOW);
         return 0;
     }
-    stack.frames[depth] = Frame { ip, phydev, ts_ns: now, state_before, _pad: 0 };
+    stack.frames[frame_index(depth)] = Frame { ip, phydev, ts_ns: now, state_before, _pad: 0 };
     stack.depth += 1;
 
     if let Some(mut entry) = reserve(RawKind::CallbackEnter) {
@@ -224,7 +233,7 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
     if depth >= MAX_CALLBACK_DEPTH {
         return 0;
     }
-    let frame = stack.frames[depth];
+    let frame = stack.frames[frame_index(depth)];
     if depth == 0 {
         let _ = CALL_STACKS.remove(tid);
     }
@@ -252,7 +261,7 @@ fn mdio_enter(ctx: &ProbeContext, value: u16) -> u32 {
     else {
         return 0;
     };
-    let pending = PendingMdio { ts_ns: unsafe_ktime(), bus, addr, regnum: regnum as u16, value };
+    let pending = PendingMdio { ts_ns: ktime_ns(), bus, addr, regnum: regnum as u16, value };
     if PENDING_MDIO.insert(tid(), pending, 0).is_err() {
         count_drop(DROP_STACK_OVERFLOW);
     }
@@ -285,7 +294,7 @@ fn mdio_exit(ctx: &RetProbeContext, kind: RawKind) -> u32 {
         let stack = unsafe { &*stack };
         let depth = stack.depth as usize;
         if depth > 0 && depth <= MAX_CALLBACK_DEPTH {
-            event.caller_ip = stack.frames[depth - 1].ip;
+            event.caller_ip = stack.frames[frame_index(depth - 1)].ip;
             event.depth = depth as u8;
         }
     }
@@ -335,7 +344,7 @@ pub fn selftest_enter(ctx: ProbeContext) -> u32 {
     if !is_selftest_process() {
         return 0;
     }
-    let _ = SELFTEST_START.insert(tid(), unsafe_ktime(), 0);
+    let _ = SELFTEST_START.insert(tid(), ktime_ns(), 0);
     info!(&ctx, "self-test kprobe fired in tgid {}", ctx.tgid());
     if let Some(mut entry) = reserve(RawKind::SelfTestEnter) {
         // SAFETY: `reserve` initialised the entry.

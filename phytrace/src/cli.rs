@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{doctor::DoctorArgs, probes::ProbesArgs, record::RecordArgs};
+use crate::commands::{doctor::DoctorArgs, dump::DumpArgs, probes::ProbesArgs, record::RecordArgs};
 
 /// Live eBPF tracing of Rust network-PHY drivers: callbacks, MDIO accesses and phy_state.
 #[derive(Parser, Debug)]
@@ -19,6 +19,8 @@ pub struct Cli {
 pub enum Command {
     /// Record events to a capture file, headless (for target boards and CI).
     Record(RecordArgs),
+    /// Print a capture file, decoded, one event per line.
+    Dump(DumpArgs),
     /// Show the driver callbacks, PHYs, MDIO probes and struct offsets phytrace would use.
     Probes(ProbesArgs),
     /// Check that this machine can trace a Rust PHY driver, and say how to fix what is missing.

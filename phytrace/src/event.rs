@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// One thing that happened, with when and where.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
-    /// Boot-clock time in nanoseconds (`CLOCK_BOOTTIME` of the traced machine).
+    /// Time in nanoseconds on the traced machine's `CLOCK_MONOTONIC`.
     pub ts_ns: u64,
     /// CPU the event was recorded on.
     pub cpu: u32,

@@ -12,6 +12,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Record(args) => commands::record::run(args),
+        Command::Dump(args) => commands::dump::run(args),
         Command::Probes(args) => commands::probes::run(args),
         Command::Doctor(args) => commands::doctor::run(args),
     };

@@ -28,11 +28,17 @@ declare -A ASIX_NAME=(
 declare -A DRIVER_KO=([rust]=ax88796b_rust.ko [c]=ax88796b.ko)
 declare -A DRIVER_MOD=([rust]=ax88796b_rust [c]=ax88796b)
 
-log() { echo "[$TEST_NAME] $*"; }
-ok() { echo "[$TEST_NAME] ok: $*"; }
+T0_US=${EPOCHREALTIME/./}
+# Seconds since the script started, to 0.1 s (no fork: cheap under TCG).
+stamp() {
+    local ds=$(((${EPOCHREALTIME/./} - T0_US) / 100000))
+    echo "$((ds / 10)).$((ds % 10))"
+}
+log() { echo "[$TEST_NAME +$(stamp)s] $*"; }
+ok() { echo "[$TEST_NAME +$(stamp)s] ok: $*"; }
 
 fail() {
-    echo "[$TEST_NAME] FAIL: $*" >&2
+    echo "[$TEST_NAME +$(stamp)s] FAIL: $*" >&2
     dump_state >&2 || true
     exit 1
 }

@@ -14,7 +14,7 @@ use crate::{
     exit::{Failure, FailureKind},
     probe::{
         loader::DEFAULT_RING_SIZE,
-        tracer::{Tracer, TracerOptions, boot_time_ns},
+        tracer::{Tracer, TracerOptions, monotonic_ns},
     },
 };
 
@@ -72,7 +72,7 @@ fn clock_now() -> ClockRef {
     let unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    ClockRef { boot_ns: boot_time_ns(), unix_ns }
+    ClockRef { boot_ns: monotonic_ns(), unix_ns }
 }
 
 fn output_failure(err: impl std::fmt::Display) -> Failure {
@@ -150,7 +150,7 @@ async fn record(args: &RecordArgs) -> Result<ExitCode> {
     tokio::time::sleep(Duration::from_millis(100)).await;
     tracer.flush(&mut events)?;
     write(&mut events, &mut writer)?;
-    let trailer = writer.finish(boot_time_ns(), 0).map_err(output_failure)?;
+    let trailer = writer.finish(monotonic_ns(), 0).map_err(output_failure)?;
 
     let why = match &stop {
         Stop::Signal(name) => format!("{name} received"),

@@ -7,6 +7,11 @@ use phytrace_common::{RawEvent, RawKind};
 use super::{btf::PhyStates, raw::c_str};
 use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef};
 
+/// `phy_driver` operations that return nothing: their "return value" is a stale register.
+fn is_void(callback: &str) -> bool {
+    matches!(callback, "link_change_notify" | "remove")
+}
+
 /// What the decoder needs to know about the probes: address → callback.
 #[derive(Default)]
 pub struct Decoder {
@@ -54,10 +59,10 @@ impl Decoder {
                 state: self.states.state(raw.state_before),
             },
             RawKind::CallbackExit => EventKind::CallbackExit {
+                ret: if is_void(&self.callback(raw.func_ip).name) { 0 } else { raw.ret },
                 callback: self.callback(raw.func_ip),
                 depth: raw.depth,
                 latency_ns: raw.latency_ns,
-                ret: raw.ret,
                 state_before: self.states.state(raw.state_before),
                 state_after: self.states.state(raw.state_after),
                 link: LinkState {

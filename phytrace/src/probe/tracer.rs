@@ -68,16 +68,16 @@ pub struct Tracer {
     states: PhyStates,
 }
 
-/// `CLOCK_BOOTTIME` now, the clock the eBPF programs stamp events with.
-pub fn boot_time_ns() -> u64 {
+/// `CLOCK_MONOTONIC` now, the clock the eBPF programs stamp events with.
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_BOOTTIME is supported on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC is supported on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn own_event(kind: EventKind) -> Event {
-    Event { ts_ns: boot_time_ns(), cpu: 0, tid: 0, phy: None, kind }
+    Event { ts_ns: monotonic_ns(), cpu: 0, tid: 0, phy: None, kind }
 }
 
 impl Tracer {
@@ -204,6 +204,10 @@ impl Tracer {
             .filter(|(name, m)| loaded.get(*name) != Some(&m.instance))
             .map(|(name, _)| name.clone())
             .collect();
+        if !gone.is_empty() {
+            // Records already in the ring happened before this moment: keep the stream in order.
+            self.drain(out);
+        }
         for name in gone {
             self.detach_module(&name);
             out.push(own_event(EventKind::Detached { module: name }));
@@ -222,6 +226,7 @@ impl Tracer {
         }
         let symbols = symbols::read_kallsyms(Path::new(symbols::KALLSYMS))
             .with_context(|| format!("reading {}", symbols::KALLSYMS))?;
+        self.drain(out);
         for (name, instance) in fresh {
             let mine: Vec<CallbackSymbol> = symbols.iter().filter(|s| s.module == name).cloned().collect();
             if mine.is_empty() {

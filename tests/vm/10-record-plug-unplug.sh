@@ -1,0 +1,53 @@
+#!/bin/bash
+# `phytrace record` on the Rust driver with the simulated PHYs: the driver module loads after
+# recording starts; link up, unplug, replug, then an injected MDIO error. The capture must hold
+# the callbacks in phylib's order, the NOLINK reset path, every MDIO access the simulator counted
+# exactly once and attributed to the right callback, the three PHY IDs told apart although they
+# share callback code, and the injected error with its errno.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/record_lib.sh"
+trap_cleanup
+unload_all
+mark_dmesg rust
+cap=$PHYTRACE_OUT/record-plug-unplug.ptrace
+
+start_record "$cap" --module ax88796b_rust
+grep -q "waiting for ax88796b_rust to load" "$cap.stderr" || fail "record does not say it waits for the module"
+load_driver rust
+wait_for 10 capture_has "$cap" attached ax88796b_rust || fail "no attachment after the module loaded"
+ok "attached to ax88796b_rust after it loaded"
+load_sim
+a=$(simdev ax88772a) c=$(simdev ax88772c) b=$(simdev ax88796b)
+link_up "$a" "$c" "$b"
+for dev in $a $c $b; do wait_mode "$dev" 100 full; done
+sim_set "$a" cable 0
+wait_state "$a" NOLINK
+wait_for 5 bash -c "(( \$(awk '\$1 == \"resets\" { print \$2 }' $SIM_DBG/$a/counters) >= 1 ))" || fail "no reset after unplug"
+sim_set "$a" cable 1
+wait_mode "$a" 100 full
+sleep 0.5
+sim_set "$a" inject "BMSR 5 1"
+wait_for 10 capture_has "$cap" mdio '"error":-5' || fail "the injected error was not recorded"
+sleep 0.5
+for dev in $a $c $b; do cp "$SIM_DBG/$dev/counters" "$cap.$dev.counters"; done
+stop_record "$cap"
+events_json "$cap"
+
+addr() { sim_info "$1" addr; }
+bus=phy_sim-0
+$CHECK "$cap.json" \
+    attached ax88796b_rust -- \
+    ids $bus "$(addr "$a")=0x003b1861:Asix Electronics AX88772A" \
+        "$(addr "$c")=0x003b1881:Asix Electronics AX88772C" \
+        "$(addr "$b")=0x003b1841:Asix Electronics AX88796B" -- \
+    order "$bus:$(addr "$a")" soft_reset read_status -- \
+    nolink-reset "$bus:$(addr "$a")" -- \
+    exactly-once $bus "$(addr "$a")" "$cap.$a.counters" -- \
+    exactly-once $bus "$(addr "$c")" "$cap.$c.counters" -- \
+    exactly-once $bus "$(addr "$b")" "$cap.$b.counters" -- \
+    attribution -- \
+    caller "$bus:$(addr "$a")" read 1 read_status -- \
+    error "$bus:$(addr "$a")" 1 -5 read_status -- \
+    no-loss
+assert_clean_dmesg rust

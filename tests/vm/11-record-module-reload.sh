@@ -1,0 +1,36 @@
+#!/bin/bash
+# `phytrace record` across a reload of the driver module mid-capture: the capture says where the
+# gap was (detached) and re-attaches to the new module instance, whose callbacks are recorded.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/record_lib.sh"
+trap_cleanup
+mark_dmesg reload
+setup rust
+a=$(simdev ax88772a)
+link_up "$a"
+wait_mode "$a" 100 full
+cap=$PHYTRACE_OUT/record-reload.ptrace
+start_record "$cap"
+grep -q "waiting for" "$cap.stderr" && fail "record waits although the module is loaded"
+wait_for 10 capture_has "$cap" exit read_status || fail "no read_status recorded before the reload"
+for round in 1 2; do
+    log "reload $round"
+    rmmod phy_sim
+    rmmod ax88796b_rust
+    wait_for 5 capture_has "$cap" detached ax88796b_rust || fail "no detachment recorded"
+    load_driver rust
+    wait_for 10 capture_has "$cap" attached '"reattached":true' || fail "no re-attachment recorded"
+    load_sim
+    a=$(simdev ax88772a)
+    link_up "$a"
+    wait_mode "$a" 100 full
+done
+sleep 1.5
+stop_record "$cap"
+events_json "$cap"
+$CHECK "$cap.json" attached ax88796b_rust -- detached ax88796b_rust -- \
+    attached ax88796b_rust reattached -- attribution -- no-loss
+count=$(grep -c '"kind":"attached"' "$cap.json")
+expect_eq "attachments (start + 2 reloads)" 3 "$count"
+assert_clean_dmesg reload

@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# Helpers for the `phytrace record` VM tests: start a recording in the background, stop it,
+# and check the capture with capture_check.py.
+
+CHECK="python3 $(dirname "${BASH_SOURCE[0]}")/capture_check.py"
+
+# start_record CAPTURE [RECORD ARGS...]: records in the background until stop_record.
+start_record() {
+    local capture=$1 i
+    shift
+    "$PHYTRACE_BIN" record -o "$capture" "$@" 2>"$capture.stderr" &
+    RECORD_PID=$!
+    for i in $(seq 100); do
+        grep -q "recording to" "$capture.stderr" 2>/dev/null && { cat "$capture.stderr"; return 0; }
+        kill -0 "$RECORD_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$capture.stderr"
+    fail "phytrace record did not start"
+}
+
+# stop_record CAPTURE: SIGINT, wait, print the summary; fails if record failed.
+stop_record() {
+    kill -INT "$RECORD_PID"
+    wait "$RECORD_PID" || fail "phytrace record exited with status $?"
+    cat "$1.stderr"
+}
+
+# capture_has CAPTURE KIND TEXT: the capture, decoded as JSON, has a KIND event containing TEXT.
+capture_has() {
+    "$PHYTRACE_BIN" dump --format json "$1" --kind "$2" 2>/dev/null | grep -q -- "$3"
+}
+
+# events_json CAPTURE: the decoded events as JSON lines in CAPTURE.json.
+events_json() {
+    "$PHYTRACE_BIN" dump --format json "$1" >"$1.json" || fail "phytrace dump failed on $1"
+}
