@@ -2,7 +2,10 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{doctor::DoctorArgs, dump::DumpArgs, probes::ProbesArgs, record::RecordArgs};
+use crate::commands::{
+    doctor::DoctorArgs, dump::DumpArgs, generate::GenerateArgs, probes::ProbesArgs,
+    record::RecordArgs,
+};
 
 /// Live eBPF tracing of Rust network-PHY drivers: callbacks, MDIO accesses and phy_state.
 #[derive(Parser, Debug)]
@@ -25,4 +28,6 @@ pub enum Command {
     Probes(ProbesArgs),
     /// Check that this machine can trace a Rust PHY driver, and say how to fix what is missing.
     Doctor(DoctorArgs),
+    /// Write shell completions or the man page to standard output.
+    Generate(GenerateArgs),
 }

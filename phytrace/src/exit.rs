@@ -36,7 +36,10 @@ pub struct Failure {
 impl Failure {
     /// A failure of `kind` saying `message`.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 }
 

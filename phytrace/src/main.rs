@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => commands::dump::run(args),
         Command::Probes(args) => commands::probes::run(args),
         Command::Doctor(args) => commands::doctor::run(args),
+        Command::Generate(args) => commands::generate::run(args),
     };
     result.unwrap_or_else(|err| {
         eprintln!("phytrace: error: {err:#}");

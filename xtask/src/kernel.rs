@@ -109,9 +109,14 @@ pub fn locate() -> Result<Kernel> {
     let (version, key) = cache_key()?;
     let dir = cache_root().join(format!("{version}-{key}"));
     if !dir.join(BUILT_STAMP).exists() {
-        bail!("the test kernel is not built for the current inputs: run `cargo xtask kernel` (about 10 minutes)");
+        bail!(
+            "the test kernel is not built for the current inputs: run `cargo xtask kernel` (about 10 minutes)"
+        );
     }
-    Ok(Kernel { tree: dir.join(TREE_NAME), key })
+    Ok(Kernel {
+        tree: dir.join(TREE_NAME),
+        key,
+    })
 }
 
 pub fn run(args: &KernelArgs) -> Result<Kernel> {
@@ -122,12 +127,18 @@ pub fn run(args: &KernelArgs) -> Result<Kernel> {
         eprintln!("==> kernel: cached ({})", tree.display());
         return Ok(Kernel { tree, key });
     }
-    let started = run::step(&format!("kernel: building {SOURCE_PACKAGE} {version} in {}", dir.display()));
+    let started = run::step(&format!(
+        "kernel: building {SOURCE_PACKAGE} {version} in {}",
+        dir.display()
+    ));
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     unpack(&dir)?;
     configure(&tree)?;
     build(&tree, &dir)?;
-    fs::write(dir.join(BUILT_STAMP), format!("{}\n", started.elapsed().as_secs()))?;
+    fs::write(
+        dir.join(BUILT_STAMP),
+        format!("{}\n", started.elapsed().as_secs()),
+    )?;
     prune_others(&dir);
     run::done("kernel", started);
     Ok(Kernel { tree, key })
@@ -142,8 +153,16 @@ fn unpack(dir: &Path) -> Result<()> {
     if tree.exists() {
         fs::remove_dir_all(&tree).with_context(|| format!("removing {}", tree.display()))?;
     }
-    run::status(Command::new("tar").arg("xf").arg(SOURCE_TARBALL).arg("-C").arg(dir))
-        .context("unpacking the kernel source: is linux-source-6.12 installed (`cargo xtask setup`)?")?;
+    run::status(
+        Command::new("tar")
+            .arg("xf")
+            .arg(SOURCE_TARBALL)
+            .arg("-C")
+            .arg(dir),
+    )
+    .context(
+        "unpacking the kernel source: is linux-source-6.12 installed (`cargo xtask setup`)?",
+    )?;
     fs::write(dir.join(UNPACKED_STAMP), "")?;
     run::done("unpack", started);
     Ok(())
@@ -169,7 +188,8 @@ fn requested_options(fragment: &str) -> BTreeMap<String, Option<String>> {
                 return Some((name.to_owned(), None));
             }
             let (name, value) = line.split_once('=')?;
-            name.starts_with("CONFIG_").then(|| (name.to_owned(), Some(value.to_owned())))
+            name.starts_with("CONFIG_")
+                .then(|| (name.to_owned(), Some(value.to_owned())))
         })
         .collect()
 }
@@ -187,7 +207,9 @@ fn dropped_options(requested: &BTreeMap<String, Option<String>>, config: &str) -
             match (wanted.as_deref(), got) {
                 (Some(want), Some(got)) if want == got => None,
                 (None, None | Some("n")) => None,
-                (Some(want), got) => Some(format!("{name}={want} (got {})", got.unwrap_or("not set"))),
+                (Some(want), got) => {
+                    Some(format!("{name}={want} (got {})", got.unwrap_or("not set")))
+                }
                 (None, Some(got)) => Some(format!("{name} is not set (got {got})")),
             }
         })
@@ -221,7 +243,7 @@ fn configure(tree: &Path) -> Result<()> {
 
 /// Lines of kbuild output that count as one build step (`  CC      kernel/fork.o`).
 fn is_step(line: &str) -> bool {
-    line.starts_with("  ") && line.trim_start().split_whitespace().count() >= 2
+    line.starts_with("  ") && line.split_whitespace().count() >= 2
 }
 
 fn build(tree: &Path, dir: &Path) -> Result<()> {
@@ -250,7 +272,11 @@ fn build(tree: &Path, dir: &Path) -> Result<()> {
         if is_step(&line) {
             steps += 1;
         }
-        let every = if tty { Duration::from_millis(500) } else { Duration::from_secs(30) };
+        let every = if tty {
+            Duration::from_millis(500)
+        } else {
+            Duration::from_secs(30)
+        };
         if last_report.elapsed() >= every {
             last_report = Instant::now();
             let total = expected.map_or(String::new(), |n| format!("/~{n}"));
@@ -286,7 +312,9 @@ fn build(tree: &Path, dir: &Path) -> Result<()> {
 
 /// Removes kernels built for other inputs: each tree takes several GiB.
 fn prune_others(keep: &Path) {
-    let Ok(entries) = fs::read_dir(cache_root()) else { return };
+    let Ok(entries) = fs::read_dir(cache_root()) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() && path != keep {
@@ -302,7 +330,8 @@ mod tests {
 
     #[test]
     fn requested_options_reads_values_and_not_set() {
-        let options = requested_options("# comment\nCONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\n");
+        let options =
+            requested_options("# comment\nCONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\n");
         assert_eq!(options.len(), 3);
         assert_eq!(options["CONFIG_A"].as_deref(), Some("y"));
         assert_eq!(options["CONFIG_C"], None);
@@ -310,7 +339,8 @@ mod tests {
 
     #[test]
     fn dropped_options_names_each_mismatch() {
-        let requested = requested_options("CONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\nCONFIG_D=y\n");
+        let requested =
+            requested_options("CONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\nCONFIG_D=y\n");
         let config = "CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=y\n# CONFIG_D is not set\n";
         let dropped = dropped_options(&requested, config);
         assert_eq!(
@@ -328,7 +358,11 @@ mod tests {
         let text = fs::read_to_string(fragment_path()).unwrap();
         let options = requested_options(&text);
         assert!(options.len() > 50);
-        for key in ["CONFIG_RUST", "CONFIG_KPROBE_EVENTS_ON_NOTRACE", "CONFIG_DEBUG_INFO_BTF"] {
+        for key in [
+            "CONFIG_RUST",
+            "CONFIG_KPROBE_EVENTS_ON_NOTRACE",
+            "CONFIG_DEBUG_INFO_BTF",
+        ] {
             assert_eq!(options[key].as_deref(), Some("y"), "{key}");
         }
         assert_eq!(options["CONFIG_AX88796B_PHY"].as_deref(), Some("m"));
@@ -338,6 +372,9 @@ mod tests {
     fn cache_key_hash_is_stable() {
         assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
         assert_ne!(fnv1a(&["a".into()]), fnv1a(&["b".into()]));
-        assert_ne!(fnv1a(&["ab".into(), "c".into()]), fnv1a(&["a".into(), "bc".into()]));
+        assert_ne!(
+            fnv1a(&["ab".into(), "c".into()]),
+            fnv1a(&["a".into(), "bc".into()])
+        );
     }
 }

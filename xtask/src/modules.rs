@@ -34,7 +34,10 @@ pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
     fs::write(&key_file, &kernel.key)?;
 
     for source in module_sources()? {
-        let name = source.file_name().context("module directory name")?.to_owned();
+        let name = source
+            .file_name()
+            .context("module directory name")?
+            .to_owned();
         let build_dir = build_root.join(&name);
         // Build in a copy so that build products stay out of the repository.
         run::status(

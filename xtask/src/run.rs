@@ -71,5 +71,8 @@ pub fn step(what: &str) -> Instant {
 
 /// Prints how long a step took.
 pub fn done(what: &str, started: Instant) {
-    eprintln!("==> {what}: done in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "==> {what}: done in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -79,8 +79,10 @@ fn missing_packages(packages: &[&str]) -> Vec<String> {
     // dpkg-query fails when one package is unknown; then ask one by one.
     let installed = |name: &str| match &listed {
         Some(text) => text.lines().any(|line| line == format!("{name} installed")),
-        None => run::probe("dpkg-query", ["-Wf=${db:Status-Status}", name]).as_deref()
-            == Some("installed"),
+        None => {
+            run::probe("dpkg-query", ["-Wf=${db:Status-Status}", name]).as_deref()
+                == Some("installed")
+        }
     };
     packages
         .iter()
@@ -145,12 +147,21 @@ pub fn ebpf_toolchain() -> Result<String> {
 
 fn toolchains() -> Result<()> {
     for (toolchain, components) in [
-        (workspace_toolchain()?, &["rust-src", "clippy", "rustfmt"][..]),
+        (
+            workspace_toolchain()?,
+            &["rust-src", "clippy", "rustfmt"][..],
+        ),
         (ebpf_toolchain()?, &["rust-src"][..]),
     ] {
         let installed = run::probe(
             "rustup",
-            ["component", "list", "--installed", "--toolchain", &toolchain],
+            [
+                "component",
+                "list",
+                "--installed",
+                "--toolchain",
+                &toolchain,
+            ],
         )
         .unwrap_or_default();
         let missing: Vec<_> = components
@@ -158,16 +169,24 @@ fn toolchains() -> Result<()> {
             .filter(|c| !installed.lines().any(|line| line.starts_with(*c)))
             .collect();
         if missing.is_empty() {
-            eprintln!("    toolchain {toolchain}: present with {}", components.join(", "));
+            eprintln!(
+                "    toolchain {toolchain}: present with {}",
+                components.join(", ")
+            );
             continue;
         }
-        eprintln!("    installing toolchain {toolchain} with {}", components.join(", "));
+        eprintln!(
+            "    installing toolchain {toolchain} with {}",
+            components.join(", ")
+        );
         let mut cmd = Command::new("rustup");
         cmd.args(["toolchain", "install", &toolchain, "--profile", "minimal"]);
         for component in components {
             cmd.args(["-c", component]);
         }
-        run::status(&mut cmd).context("rustup could not install the toolchain: is the Rust toolchain server reachable?")?;
+        run::status(&mut cmd).context(
+            "rustup could not install the toolchain: is the Rust toolchain server reachable?",
+        )?;
     }
     Ok(())
 }

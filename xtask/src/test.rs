@@ -37,7 +37,14 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         outcomes.push(check("cargo fmt", cargo(&["fmt", "--all", "--check"])));
         outcomes.push(check(
             "cargo clippy",
-            cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+            cargo(&[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]),
         ));
         outcomes.push(check("host tests", cargo(&["test", "--workspace"])));
     }
@@ -49,21 +56,36 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     }
     eprintln!();
     for outcome in &outcomes {
-        eprintln!("{:<14} {}", outcome.name, if outcome.passed { "ok" } else { "FAILED" });
+        eprintln!(
+            "{:<14} {}",
+            outcome.name,
+            if outcome.passed { "ok" } else { "FAILED" }
+        );
     }
     let failed = outcomes.iter().filter(|o| !o.passed).count();
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn check(name: &'static str, result: Result<()>) -> Outcome {
     if let Err(err) = &result {
         eprintln!("xtask test: {name}: {err:#}");
     }
-    Outcome { name, passed: result.is_ok() }
+    Outcome {
+        name,
+        passed: result.is_ok(),
+    }
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
-    run::status(Command::new(env!("CARGO")).args(args).current_dir(paths::workspace()))
+    run::status(
+        Command::new(env!("CARGO"))
+            .args(args)
+            .current_dir(paths::workspace()),
+    )
 }
 
 fn vm_suite(args: &TestArgs) -> Result<()> {

@@ -87,10 +87,22 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
         Accel::Auto => Accel::Tcg,
         chosen => chosen,
     };
-    let mut qemu = qemu_command(kernel, &initramfs, options, accel, &out, &run_dir, interactive);
-    qemu.stdin(if interactive { Stdio::inherit() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    let mut qemu = qemu_command(
+        kernel,
+        &initramfs,
+        options,
+        accel,
+        &out,
+        &run_dir,
+        interactive,
+    );
+    qemu.stdin(if interactive {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
     let mut child = qemu
         .spawn()
         .context("could not start qemu-system-x86_64: run `cargo xtask setup`")?;
@@ -130,7 +142,10 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
     let _ = fs::remove_dir_all(&run_dir);
     let elapsed = started.elapsed().as_secs_f64();
     if timed_out {
-        eprintln!("xtask vm: the guest did not finish within {} s and was killed", options.timeout);
+        eprintln!(
+            "xtask vm: the guest did not finish within {} s and was killed",
+            options.timeout
+        );
         return Ok(EXIT_TIMEOUT);
     }
     match status.and_then(|text| text.trim().parse::<u8>().ok()) {
@@ -164,10 +179,17 @@ fn guest_script(command: &[String], interactive: bool) -> Result<String> {
     let cwd = env::current_dir()?;
     let mut script = String::from("set -e\n");
     let vars = [
-        ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/root/.cargo/bin".to_owned()),
+        (
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/root/.cargo/bin"
+                .to_owned(),
+        ),
         ("HOME", "/root".to_owned()),
         ("LANG", "C.UTF-8".to_owned()),
-        ("TERM", env::var("TERM").unwrap_or_else(|_| "linux".to_owned())),
+        (
+            "TERM",
+            env::var("TERM").unwrap_or_else(|_| "linux".to_owned()),
+        ),
         ("PHYTRACE_ROOT", workspace.display().to_string()),
         ("PHYTRACE_MODULES", paths::modules().display().to_string()),
         ("PHYTRACE_OUT", paths::vm_out().display().to_string()),
@@ -179,11 +201,12 @@ fn guest_script(command: &[String], interactive: bool) -> Result<String> {
     if let Ok(no_color) = env::var("NO_COLOR") {
         script += &format!("export NO_COLOR={}\n", shell_quote(&no_color));
     }
-    script += &format!("cd {} 2>/dev/null || cd /\n", shell_quote(&cwd.display().to_string()));
-    if interactive {
-        if let Some((cols, rows)) = terminal_size() {
-            script += &format!("stty rows {rows} cols {cols} 2>/dev/null || true\n");
-        }
+    script += &format!(
+        "cd {} 2>/dev/null || cd /\n",
+        shell_quote(&cwd.display().to_string())
+    );
+    if let Some((cols, rows)) = terminal_size().filter(|_| interactive) {
+        script += &format!("stty rows {rows} cols {cols} 2>/dev/null || true\n");
     }
     script += "set +e\n";
     let quoted: Vec<String> = command.iter().map(|arg| shell_quote(arg)).collect();
@@ -217,25 +240,52 @@ fn qemu_command(
         _ => cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"]),
     };
     let signal = if interactive { "off" } else { "on" };
-    cmd.args(["-smp", &options.cpus.to_string(), "-m", &options.memory.to_string()])
-        .args(["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-action", "reboot=shutdown"])
-        .args(["-chardev", &format!("stdio,id=console,signal={signal}"), "-serial", "chardev:console"])
-        .arg("-kernel")
-        .arg(kernel.bzimage())
-        .arg("-initrd")
-        .arg(initramfs)
-        .arg("-append")
-        .arg(format!(
-            "console=ttyS0 quiet reboot=t panic=-1 oops=panic rdinit=/init tsc=reliable no_timer_check \
+    cmd.args([
+        "-smp",
+        &options.cpus.to_string(),
+        "-m",
+        &options.memory.to_string(),
+    ])
+    .args([
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-action",
+        "reboot=shutdown",
+    ])
+    .args([
+        "-chardev",
+        &format!("stdio,id=console,signal={signal}"),
+        "-serial",
+        "chardev:console",
+    ])
+    .arg("-kernel")
+    .arg(kernel.bzimage())
+    .arg("-initrd")
+    .arg(initramfs)
+    .arg("-append")
+    .arg(format!(
+        "console=ttyS0 quiet reboot=t panic=-1 oops=panic rdinit=/init tsc=reliable no_timer_check \
              {}PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={}",
-            tsc_khz().map_or(String::new(), |khz| format!("tsc_early_khz={khz} ")),
-            out.display(),
-            run_dir.display()
-        ))
-        .args(["-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on"])
-        .args(["-device", "virtio-9p-device,fsdev=hostroot,mount_tag=hostroot"])
-        .args(["-fsdev", &format!("local,id=out,path={},security_model=none", out.display())])
-        .args(["-device", "virtio-9p-device,fsdev=out,mount_tag=out"]);
+        tsc_khz().map_or(String::new(), |khz| format!("tsc_early_khz={khz} ")),
+        out.display(),
+        run_dir.display()
+    ))
+    .args([
+        "-fsdev",
+        "local,id=hostroot,path=/,security_model=none,readonly=on",
+    ])
+    .args([
+        "-device",
+        "virtio-9p-device,fsdev=hostroot,mount_tag=hostroot",
+    ])
+    .args([
+        "-fsdev",
+        &format!("local,id=out,path={},security_model=none", out.display()),
+    ])
+    .args(["-device", "virtio-9p-device,fsdev=out,mount_tag=out"]);
     cmd
 }
 
@@ -244,16 +294,22 @@ fn qemu_command(
 /// jiffies clock (4 ms resolution: useless for latencies).
 fn tsc_khz() -> Option<u64> {
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").ok()?;
-    let mhz: f64 = cpuinfo
-        .lines()
-        .find_map(|line| line.strip_prefix("cpu MHz")?.split(':').nth(1)?.trim().parse().ok())?;
+    let mhz: f64 = cpuinfo.lines().find_map(|line| {
+        line.strip_prefix("cpu MHz")?
+            .split(':')
+            .nth(1)?
+            .trim()
+            .parse()
+            .ok()
+    })?;
     Some((mhz * 1000.0) as u64)
 }
 
 /// The initramfs (busybox + `/init`), cached by content.
 fn initramfs() -> Result<PathBuf> {
-    let busybox = fs::read(BUSYBOX)
-        .with_context(|| format!("reading {BUSYBOX}: install busybox-static (`cargo xtask setup`)"))?;
+    let busybox = fs::read(BUSYBOX).with_context(|| {
+        format!("reading {BUSYBOX}: install busybox-static (`cargo xtask setup`)")
+    })?;
     let key = {
         let mut hash = 0xcbf2_9ce4_8422_2325_u64;
         for &byte in INIT_SCRIPT.as_bytes().iter().chain(&busybox) {
@@ -272,7 +328,12 @@ fn initramfs() -> Result<PathBuf> {
     }
     fs::write(stage.join("bin/busybox"), &busybox)?;
     fs::write(stage.join("init"), INIT_SCRIPT)?;
-    run::status(Command::new("chmod").arg("755").arg(stage.join("bin/busybox")).arg(stage.join("init")))?;
+    run::status(
+        Command::new("chmod")
+            .arg("755")
+            .arg(stage.join("bin/busybox"))
+            .arg(stage.join("init")),
+    )?;
     let list = run::output(Command::new("find").arg(".").current_dir(&stage))?;
     let mut cpio = Command::new("cpio")
         .args(["--quiet", "-o", "-H", "newc", "-R", "0:0"])
@@ -281,7 +342,10 @@ fn initramfs() -> Result<PathBuf> {
         .stdout(fs::File::create(&image)?)
         .spawn()
         .context("could not start cpio: run `cargo xtask setup`")?;
-    cpio.stdin.take().context("cpio stdin")?.write_all(list.as_bytes())?;
+    cpio.stdin
+        .take()
+        .context("cpio stdin")?
+        .write_all(list.as_bytes())?;
     if !cpio.wait()?.success() {
         let _ = fs::remove_file(&image);
         bail!("cpio failed to build the initramfs");
@@ -303,14 +367,31 @@ fn kvm_works(kernel: &Kernel, initramfs: &Path) -> bool {
     }
     eprintln!("xtask vm: probing whether KVM works on this host (once, at most 10 s)");
     let out = paths::vm_out();
-    let run_dir = out.join(".vm").join(format!("kvm-probe-{}", std::process::id()));
+    let run_dir = out
+        .join(".vm")
+        .join(format!("kvm-probe-{}", std::process::id()));
     let works = fs::create_dir_all(&run_dir)
         .and_then(|()| fs::write(run_dir.join("run.sh"), "true\n"))
         .is_ok()
         && {
-            let options = VmOptions { timeout: 10, memory: 512, cpus: 1, accel: Accel::Kvm };
-            let mut cmd = qemu_command(kernel, initramfs, &options, Accel::Kvm, &out, &run_dir, false);
-            cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            let options = VmOptions {
+                timeout: 10,
+                memory: 512,
+                cpus: 1,
+                accel: Accel::Kvm,
+            };
+            let mut cmd = qemu_command(
+                kernel,
+                initramfs,
+                &options,
+                Accel::Kvm,
+                &out,
+                &run_dir,
+                false,
+            );
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
             match cmd.spawn() {
                 Ok(mut child) => {
                     let deadline = Instant::now() + Duration::from_secs(10);
@@ -326,7 +407,14 @@ fn kvm_works(kernel: &Kernel, initramfs: &Path) -> bool {
         };
     let _ = fs::remove_dir_all(&run_dir);
     let _ = fs::write(&memo, if works { "yes\n" } else { "no\n" });
-    eprintln!("xtask vm: KVM {}", if works { "works" } else { "does not work here: using TCG" });
+    eprintln!(
+        "xtask vm: KVM {}",
+        if works {
+            "works"
+        } else {
+            "does not work here: using TCG"
+        }
+    );
     works
 }
 

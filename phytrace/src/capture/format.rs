@@ -60,13 +60,23 @@ impl Header {
 
     /// A header for tracing the machine phytrace runs on: kernel release and host name come
     /// from `/proc/sys/kernel` (empty if unreadable).
-    pub fn for_this_host(clock: ClockRef, probes: Vec<ProbeEntry>, phy_states: Vec<PhyState>) -> Self {
+    pub fn for_this_host(
+        clock: ClockRef,
+        probes: Vec<ProbeEntry>,
+        phy_states: Vec<PhyState>,
+    ) -> Self {
         let read = |file: &str| {
             std::fs::read_to_string(format!("/proc/sys/kernel/{file}"))
                 .map(|s| s.trim().to_owned())
                 .unwrap_or_default()
         };
-        Self::new(read("osrelease"), read("hostname"), clock, probes, phy_states)
+        Self::new(
+            read("osrelease"),
+            read("hostname"),
+            clock,
+            probes,
+            phy_states,
+        )
     }
 }
 
@@ -244,7 +254,11 @@ impl<'a> WireEvent<'a> {
             w.drv = (!phy.driver.is_empty()).then(|| Cow::Borrowed(phy.driver.as_str()));
         }
         let kind = match &event.kind {
-            EventKind::CallbackEnter { callback, depth, state } => {
+            EventKind::CallbackEnter {
+                callback,
+                depth,
+                state,
+            } => {
                 w.set_callback(callback);
                 w.depth = Some(*depth);
                 w.set_state(state);
@@ -271,7 +285,15 @@ impl<'a> WireEvent<'a> {
                 w.duplex = Some(link.duplex);
                 "callback_exit"
             }
-            EventKind::Mdio { op, reg, value, error, latency_ns, caller, state } => {
+            EventKind::Mdio {
+                op,
+                reg,
+                value,
+                error,
+                latency_ns,
+                caller,
+                state,
+            } => {
                 w.op = Some(*op);
                 w.reg = Some(*reg);
                 w.val = Some(*value);
@@ -285,7 +307,11 @@ impl<'a> WireEvent<'a> {
                 }
                 "mdio"
             }
-            EventKind::Attached { module, callbacks, reattached } => {
+            EventKind::Attached {
+                module,
+                callbacks,
+                reattached,
+            } => {
                 w.module = b(module);
                 w.callbacks = Some(*callbacks);
                 w.reattached = Some(*reattached);
@@ -325,18 +351,20 @@ impl<'a> WireEvent<'a> {
             }),
             None => None,
         };
-        let callback = |cb: Option<Cow<'a, str>>, ty: Option<Cow<'a, str>>| -> Result<Callback, String> {
-            Ok(Callback {
-                name: need(cb, "cb")?.into_owned(),
-                driver_type: need(ty, "cb_type")?.into_owned(),
-            })
-        };
-        let state = |v: Option<u32>, n: Option<Cow<'a, str>>, what: &str| -> Result<PhyState, String> {
-            Ok(PhyState {
-                value: need(v, what)?,
-                name: n.map(Cow::into_owned).unwrap_or_default(),
-            })
-        };
+        let callback =
+            |cb: Option<Cow<'a, str>>, ty: Option<Cow<'a, str>>| -> Result<Callback, String> {
+                Ok(Callback {
+                    name: need(cb, "cb")?.into_owned(),
+                    driver_type: need(ty, "cb_type")?.into_owned(),
+                })
+            };
+        let state =
+            |v: Option<u32>, n: Option<Cow<'a, str>>, what: &str| -> Result<PhyState, String> {
+                Ok(PhyState {
+                    value: need(v, what)?,
+                    name: n.map(Cow::into_owned).unwrap_or_default(),
+                })
+            };
         let kind = match &*self.kind {
             "callback_enter" => EventKind::CallbackEnter {
                 callback: callback(self.cb, self.cb_type)?,
@@ -376,11 +404,21 @@ impl<'a> WireEvent<'a> {
                 callbacks: need(self.callbacks, "callbacks")?,
                 reattached: self.reattached.unwrap_or(false),
             },
-            "detached" => EventKind::Detached { module: need(self.module, "module")?.into_owned() },
-            "lost" => EventKind::Lost { count: need(self.count, "count")? },
+            "detached" => EventKind::Detached {
+                module: need(self.module, "module")?.into_owned(),
+            },
+            "lost" => EventKind::Lost {
+                count: need(self.count, "count")?,
+            },
             other => return Err(format!("unknown event kind `{other}`")),
         };
-        Ok(Event { ts_ns: self.ts, cpu: self.cpu, tid: self.tid, phy, kind })
+        Ok(Event {
+            ts_ns: self.ts,
+            cpu: self.cpu,
+            tid: self.tid,
+            phy,
+            kind,
+        })
     }
 }
 
@@ -407,8 +445,12 @@ mod hex_u64 {
         match HexOrNumber::deserialize(d)? {
             HexOrNumber::Number(n) => Ok(n),
             HexOrNumber::Hex(s) => {
-                let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(&s);
-                u64::from_str_radix(digits, 16).map_err(|e| D::Error::custom(format!("address {s:?}: {e}")))
+                let digits = s
+                    .strip_prefix("0x")
+                    .or_else(|| s.strip_prefix("0X"))
+                    .unwrap_or(&s);
+                u64::from_str_radix(digits, 16)
+                    .map_err(|e| D::Error::custom(format!("address {s:?}: {e}")))
             }
         }
     }

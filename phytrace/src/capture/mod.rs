@@ -43,7 +43,12 @@ impl Capture {
                 Err(issue) => issues.push(issue),
             }
         }
-        Self { header: reader.header().clone(), events, trailer: reader.trailer().cloned(), issues }
+        Self {
+            header: reader.header().clone(),
+            events,
+            trailer: reader.trailer().cloned(),
+            issues,
+        }
     }
 }
 

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::format::{EVENT_TYPE, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent};
+use super::format::{
+    EVENT_TYPE, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent,
+};
 use crate::event::Event;
 
 /// Longest record accepted; longer lines are skipped (and reported) without being buffered.
@@ -69,7 +71,11 @@ pub struct ReadIssue {
 
 impl fmt::Display for ReadIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {} (byte {}): {}", self.line, self.offset, self.problem)
+        write!(
+            f,
+            "line {} (byte {}): {}",
+            self.line, self.offset, self.problem
+        )
     }
 }
 
@@ -147,7 +153,11 @@ impl<R: BufRead> Lines<R> {
                 }
                 self.line += 1;
                 self.offset += consumed;
-                return Ok(Some(if too_long { LineEnd::TooLong } else { LineEnd::Eof }));
+                return Ok(Some(if too_long {
+                    LineEnd::TooLong
+                } else {
+                    LineEnd::Eof
+                }));
             }
             let (chunk, used, newline) = match available.iter().position(|&b| b == b'\n') {
                 Some(i) => (&available[..i], i + 1, true),
@@ -164,7 +174,11 @@ impl<R: BufRead> Lines<R> {
             if newline {
                 self.line += 1;
                 self.offset += consumed;
-                return Ok(Some(if too_long { LineEnd::TooLong } else { LineEnd::Newline }));
+                return Ok(Some(if too_long {
+                    LineEnd::TooLong
+                } else {
+                    LineEnd::Newline
+                }));
             }
         }
     }
@@ -194,8 +208,10 @@ impl Reader<BufReader<File>> {
     /// Opens `path` and reads its header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref();
-        let file =
-            File::open(path).map_err(|source| OpenError::Io { path: path.to_owned(), source })?;
+        let file = File::open(path).map_err(|source| OpenError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         Self::new(BufReader::with_capacity(64 * 1024, file), path)
     }
 }
@@ -204,8 +220,16 @@ impl<R: BufRead> Reader<R> {
     /// Reads the header from `src`; `path` names the source in messages.
     pub fn new(src: R, path: impl Into<PathBuf>) -> Result<Self, OpenError> {
         let path = path.into();
-        let mut lines = Lines { src, buf: Vec::with_capacity(512), line: 0, offset: 0 };
-        let bad = |reason: String| OpenError::BadHeader { path: path.clone(), reason };
+        let mut lines = Lines {
+            src,
+            buf: Vec::with_capacity(512),
+            line: 0,
+            offset: 0,
+        };
+        let bad = |reason: String| OpenError::BadHeader {
+            path: path.clone(),
+            reason,
+        };
         match lines.read_line() {
             Ok(Some(LineEnd::TooLong)) => {
                 return Err(bad(format!("longer than {MAX_RECORD_BYTES} bytes")));
@@ -220,12 +244,26 @@ impl<R: BufRead> Reader<R> {
             Err(e) => return Err(bad(e.to_string())),
         };
         if header.format != FORMAT_NAME {
-            return Err(bad(format!("format is {:?}, not {FORMAT_NAME:?}", header.format)));
+            return Err(bad(format!(
+                "format is {:?}, not {FORMAT_NAME:?}",
+                header.format
+            )));
         }
         if header.format_version > FORMAT_VERSION {
-            return Err(OpenError::Unsupported { path, found: header.format_version });
+            return Err(OpenError::Unsupported {
+                path,
+                found: header.format_version,
+            });
         }
-        Ok(Self { lines, path, header, trailer: None, events: 0, issues: 0, done: false })
+        Ok(Self {
+            lines,
+            path,
+            header,
+            trailer: None,
+            events: 0,
+            issues: 0,
+            done: false,
+        })
     }
 
     /// The header.
@@ -279,17 +317,33 @@ impl<R: BufRead> Reader<R> {
             record: String,
         }
         let problem = match serde_json::from_slice::<RecordType>(buf) {
-            Ok(t) if t.record == EVENT_TYPE => first.map_or_else(|| meta.to_string(), |e| e.to_string()),
+            Ok(t) if t.record == EVENT_TYPE => {
+                first.map_or_else(|| meta.to_string(), |e| e.to_string())
+            }
             Ok(t) if t.record == "header" || t.record == "trailer" => meta.to_string(),
-            Ok(t) => return Parsed::Issue(Problem::Unexpected(format!("unknown record type {:?}", t.record))),
+            Ok(t) => {
+                return Parsed::Issue(Problem::Unexpected(format!(
+                    "unknown record type {:?}",
+                    t.record
+                )));
+            }
             Err(_) => first.map_or_else(|| meta.to_string(), |e| e.to_string()),
         };
         Parsed::Issue(Problem::Corrupt(problem))
     }
 
-    fn issue(&mut self, line: u64, offset: u64, problem: Problem) -> Option<Result<Event, ReadIssue>> {
+    fn issue(
+        &mut self,
+        line: u64,
+        offset: u64,
+        problem: Problem,
+    ) -> Option<Result<Event, ReadIssue>> {
         self.issues += 1;
-        Some(Err(ReadIssue { line, offset, problem }))
+        Some(Err(ReadIssue {
+            line,
+            offset,
+            problem,
+        }))
     }
 }
 
@@ -306,8 +360,10 @@ impl<R: BufRead> Iterator for Reader<R> {
                     return match &self.trailer {
                         None => self.issue(self.lines.line + 1, start, Problem::NotClosed),
                         Some(t) if t.events != self.events => {
-                            let problem =
-                                Problem::CountMismatch { expected: t.events, read: self.events };
+                            let problem = Problem::CountMismatch {
+                                expected: t.events,
+                                read: self.events,
+                            };
                             self.issue(self.lines.line, start, problem)
                         }
                         Some(_) => None,

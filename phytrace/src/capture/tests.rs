@@ -34,9 +34,24 @@ fn round_trip_every_kind() {
     assert_eq!(c.events, events);
     let t = c.trailer.unwrap();
     assert_eq!((t.events, t.end_ns, t.dropped), (3_000, 99, 2));
-    let lost: u64 = events.iter().map(|e| if let EventKind::Lost { count } = e.kind { count } else { 0 }).sum();
+    let lost: u64 = events
+        .iter()
+        .map(|e| {
+            if let EventKind::Lost { count } = e.kind {
+                count
+            } else {
+                0
+            }
+        })
+        .sum();
     assert_eq!(t.lost, lost);
-    assert_eq!(t.counts.mdio, events.iter().filter(|e| matches!(e.kind, EventKind::Mdio { .. })).count() as u64);
+    assert_eq!(
+        t.counts.mdio,
+        events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Mdio { .. }))
+            .count() as u64
+    );
 }
 
 #[test]
@@ -45,7 +60,9 @@ fn records_are_tagged_lines() {
     let text = String::from_utf8(write_capture(&events, true)).unwrap();
     let lines: Vec<_> = text.lines().collect();
     assert_eq!(lines.len(), 12);
-    assert!(lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":1"#));
+    assert!(
+        lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":1"#)
+    );
     assert!(lines[1].starts_with(r#"{"type":"event","ts":"#));
     assert!(lines[11].starts_with(r#"{"type":"trailer""#));
     assert!(lines[0].contains(r#""address":"0xffffffffc0800000""#));
@@ -58,7 +75,11 @@ fn missing_trailer_is_reported_but_events_kept() {
     assert_eq!(c.events, events);
     assert_eq!(c.issues.len(), 1);
     assert_eq!(c.issues[0].problem, Problem::NotClosed);
-    assert!(c.issues[0].to_string().ends_with("capture not closed cleanly (no trailer)"));
+    assert!(
+        c.issues[0]
+            .to_string()
+            .ends_with("capture not closed cleanly (no trailer)")
+    );
 }
 
 #[test]
@@ -76,7 +97,11 @@ fn truncated_and_corrupt_lines_are_skipped_with_position() {
     assert_eq!(c.events[..4], events[..4]);
     assert_eq!(c.issues[0].line, 6);
     assert_eq!(c.issues[0].offset, offset as u64);
-    assert!(matches!(c.issues[0].problem, Problem::Corrupt(_)), "{}", c.issues[0]);
+    assert!(
+        matches!(c.issues[0].problem, Problem::Corrupt(_)),
+        "{}",
+        c.issues[0]
+    );
     assert_eq!(c.issues[1].problem, Problem::Truncated);
     assert_eq!(c.issues[1].line, 21);
     assert_eq!(c.issues[2].problem, Problem::NotClosed);
@@ -84,14 +109,29 @@ fn truncated_and_corrupt_lines_are_skipped_with_position() {
 
 #[test]
 fn bad_headers_are_fatal() {
-    assert!(matches!(Reader::new(&b""[..], "x"), Err(OpenError::Empty { .. })));
+    assert!(matches!(
+        Reader::new(&b""[..], "x"),
+        Err(OpenError::Empty { .. })
+    ));
     let e = Reader::new(&b"{\"type\":\"header\"\n"[..], "x").unwrap_err();
-    assert!(e.to_string().starts_with("x: line 1 (byte 0): not a phytrace capture header"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("x: line 1 (byte 0): not a phytrace capture header"),
+        "{e}"
+    );
     let mut newer = String::from_utf8(write_capture(&[], true)).unwrap();
     newer = newer.replace("\"format_version\":1", "\"format_version\":99");
-    assert!(matches!(Reader::new(newer.as_bytes(), "x"), Err(OpenError::Unsupported { found: 99, .. })));
-    let other = String::from_utf8(write_capture(&[], true)).unwrap().replace("phytrace-capture", "pcap");
-    assert!(matches!(Reader::new(other.as_bytes(), "x"), Err(OpenError::BadHeader { .. })));
+    assert!(matches!(
+        Reader::new(newer.as_bytes(), "x"),
+        Err(OpenError::Unsupported { found: 99, .. })
+    ));
+    let other = String::from_utf8(write_capture(&[], true))
+        .unwrap()
+        .replace("phytrace-capture", "pcap");
+    assert!(matches!(
+        Reader::new(other.as_bytes(), "x"),
+        Err(OpenError::BadHeader { .. })
+    ));
     let e = Reader::open("/nonexistent/capture.jsonl").unwrap_err();
     assert!(e.to_string().contains("/nonexistent/capture.jsonl"), "{e}");
 }
@@ -114,7 +154,10 @@ fn unexpected_records_and_count_mismatch() {
         [
             Problem::Unexpected("unknown record type \"bogus\"".into()),
             Problem::Unexpected("a second header".into()),
-            Problem::CountMismatch { expected: 5, read: 6 },
+            Problem::CountMismatch {
+                expected: 5,
+                read: 6
+            },
         ]
     );
 }
@@ -125,7 +168,12 @@ fn overlong_lines_are_skipped_in_bounded_memory() {
     let mut bytes = write_capture(&events[..1], false);
     bytes.extend(std::iter::repeat_n(b'x', MAX_RECORD_BYTES + 10));
     bytes.push(b'\n');
-    bytes.extend_from_slice(&write_capture(&events[1..], true).splitn(2, |&b| b == b'\n').nth(1).unwrap());
+    bytes.extend_from_slice(
+        &write_capture(&events[1..], true)
+            .splitn(2, |&b| b == b'\n')
+            .nth(1)
+            .unwrap(),
+    );
     let c = read(&bytes);
     assert_eq!(c.events, events);
     assert_eq!(c.issues[0].problem, Problem::TooLong);
@@ -142,8 +190,16 @@ fn write_errors_name_the_file_and_keep_what_was_written() {
         }
     };
     let events: Vec<_> = Synth::new(6).take(5_000).collect();
-    let err = events.iter().try_for_each(|e| w.write(e)).and_then(|()| w.flush()).unwrap_err();
-    assert!(err.to_string().starts_with("cannot write capture file /dev/full:"), "{err}");
+    let err = events
+        .iter()
+        .try_for_each(|e| w.write(e))
+        .and_then(|()| w.flush())
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("cannot write capture file /dev/full:"),
+        "{err}"
+    );
     assert_eq!(err.source.raw_os_error(), Some(libc::ENOSPC));
     assert!(w.write(&events[0]).is_err(), "a failed writer stays failed");
 }
@@ -172,15 +228,25 @@ fn failing_sink_leaves_a_readable_prefix() {
     let events: Vec<_> = Synth::new(7).take(2_000).collect();
     let mut out = Vec::new();
     {
-        let sink = Full { out: &mut out, room: 150_000 };
+        let sink = Full {
+            out: &mut out,
+            room: 150_000,
+        };
         let mut w = Writer::new(sink, "full.jsonl", &synth::header()).unwrap();
-        let err = events.iter().try_for_each(|e| w.write(e)).and_then(|()| w.flush());
+        let err = events
+            .iter()
+            .try_for_each(|e| w.write(e))
+            .and_then(|()| w.flush());
         assert!(err.unwrap_err().to_string().contains("full.jsonl"));
     }
     let c = read(&out);
     assert!(c.events.len() > 100);
     assert_eq!(c.events[..], events[..c.events.len()]);
-    assert!(c.issues.iter().all(|i| matches!(i.problem, Problem::Truncated | Problem::NotClosed)));
+    assert!(
+        c.issues
+            .iter()
+            .all(|i| matches!(i.problem, Problem::Truncated | Problem::NotClosed))
+    );
 }
 
 #[test]
@@ -188,7 +254,10 @@ fn flush_policy_pushes_records_out() {
     let path = std::env::temp_dir().join(format!("phytrace-flush-{}.jsonl", std::process::id()));
     let mut w = Writer::create(&path, &synth::header())
         .unwrap()
-        .with_policy(FlushPolicy { max_events: 10, max_delay: std::time::Duration::from_secs(3600) });
+        .with_policy(FlushPolicy {
+            max_events: 10,
+            max_delay: std::time::Duration::from_secs(3600),
+        });
     let events: Vec<_> = Synth::new(8).take(25).collect();
     for e in &events {
         w.write(e).unwrap();
@@ -201,7 +270,10 @@ fn flush_policy_pushes_records_out() {
     w.flush().unwrap();
     assert_eq!(Capture::read(&path).unwrap().events.len(), 25);
     w.finish(0, 0).unwrap();
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     f.write_all(b"{\"type\":\"ev").unwrap();
     let c = Capture::read(&path).unwrap();
     assert_eq!(c.events, events);

@@ -10,7 +10,9 @@ use crate::{
 
 /// Arguments of `phytrace doctor`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  sudo phytrace doctor\n  sudo phytrace doctor --module ax88796b_rust")]
+#[command(
+    after_help = "Example:\n  sudo phytrace doctor\n  sudo phytrace doctor --module ax88796b_rust"
+)]
 pub struct DoctorArgs {
     /// The driver module you want to trace.
     #[arg(long, default_value = "ax88796b_rust")]
@@ -34,19 +36,39 @@ struct Check {
 
 impl Check {
     fn ok(name: &'static str, detail: impl Into<String>) -> Self {
-        Self { name, status: Status::Ok, detail: detail.into(), fix: None }
+        Self {
+            name,
+            status: Status::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
     }
 
     fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self { name, status: Status::Fail, detail: detail.into(), fix: Some(fix.into()) }
+        Self {
+            name,
+            status: Status::Fail,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
     }
 
     fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self { name, status: Status::Warn, detail: detail.into(), fix: Some(fix.into()) }
+        Self {
+            name,
+            status: Status::Warn,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
     }
 
     fn skipped(name: &'static str, why: &str) -> Self {
-        Self { name, status: Status::Skipped, detail: format!("skipped: {why}"), fix: None }
+        Self {
+            name,
+            status: Status::Skipped,
+            detail: format!("skipped: {why}"),
+            fix: None,
+        }
     }
 }
 
@@ -62,10 +84,22 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let have_kprobes = kprobes.status == Status::Ok;
     checks.push(kprobes);
     let ready = can_load && have_kprobes;
-    let why = if !can_load { "needs privileges" } else { "no kprobes" };
-    checks.push(if ready { rust_kprobe() } else { Check::skipped("kprobe on a Rust symbol", why) });
+    let why = if !can_load {
+        "needs privileges"
+    } else {
+        "no kprobes"
+    };
+    checks.push(if ready {
+        rust_kprobe()
+    } else {
+        Check::skipped("kprobe on a Rust symbol", why)
+    });
     checks.push(driver_module(&args.module));
-    checks.push(if ready { pipeline() } else { Check::skipped("pipeline self-test", why) });
+    checks.push(if ready {
+        pipeline()
+    } else {
+        Check::skipped("pipeline self-test", why)
+    });
 
     for check in &checks {
         let mark = match check.status {
@@ -103,7 +137,9 @@ const CAP_SYS_ADMIN: u32 = 21;
 
 fn effective_capabilities() -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
-    let hex = status.lines().find_map(|line| line.strip_prefix("CapEff:"))?;
+    let hex = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))?;
     u64::from_str_radix(hex.trim(), 16).ok()
 }
 
@@ -114,7 +150,10 @@ fn privileges() -> Check {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
     if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
-        return Check::ok(NAME, format!("uid {euid}, CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"));
+        return Check::ok(
+            NAME,
+            format!("uid {euid}, CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"),
+        );
     }
     let missing: Vec<&str> = [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
         .into_iter()
@@ -132,7 +171,11 @@ fn btf_check() -> Check {
     const NAME: &str = "BTF (struct layouts)";
     let path = Path::new(btf::VMLINUX_BTF);
     if !path.exists() {
-        return Check::fail(NAME, format!("{} is missing", path.display()), "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+        return Check::fail(
+            NAME,
+            format!("{} is missing", path.display()),
+            "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+        );
     }
     let result = btf::KernelBtf::open(path).and_then(|btf| Ok((btf.offsets()?, btf.phy_states()?)));
     match result {
@@ -145,7 +188,11 @@ fn btf_check() -> Check {
                 states.names.len()
             ),
         ),
-        Err(err) => Check::fail(NAME, format!("{err:#}"), "phytrace needs a kernel with CONFIG_PHYLIB=y and BTF"),
+        Err(err) => Check::fail(
+            NAME,
+            format!("{err:#}"),
+            "phytrace needs a kernel with CONFIG_PHYLIB=y and BTF",
+        ),
     }
 }
 
@@ -190,7 +237,11 @@ fn any_rust_symbol() -> Option<String> {
 fn rust_kprobe() -> Check {
     const NAME: &str = "kprobe on a Rust symbol";
     let Some(symbol) = any_rust_symbol() else {
-        return Check::warn(NAME, "no Rust symbol in /proc/kallsyms", "is the kernel built with CONFIG_RUST=y?");
+        return Check::warn(
+            NAME,
+            "no Rust symbol in /proc/kallsyms",
+            "is the kernel built with CONFIG_RUST=y?",
+        );
     };
     let outcome = loader::load(&loader::LoadOptions {
         ring_size: 4096,
@@ -224,14 +275,20 @@ fn driver_module(module: &str) -> Check {
             if count == 0 {
                 Check::fail(
                     NAME,
-                    format!("{module} is loaded but has no kernel::net::phy::Adapter callbacks in /proc/kallsyms"),
+                    format!(
+                        "{module} is loaded but has no kernel::net::phy::Adapter callbacks in /proc/kallsyms"
+                    ),
                     "is it a Rust PHY driver built on kernel::net::phy?",
                 )
             } else {
                 Check::ok(NAME, format!("{module} loaded, {count} callbacks found"))
             }
         }
-        Err(err) => Check::fail(NAME, format!("reading {}: {err}", symbols::KALLSYMS), "is /proc mounted?"),
+        Err(err) => Check::fail(
+            NAME,
+            format!("reading {}: {err}", symbols::KALLSYMS),
+            "is /proc mounted?",
+        ),
     }
 }
 
@@ -249,6 +306,10 @@ fn pipeline() -> Check {
                 report.log_lines.first().map_or("", String::as_str)
             ),
         ),
-        Err(err) => Check::fail(NAME, format!("{err:#}"), "run with RUST_LOG=debug and report the output"),
+        Err(err) => Check::fail(
+            NAME,
+            format!("{err:#}"),
+            "run with RUST_LOG=debug and report the output",
+        ),
     }
 }

@@ -2,5 +2,6 @@
 
 pub mod doctor;
 pub mod dump;
+pub mod generate;
 pub mod probes;
 pub mod record;

@@ -11,7 +11,9 @@ use crate::{
 
 /// Arguments of `phytrace probes`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  sudo phytrace probes\n  sudo phytrace probes --module ax88796b_rust")]
+#[command(
+    after_help = "Example:\n  sudo phytrace probes\n  sudo phytrace probes --module ax88796b_rust"
+)]
 pub struct ProbesArgs {
     /// Only this driver module.
     #[arg(long, value_name = "MODULE")]
@@ -29,11 +31,19 @@ struct BoundPhy {
 }
 
 fn link_name(path: &Path) -> Option<String> {
-    Some(fs::read_link(path).ok()?.file_name()?.to_string_lossy().into_owned())
+    Some(
+        fs::read_link(path)
+            .ok()?
+            .file_name()?
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn bound_phys() -> Vec<BoundPhy> {
-    let Ok(entries) = fs::read_dir(MDIO_BUS_DEVICES) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(MDIO_BUS_DEVICES) else {
+        return Vec::new();
+    };
     let mut phys: Vec<BoundPhy> = entries
         .flatten()
         .map(|entry| {
@@ -41,8 +51,10 @@ fn bound_phys() -> Vec<BoundPhy> {
             let driver = link_name(&dir.join("driver")).unwrap_or_else(|| "(none)".to_owned());
             BoundPhy {
                 name: entry.file_name().to_string_lossy().into_owned(),
-                phy_id: fs::read_to_string(dir.join("phy_id")).map_or_else(|_| "-".to_owned(), |s| s.trim().to_owned()),
-                module: link_name(&dir.join("driver/module")).unwrap_or_else(|| "built-in".to_owned()),
+                phy_id: fs::read_to_string(dir.join("phy_id"))
+                    .map_or_else(|_| "-".to_owned(), |s| s.trim().to_owned()),
+                module: link_name(&dir.join("driver/module"))
+                    .unwrap_or_else(|| "built-in".to_owned()),
                 driver,
             }
         })
@@ -53,25 +65,41 @@ fn bound_phys() -> Vec<BoundPhy> {
 
 pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
     let found = symbols::read_kallsyms(Path::new(symbols::KALLSYMS)).map_err(|err| {
-        Failure::new(FailureKind::TracingUnavailable, format!("reading {}: {err}", symbols::KALLSYMS))
+        Failure::new(
+            FailureKind::TracingUnavailable,
+            format!("reading {}: {err}", symbols::KALLSYMS),
+        )
     })?;
     let callbacks: Vec<_> = found
         .iter()
         .filter(|s| args.module.as_ref().is_none_or(|m| &s.module == m))
         .collect();
 
-    println!("Driver callbacks (kernel::net::phy::Adapter<T>::*_callback in {}):", symbols::KALLSYMS);
+    println!(
+        "Driver callbacks (kernel::net::phy::Adapter<T>::*_callback in {}):",
+        symbols::KALLSYMS
+    );
     if callbacks.is_empty() {
         let which = args.module.as_deref().unwrap_or("Rust PHY driver");
-        println!("  none: no {which} module is loaded. `modprobe ax88796b_rust` (or insmod your .ko);");
+        println!(
+            "  none: no {which} module is loaded. `modprobe ax88796b_rust` (or insmod your .ko);"
+        );
         println!("  `phytrace record` and `phytrace tui` wait for it and attach when it loads.");
     } else {
-        println!("  {:<15} {:<30} {:<20} {:<18} SYMBOL", "MODULE", "DRIVER TYPE", "CALLBACK", "ADDRESS");
+        println!(
+            "  {:<15} {:<30} {:<20} {:<18} SYMBOL",
+            "MODULE", "DRIVER TYPE", "CALLBACK", "ADDRESS"
+        );
         for s in &callbacks {
-            println!("  {:<15} {:<30} {:<20} {:<18x} {}", s.module, s.driver_type, s.callback, s.address, s.demangled);
+            println!(
+                "  {:<15} {:<30} {:<20} {:<18x} {}",
+                s.module, s.driver_type, s.callback, s.address, s.demangled
+            );
         }
         if callbacks.iter().all(|s| s.address == 0) {
-            println!("  (addresses are hidden from this user by kptr_restrict: run as root to see them)");
+            println!(
+                "  (addresses are hidden from this user by kptr_restrict: run as root to see them)"
+            );
         }
         let mut per_type: BTreeMap<&str, usize> = BTreeMap::new();
         for s in &callbacks {
@@ -86,34 +114,65 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
     println!("PHY devices ({MDIO_BUS_DEVICES}):");
     let phys = bound_phys();
     if phys.is_empty() {
-        println!("  none: no MDIO bus has a PHY (plug the device, or load the simulator: insmod phy_sim.ko)");
+        println!(
+            "  none: no MDIO bus has a PHY (plug the device, or load the simulator: insmod phy_sim.ko)"
+        );
     } else {
         println!("  {:<22} {:<11} {:<32} MODULE", "PHY", "PHY ID", "DRIVER");
         for phy in &phys {
-            println!("  {:<22} {:<11} {:<32} {}", phy.name, phy.phy_id, phy.driver, phy.module);
+            println!(
+                "  {:<22} {:<11} {:<32} {}",
+                phy.name, phy.phy_id, phy.driver, phy.module
+            );
         }
-        println!("  (Rust driver types sharing code are told apart by the PHY in each event, not by symbol)");
+        println!(
+            "  (Rust driver types sharing code are told apart by the PHY in each event, not by symbol)"
+        );
     }
 
     println!();
     let text = fs::read_to_string(symbols::KALLSYMS).unwrap_or_default();
     for function in ["__mdiobus_read", "__mdiobus_write"] {
-        let present = text.lines().any(|line| line.split_whitespace().nth(2) == Some(function));
-        println!("MDIO probe {function}: {}", if present { "present" } else { "MISSING (kernel without CONFIG_PHYLIB?)" });
+        let present = text
+            .lines()
+            .any(|line| line.split_whitespace().nth(2) == Some(function));
+        println!(
+            "MDIO probe {function}: {}",
+            if present {
+                "present"
+            } else {
+                "MISSING (kernel without CONFIG_PHYLIB?)"
+            }
+        );
     }
 
     println!();
-    match btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).and_then(|b| Ok((b.offsets()?, b.phy_states()?))) {
+    match btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
+        .and_then(|b| Ok((b.offsets()?, b.phy_states()?)))
+    {
         Ok((offsets, states)) => {
             println!("Struct offsets from {}:", btf::VMLINUX_BTF);
             println!(
                 "  phy_device: mdio.bus +{} mdio.addr +{} phy_id +{} drv +{} state +{} speed +{} duplex +{} link +{}.{}",
-                offsets.phy_bus, offsets.phy_addr, offsets.phy_id, offsets.phy_drv, offsets.phy_state,
-                offsets.phy_speed, offsets.phy_duplex, offsets.phy_link_byte, offsets.phy_link_bit
+                offsets.phy_bus,
+                offsets.phy_addr,
+                offsets.phy_id,
+                offsets.phy_drv,
+                offsets.phy_state,
+                offsets.phy_speed,
+                offsets.phy_duplex,
+                offsets.phy_link_byte,
+                offsets.phy_link_bit
             );
-            println!("  phy_driver: name +{}  mii_bus: id +{} mdio_map +{}  mdio_device: flags +{}",
-                offsets.drv_name, offsets.bus_id, offsets.bus_mdio_map, offsets.mdio_flags);
-            let names: Vec<String> = states.names.iter().map(|(v, n)| format!("{v}={n}")).collect();
+            println!(
+                "  phy_driver: name +{}  mii_bus: id +{} mdio_map +{}  mdio_device: flags +{}",
+                offsets.drv_name, offsets.bus_id, offsets.bus_mdio_map, offsets.mdio_flags
+            );
+            let names: Vec<String> = states
+                .names
+                .iter()
+                .map(|(v, n)| format!("{v}={n}"))
+                .collect();
             println!("  enum phy_state: {}", names.join(" "));
         }
         Err(err) => println!("Struct offsets: unavailable: {err:#}"),

@@ -1,6 +1,10 @@
 //! `phytrace record`: headless capture to a file, for target boards and CI.
 
-use std::{path::PathBuf, process::ExitCode, time::{Duration, Instant}};
+use std::{
+    path::PathBuf,
+    process::ExitCode,
+    time::{Duration, Instant},
+};
 
 use anyhow::Result;
 use tokio::signal::unix::{SignalKind, signal};
@@ -63,7 +67,9 @@ enum Stop {
 }
 
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(record(args))
 }
 
@@ -72,7 +78,10 @@ fn clock_now() -> ClockRef {
     let unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    ClockRef { boot_ns: monotonic_ns(), unix_ns }
+    ClockRef {
+        boot_ns: monotonic_ns(),
+        unix_ns,
+    }
 }
 
 fn output_failure(err: impl std::fmt::Display) -> Failure {
@@ -115,7 +124,11 @@ async fn record(args: &RecordArgs) -> Result<ExitCode> {
         "phytrace: recording to {} (attached in {} ms{})",
         args.output.display(),
         attached_in.as_millis(),
-        if waiting.is_empty() { String::new() } else { format!("; waiting for {} to load", waiting.join(", ")) }
+        if waiting.is_empty() {
+            String::new()
+        } else {
+            format!("; waiting for {} to load", waiting.join(", "))
+        }
     );
 
     let mut child = match args.command.split_first() {
@@ -123,7 +136,12 @@ async fn record(args: &RecordArgs) -> Result<ExitCode> {
             tokio::process::Command::new(program)
                 .args(rest)
                 .spawn()
-                .map_err(|err| Failure::new(FailureKind::BadInput, format!("cannot run `{program}`: {err}")))?,
+                .map_err(|err| {
+                    Failure::new(
+                        FailureKind::BadInput,
+                        format!("cannot run `{program}`: {err}"),
+                    )
+                })?,
         ),
         None => None,
     };
@@ -166,7 +184,12 @@ async fn record(args: &RecordArgs) -> Result<ExitCode> {
     let counts = &trailer.counts;
     eprintln!(
         "phytrace: {} callbacks entered, {} returned, {} MDIO accesses, {} attach / {} detach; lost in the kernel: {}",
-        counts.callback_enter, counts.callback_exit, counts.mdio, counts.attached, counts.detached, trailer.lost
+        counts.callback_enter,
+        counts.callback_exit,
+        counts.mdio,
+        counts.attached,
+        counts.detached,
+        trailer.lost
     );
     Ok(match stop {
         Stop::Command(status) if !status.success() => {
@@ -182,12 +205,23 @@ mod tests {
     use crate::event::{EventKind, PhyRef};
 
     fn event(phy: Option<PhyRef>) -> Event {
-        Event { ts_ns: 0, cpu: 0, tid: 0, phy, kind: EventKind::Lost { count: 1 } }
+        Event {
+            ts_ns: 0,
+            cpu: 0,
+            tid: 0,
+            phy,
+            kind: EventKind::Lost { count: 1 },
+        }
     }
 
     #[test]
     fn phy_filter_matches_key_bus_and_driver() {
-        let phy = PhyRef { bus: "phy_sim-0".into(), addr: 1, phy_id: 0x003b1861, driver: "Asix Electronics AX88772A".into() };
+        let phy = PhyRef {
+            bus: "phy_sim-0".into(),
+            addr: 1,
+            phy_id: 0x003b1861,
+            driver: "Asix Electronics AX88772A".into(),
+        };
         let e = event(Some(phy));
         assert!(phy_matches(&e, Some("phy_sim-0:01")));
         assert!(phy_matches(&e, Some("AX88772A")));

@@ -21,7 +21,9 @@ pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KP
             )
         })?;
     }
-    probe.attach(symbol, 0).map_err(|err| explain(&err, program, symbol).into())
+    probe
+        .attach(symbol, 0)
+        .map_err(|err| explain(&err, program, symbol).into())
 }
 
 /// Why attaching failed, in words a kernel developer can act on.

@@ -35,15 +35,15 @@ impl Place {
 impl KernelBtf {
     /// Reads BTF from `path` (normally [`VMLINUX_BTF`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let btf = Btf::from_file(path).map_err(|err| anyhow!("reading BTF from {}: {err}", path.display()))?;
+        let btf = Btf::from_file(path)
+            .map_err(|err| anyhow!("reading BTF from {}: {err}", path.display()))?;
         Ok(Self { btf })
     }
 
     fn struct_named(&self, name: &str) -> Result<btf_rs::Struct> {
-        let types = self
-            .btf
-            .resolve_types_by_name(name)
-            .map_err(|_| anyhow!("the kernel's BTF has no `struct {name}` (is CONFIG_PHYLIB enabled?)"))?;
+        let types = self.btf.resolve_types_by_name(name).map_err(|_| {
+            anyhow!("the kernel's BTF has no `struct {name}` (is CONFIG_PHYLIB enabled?)")
+        })?;
         types
             .into_iter()
             .find_map(|ty| match ty {
@@ -58,18 +58,28 @@ impl KernelBtf {
         for m in &st.members {
             let name = self.btf.resolve_name(m).unwrap_or_default();
             let bitfield = m.bitfield_size().is_some_and(|size| size > 0);
-            let place = Place { bits: m.bit_offset(), bitfield };
+            let place = Place {
+                bits: m.bit_offset(),
+                bitfield,
+            };
             if name == member {
-                let ty = self.btf.resolve_chained_type(m).map_err(|e| anyhow!("{e}"))?;
+                let ty = self
+                    .btf
+                    .resolve_chained_type(m)
+                    .map_err(|e| anyhow!("{e}"))?;
                 return Ok(Some((place, ty)));
             }
-            if name.is_empty() {
-                if let Ok(Type::Struct(inner) | Type::Union(inner)) = self.btf.resolve_chained_type(m) {
-                    if let Some((inner_place, ty)) = self.find_member(&inner, member)? {
-                        let bits = place.bits + inner_place.bits;
-                        return Ok(Some((Place { bits, ..inner_place }, ty)));
-                    }
-                }
+            if !name.is_empty() {
+                continue;
+            }
+            if let Ok(Type::Struct(inner) | Type::Union(inner)) = self.btf.resolve_chained_type(m)
+                && let Some((inner_place, ty)) = self.find_member(&inner, member)?
+            {
+                let place = Place {
+                    bits: place.bits + inner_place.bits,
+                    ..inner_place
+                };
+                return Ok(Some((place, ty)));
             }
         }
         Ok(None)
@@ -80,12 +90,15 @@ impl KernelBtf {
         let mut st = self.struct_named(root)?;
         let mut bits = 0;
         for (i, member) in path.iter().enumerate() {
-            let (place, ty) = self
-                .find_member(&st, member)?
-                .ok_or_else(|| anyhow!("`struct {root}` has no member `{}`", path[..=i].join(".")))?;
+            let (place, ty) = self.find_member(&st, member)?.ok_or_else(|| {
+                anyhow!("`struct {root}` has no member `{}`", path[..=i].join("."))
+            })?;
             bits += place.bits;
             if i + 1 == path.len() {
-                return Ok(Place { bits, bitfield: place.bitfield });
+                return Ok(Place {
+                    bits,
+                    bitfield: place.bitfield,
+                });
             }
             st = match ty {
                 Type::Struct(inner) | Type::Union(inner) => inner,
@@ -98,7 +111,10 @@ impl KernelBtf {
     fn offset(&self, root: &str, path: &[&str]) -> Result<u32> {
         let place = self.place(root, path)?;
         if place.bitfield || place.bits % 8 != 0 {
-            bail!("`{root}.{}` is a bitfield, not a byte offset", path.join("."));
+            bail!(
+                "`{root}.{}` is a bitfield, not a byte offset",
+                path.join(".")
+            );
         }
         Ok(place.byte())
     }
@@ -125,10 +141,9 @@ impl KernelBtf {
 
     /// `enum phy_state` as this kernel defines it.
     pub fn phy_states(&self) -> Result<PhyStates> {
-        let types = self
-            .btf
-            .resolve_types_by_name("phy_state")
-            .map_err(|_| anyhow!("the kernel's BTF has no `enum phy_state` (is CONFIG_PHYLIB enabled?)"))?;
+        let types = self.btf.resolve_types_by_name("phy_state").map_err(|_| {
+            anyhow!("the kernel's BTF has no `enum phy_state` (is CONFIG_PHYLIB enabled?)")
+        })?;
         let Some(Type::Enum(en)) = types.into_iter().find(|ty| matches!(ty, Type::Enum(_))) else {
             bail!("`phy_state` in the kernel's BTF is not an enum");
         };
@@ -156,7 +171,10 @@ impl PhyStates {
     pub fn to_list(&self) -> Vec<PhyState> {
         self.names
             .iter()
-            .map(|(value, name)| PhyState { value: *value, name: name.clone() })
+            .map(|(value, name)| PhyState {
+                value: *value,
+                name: name.clone(),
+            })
             .collect()
     }
 

@@ -22,7 +22,10 @@ pub struct Decoder {
 impl Decoder {
     /// A decoder naming states with `states`.
     pub fn new(states: PhyStates) -> Self {
-        Self { callbacks: HashMap::new(), states }
+        Self {
+            callbacks: HashMap::new(),
+            states,
+        }
     }
 
     /// Teaches the decoder the callback at `address`.
@@ -38,10 +41,13 @@ impl Decoder {
     }
 
     fn callback(&self, address: u64) -> Callback {
-        self.callbacks.get(&address).cloned().unwrap_or_else(|| Callback {
-            name: format!("unknown@{address:#x}"),
-            driver_type: String::new(),
-        })
+        self.callbacks
+            .get(&address)
+            .cloned()
+            .unwrap_or_else(|| Callback {
+                name: format!("unknown@{address:#x}"),
+                driver_type: String::new(),
+            })
     }
 
     /// Decodes one record; `None` for kinds that are not driver events (the self-test).
@@ -59,7 +65,11 @@ impl Decoder {
                 state: self.states.state(raw.state_before),
             },
             RawKind::CallbackExit => EventKind::CallbackExit {
-                ret: if is_void(&self.callback(raw.func_ip).name) { 0 } else { raw.ret },
+                ret: if is_void(&self.callback(raw.func_ip).name) {
+                    0
+                } else {
+                    raw.ret
+                },
                 callback: self.callback(raw.func_ip),
                 depth: raw.depth,
                 latency_ns: raw.latency_ns,
@@ -72,7 +82,11 @@ impl Decoder {
                 },
             },
             kind @ (RawKind::MdioRead | RawKind::MdioWrite) => EventKind::Mdio {
-                op: if kind == RawKind::MdioRead { MdioOp::Read } else { MdioOp::Write },
+                op: if kind == RawKind::MdioRead {
+                    MdioOp::Read
+                } else {
+                    MdioOp::Write
+                },
                 reg: raw.regnum,
                 value: raw.value,
                 error: (raw.ret < 0).then_some(raw.ret as i32),
@@ -82,7 +96,13 @@ impl Decoder {
             },
             RawKind::SelfTestEnter | RawKind::SelfTestExit => return None,
         };
-        Some(Event { ts_ns: raw.ts_ns, cpu: raw.cpu, tid: raw.tid, phy, kind })
+        Some(Event {
+            ts_ns: raw.ts_ns,
+            cpu: raw.cpu,
+            tid: raw.tid,
+            phy,
+            kind,
+        })
     }
 }
 
@@ -91,13 +111,18 @@ mod tests {
     use super::*;
 
     fn states() -> PhyStates {
-        PhyStates { names: vec![(0, "DOWN".into()), (5, "NOLINK".into())] }
+        PhyStates {
+            names: vec![(0, "DOWN".into()), (5, "NOLINK".into())],
+        }
     }
 
     #[test]
     fn mdio_reads_are_attributed_to_the_running_callback() {
         let mut decoder = Decoder::new(states());
-        let callback = Callback { name: "read_status".into(), driver_type: "m::T".into() };
+        let callback = Callback {
+            name: "read_status".into(),
+            driver_type: "m::T".into(),
+        };
         decoder.add_callback(0x1000, callback.clone());
         let mut raw = RawEvent::ZERO;
         raw.kind = RawKind::MdioRead as u8;
@@ -111,7 +136,16 @@ mod tests {
         raw.mdio_addr = 3;
         let event = decoder.decode(&raw).unwrap();
         assert_eq!(event.phy.as_ref().unwrap().key(), "sim-0:03");
-        let EventKind::Mdio { op, reg, value, error, caller, state, .. } = event.kind else {
+        let EventKind::Mdio {
+            op,
+            reg,
+            value,
+            error,
+            caller,
+            state,
+            ..
+        } = event.kind
+        else {
             panic!("not an MDIO event");
         };
         assert_eq!((op, reg, value, error), (MdioOp::Read, 1, 0x786d, None));
@@ -126,7 +160,14 @@ mod tests {
         raw.kind = RawKind::MdioWrite as u8;
         raw.ret = -5;
         let event = decoder.decode(&raw).unwrap();
-        assert!(matches!(event.kind, EventKind::Mdio { error: Some(-5), caller: None, .. }));
+        assert!(matches!(
+            event.kind,
+            EventKind::Mdio {
+                error: Some(-5),
+                caller: None,
+                ..
+            }
+        ));
         assert!(event.phy.is_none());
     }
 
@@ -137,7 +178,10 @@ mod tests {
         raw.kind = RawKind::CallbackEnter as u8;
         raw.func_ip = 0xabc;
         raw.state_before = 9;
-        let EventKind::CallbackEnter { callback, state, .. } = decoder.decode(&raw).unwrap().kind else {
+        let EventKind::CallbackEnter {
+            callback, state, ..
+        } = decoder.decode(&raw).unwrap().kind
+        else {
             panic!("not a callback event");
         };
         assert_eq!(callback.name, "unknown@0xabc");

@@ -34,7 +34,10 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
     if !options.ring_size.is_power_of_two() || options.ring_size < 4096 {
         return Err(Failure::new(
             FailureKind::BadInput,
-            format!("ring size {} is not a power of two of at least 4096 bytes", options.ring_size),
+            format!(
+                "ring size {} is not a power of two of at least 4096 bytes",
+                options.ring_size
+            ),
         )
         .into());
     }

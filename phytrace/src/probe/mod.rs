@@ -15,7 +15,10 @@ pub mod tracer;
 pub fn os_error(err: &(dyn std::error::Error + 'static)) -> Option<i32> {
     let mut cause = Some(err);
     while let Some(current) = cause {
-        if let Some(code) = current.downcast_ref::<std::io::Error>().and_then(std::io::Error::raw_os_error) {
+        if let Some(code) = current
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
             return Some(code);
         }
         cause = current.source();

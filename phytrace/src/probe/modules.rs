@@ -25,7 +25,13 @@ pub fn parse(text: &str) -> BTreeMap<String, LoadedModule> {
                 .get(5)
                 .and_then(|addr| u64::from_str_radix(addr.trim_start_matches("0x"), 16).ok())
                 .unwrap_or(0);
-            Some((name.to_string(), LoadedModule { state: state.to_string(), base }))
+            Some((
+                name.to_string(),
+                LoadedModule {
+                    state: state.to_string(),
+                    base,
+                },
+            ))
         })
         .collect()
 }

@@ -88,7 +88,9 @@ pub fn run() -> Result<SelfTestReport> {
         // Each open goes through the probed function in this process.
         drop(std::fs::File::open("/proc/self/stat"));
         while let Some(record) = ring.next() {
-            let Some(event) = raw::parse(&record) else { continue };
+            let Some(event) = raw::parse(&record) else {
+                continue;
+            };
             match RawKind::from_u8(event.kind) {
                 Some(RawKind::SelfTestEnter) => entered = true,
                 Some(RawKind::SelfTestExit) if entered => exit = Some(event),
@@ -102,7 +104,11 @@ pub fn run() -> Result<SelfTestReport> {
     let Some(exit) = exit else {
         bail!(
             "the self-test probes on {target} attached but {} arrived within 5 s",
-            if entered { "no kretprobe event" } else { "no event" }
+            if entered {
+                "no kretprobe event"
+            } else {
+                "no event"
+            }
         );
     };
     let expected = format!("self-test kprobe fired in tgid {}", std::process::id());

@@ -78,14 +78,21 @@ mod tests {
     #[test]
     fn adapter_paths_are_split() {
         assert_eq!(
-            parse_adapter_path("<kernel::net::phy::Adapter<ax88796b_rust::PhyAX88772A>>::read_status_callback"),
+            parse_adapter_path(
+                "<kernel::net::phy::Adapter<ax88796b_rust::PhyAX88772A>>::read_status_callback"
+            ),
             Some(("ax88796b_rust::PhyAX88772A", "read_status"))
         );
         assert_eq!(
-            parse_adapter_path("<ax88796b_rust::PhyAX88772A as kernel::net::phy::Driver>::read_status"),
+            parse_adapter_path(
+                "<ax88796b_rust::PhyAX88772A as kernel::net::phy::Driver>::read_status"
+            ),
             None
         );
-        assert_eq!(parse_adapter_path("<kernel::net::phy::Adapter<T>>::new"), None);
+        assert_eq!(
+            parse_adapter_path("<kernel::net::phy::Adapter<T>>::new"),
+            None
+        );
     }
 
     #[test]

@@ -70,14 +70,23 @@ pub struct Tracer {
 
 /// `CLOCK_MONOTONIC` now, the clock the eBPF programs stamp events with.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC is supported on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn own_event(kind: EventKind) -> Event {
-    Event { ts_ns: monotonic_ns(), cpu: 0, tid: 0, phy: None, kind }
+    Event {
+        ts_ns: monotonic_ns(),
+        cpu: 0,
+        tid: 0,
+        phy: None,
+        kind,
+    }
 }
 
 impl Tracer {
@@ -127,7 +136,10 @@ impl Tracer {
 
     /// The callbacks probed right now.
     pub fn probe_table(&self) -> Vec<CallbackSymbol> {
-        self.attached.values().flat_map(|m| m.symbols.iter().cloned()).collect()
+        self.attached
+            .values()
+            .flat_map(|m| m.symbols.iter().cloned())
+            .collect()
     }
 
     /// Names of the modules being waited for (asked for, not loaded yet).
@@ -165,7 +177,8 @@ impl Tracer {
     fn drain(&mut self, out: &mut Vec<Event>) {
         let ring = self.ring.get_mut();
         while let Some(record) = ring.next() {
-            if let Some(event) = raw::parse(&record).and_then(|r: RawEvent| self.decoder.decode(&r)) {
+            if let Some(event) = raw::parse(&record).and_then(|r: RawEvent| self.decoder.decode(&r))
+            {
                 out.push(event);
             }
         }
@@ -183,7 +196,9 @@ impl Tracer {
     fn report_drops(&mut self, out: &mut Vec<Event>) -> Result<()> {
         let total = self.lost_total()?;
         if total > self.lost_reported {
-            out.push(own_event(EventKind::Lost { count: total - self.lost_reported }));
+            out.push(own_event(EventKind::Lost {
+                count: total - self.lost_reported,
+            }));
             self.lost_reported = total;
         }
         Ok(())
@@ -228,7 +243,11 @@ impl Tracer {
             .with_context(|| format!("reading {}", symbols::KALLSYMS))?;
         self.drain(out);
         for (name, instance) in fresh {
-            let mine: Vec<CallbackSymbol> = symbols.iter().filter(|s| s.module == name).cloned().collect();
+            let mine: Vec<CallbackSymbol> = symbols
+                .iter()
+                .filter(|s| s.module == name)
+                .cloned()
+                .collect();
             if mine.is_empty() {
                 self.ignored.insert(name, instance);
                 continue;
@@ -239,12 +258,21 @@ impl Tracer {
             if !reattached {
                 self.ever_attached.push(name.clone());
             }
-            out.push(own_event(EventKind::Attached { module: name, callbacks, reattached }));
+            out.push(own_event(EventKind::Attached {
+                module: name,
+                callbacks,
+                reattached,
+            }));
         }
         Ok(())
     }
 
-    fn attach_module(&mut self, name: &str, instance: LoadedModule, symbols: Vec<CallbackSymbol>) -> Result<()> {
+    fn attach_module(
+        &mut self,
+        name: &str,
+        instance: LoadedModule,
+        symbols: Vec<CallbackSymbol>,
+    ) -> Result<()> {
         let mut links = Vec::new();
         for symbol in &symbols {
             for program in ["callback_enter", "callback_exit"] {
@@ -252,22 +280,35 @@ impl Tracer {
             }
             self.decoder.add_callback(
                 symbol.address,
-                Callback { name: symbol.callback.clone(), driver_type: symbol.driver_type.clone() },
+                Callback {
+                    name: symbol.callback.clone(),
+                    driver_type: symbol.driver_type.clone(),
+                },
             );
         }
         self.ignored.remove(name);
-        self.attached.insert(name.to_owned(), AttachedModule { instance, links, symbols });
+        self.attached.insert(
+            name.to_owned(),
+            AttachedModule {
+                instance,
+                links,
+                symbols,
+            },
+        );
         Ok(())
     }
 
     fn detach_module(&mut self, name: &str) {
-        let Some(module) = self.attached.remove(name) else { return };
+        let Some(module) = self.attached.remove(name) else {
+            return;
+        };
         for (program, link) in module.links {
             // The kernel already disarmed probes of an unloaded module; detaching frees them.
             if let Some(Ok(probe)) = self.ebpf.program_mut(program).map(<&mut KProbe>::try_from) {
                 let _ = probe.detach(link);
             }
         }
-        self.decoder.remove_callbacks(module.symbols.iter().map(|s| s.address));
+        self.decoder
+            .remove_callbacks(module.symbols.iter().map(|s| s.address));
     }
 }
