@@ -29,6 +29,8 @@ wait_mode "$a" 100 full
 sleep 0.5
 sim_set "$a" inject "BMSR 5 1"
 wait_for 10 capture_has "$cap" mdio '"error":-5' || fail "the injected error was not recorded"
+# Stop phylib's polling so that the counters and the capture cover the same accesses.
+link_down "$a" "$c" "$b"
 sleep 0.5
 for dev in $a $c $b; do cp "$SIM_DBG/$dev/counters" "$cap.$dev.counters"; done
 stop_record "$cap"

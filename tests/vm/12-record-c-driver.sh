@@ -16,6 +16,7 @@ link_up "$a"
 wait_mode "$a" 100 full
 sim_set "$a" cable 0
 wait_state "$a" NOLINK
+link_down "$a"
 sleep 0.5
 cp "$SIM_DBG/$a/counters" "$cap.counters"
 stop_record "$cap"
