@@ -18,6 +18,8 @@ exits 1 with the offending events on failure):
                                   on the same thread (stack rebuilt from enter/exit events)
   caller BUS:ADDR OP REG CALLBACK an access OP (read|write) to REG attributed to CALLBACK
   error BUS:ADDR REG ERRNO CALLBACK  an access to REG failed with ERRNO and CALLBACK returned it
+  lpa-quirk BUS:ADDR SPEED DUPLEX a read_status that read LPA=0 still reported link up at
+                                  SPEED/DUPLEX (the AX88772A workaround, speed from BMCR)
   no-callbacks                    no callback events (C driver)
   no-loss                         no `lost` events
 """
@@ -213,6 +215,30 @@ def check_error(events, phy, reg, errno, callback):
     ok(f"{phy}: access to {reg} failed with {errno}; {callback} returned {errno}")
 
 
+def check_lpa_quirk(events, phy, speed, duplex):
+    phy = parse_key(phy)
+    open_lpa_zero = {}
+    good = 0
+    for e in events:
+        if key(e) != phy:
+            continue
+        if e["kind"] == "callback_enter" and e["callback"]["name"] == "read_status":
+            open_lpa_zero[e["tid"]] = False
+        elif e["kind"] == "mdio" and e["op"] == "read" and e["reg"] == 5 and e["value"] == 0 \
+                and e.get("caller", {}).get("name") == "read_status":
+            open_lpa_zero[e["tid"]] = True
+        elif e["kind"] == "callback_exit" and e["callback"]["name"] == "read_status":
+            if open_lpa_zero.pop(e["tid"], False):
+                link = e["link"]
+                if link["up"] and link["speed"] == int(speed) and link["duplex"] == duplex:
+                    good += 1
+                elif link["up"]:
+                    fail(f"{phy}: read_status read LPA=0 and reported {link}", [e])
+    if good == 0:
+        fail(f"{phy}: no read_status that read LPA=0 and reported link up")
+    ok(f"{phy}: {good} read_status calls read LPA=0 and still reported {speed}/{duplex}")
+
+
 def check_no_callbacks(events):
     cbs = [e for e in events if e["kind"].startswith("callback")]
     if cbs:
@@ -237,6 +263,7 @@ CHECKS = {
     "attribution": check_attribution,
     "caller": check_caller,
     "error": check_error,
+    "lpa-quirk": check_lpa_quirk,
     "no-callbacks": check_no_callbacks,
     "no-loss": check_no_loss,
 }

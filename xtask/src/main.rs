@@ -1,5 +1,6 @@
 //! `cargo xtask`: set-up, test kernel, modules, VM, tests and demo for phytrace.
 
+mod demo;
 mod kernel;
 mod modules;
 mod paths;
@@ -41,6 +42,11 @@ enum Command {
     /// The host's root file system is the guest's (read-only); $PHYTRACE_OUT (target/vm-out) is
     /// writable. Example: `cargo xtask vm -- uname -r`
     Vm(vm::VmArgs),
+    /// The demo: the VM with the simulated PHYs and the Rust driver, traced live in the TUI
+    /// while a scenario plugs and unplugs the cable.
+    ///
+    /// Example: `cargo xtask demo` (or `cargo xtask demo --headless`)
+    Demo(demo::DemoArgs),
     /// Run every test: formatting, clippy, host tests, then the VM suites.
     ///
     /// Example: `cargo xtask test` (or `cargo xtask test --host-only`)
@@ -55,6 +61,7 @@ fn main() -> ExitCode {
         Command::Modules => modules::run().map(|_| ExitCode::SUCCESS),
         Command::Vm(args) => vm::run(&args),
         Command::Test(args) => test::run(&args),
+        Command::Demo(args) => demo::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -50,6 +50,9 @@ pub struct VmOptions {
     /// Accelerator: KVM if it works here, else TCG (software emulation).
     #[arg(long, value_enum, default_value_t = Accel::Auto)]
     pub accel: Accel,
+    /// The phytrace binary the guest sees as $PHYTRACE_BIN [default: target/debug/phytrace].
+    #[arg(long, value_name = "PATH")]
+    pub bin: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +82,14 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
     let _ = fs::remove_dir_all(&run_dir);
     fs::create_dir_all(&run_dir)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    fs::write(run_dir.join("run.sh"), guest_script(command, interactive)?)?;
+    let bin = options
+        .bin
+        .clone()
+        .unwrap_or_else(|| paths::target().join("debug/phytrace"));
+    fs::write(
+        run_dir.join("run.sh"),
+        guest_script(command, &bin, interactive)?,
+    )?;
 
     let initramfs = initramfs()?;
     let accel = match options.accel {
@@ -171,11 +181,8 @@ fn shell_quote(arg: &str) -> String {
 }
 
 /// The script the guest runs: environment, working directory, terminal size, the command.
-fn guest_script(command: &[String], interactive: bool) -> Result<String> {
+fn guest_script(command: &[String], bin: &Path, interactive: bool) -> Result<String> {
     let workspace = paths::workspace();
-    let target = paths::target();
-    let bin = env::var("PHYTRACE_BIN")
-        .unwrap_or_else(|_| target.join("debug/phytrace").display().to_string());
     let cwd = env::current_dir()?;
     let mut script = String::from("set -e\n");
     let vars = [
@@ -193,7 +200,7 @@ fn guest_script(command: &[String], interactive: bool) -> Result<String> {
         ("PHYTRACE_ROOT", workspace.display().to_string()),
         ("PHYTRACE_MODULES", paths::modules().display().to_string()),
         ("PHYTRACE_OUT", paths::vm_out().display().to_string()),
-        ("PHYTRACE_BIN", bin),
+        ("PHYTRACE_BIN", bin.display().to_string()),
     ];
     for (name, value) in vars {
         script += &format!("export {name}={}\n", shell_quote(&value));
@@ -379,6 +386,7 @@ fn kvm_works(kernel: &Kernel, initramfs: &Path) -> bool {
                 memory: 512,
                 cpus: 1,
                 accel: Accel::Kvm,
+                bin: None,
             };
             let mut cmd = qemu_command(
                 kernel,
@@ -430,7 +438,12 @@ mod tests {
 
     #[test]
     fn guest_script_runs_the_command_last() {
-        let script = guest_script(&["echo".into(), "a'b".into()], false).unwrap();
+        let script = guest_script(
+            &["echo".into(), "a'b".into()],
+            Path::new("/bin/phytrace"),
+            false,
+        )
+        .unwrap();
         assert!(script.contains("export PHYTRACE_MODULES="));
         assert!(script.trim_end().ends_with(r"'echo' 'a'\''b'"));
     }
