@@ -106,12 +106,12 @@ assert_clean_dmesg() {
 
 # --- modules ---
 
-module_loaded() { grep -q "^$1 " /proc/modules; }
+module_loaded() { [[ -e /sys/module/$1/refcnt ]]; }
 
 unload_all() {
     local m d
     for d in /sys/class/net/sim*; do
-        if [[ -e $d ]]; then ip link set dev "$(basename "$d")" down 2>/dev/null || true; fi
+        if [[ -e $d ]]; then ip link set dev "${d##*/}" down 2>/dev/null || true; fi
     done
     for m in phy_sim ax88796b_rust ax88796b; do
         module_loaded "$m" || continue
@@ -161,35 +161,64 @@ trap_cleanup() { trap cleanup EXIT; }
 # simdev MODEL: the netdev of the first PHY of that model (ax88772a|ax88772c|ax88796b).
 simdev() {
     local d want=${1^^}
-    want=${want#AX}
+    want=AX${want#AX}
     for d in "$SIM_DBG"/sim*; do
-        if grep -q "^model: AX$want\$" "$d/info" 2>/dev/null; then
-            basename "$d"
+        if [[ $(sim_info "${d##*/}" model) == "$want" ]]; then
+            echo "${d##*/}"
             return 0
         fi
     done
     fail "no simulated PHY of model $1"
 }
 
-sim_devs() { local d; for d in "$SIM_DBG"/sim*; do [[ -d $d ]] && basename "$d"; done; }
+sim_devs() { local d; for d in "$SIM_DBG"/sim*; do [[ -d $d ]] && echo "${d##*/}"; done; }
 
 # sim_set DEV FILE VALUE / sim_get DEV FILE
 sim_set() { echo "$3" >"$SIM_DBG/$1/$2"; }
-sim_get() { cat "$SIM_DBG/$1/$2"; }
+sim_get() {
+    local line
+    while IFS= read -r line; do echo "$line"; done <"$SIM_DBG/$1/$2"
+}
+
+# The helpers below use bash builtins only: every exec is expensive in a TCG guest.
 
 # sim_info DEV KEY: one field of the info file (state, driver, phy_speed, ...).
-sim_info() { awk -F': ' -v k="$2" '$1 == k { print $2 }' "$SIM_DBG/$1/info"; }
+sim_info() {
+    local line
+    while IFS= read -r line; do
+        if [[ $line == "$2: "* ]]; then
+            echo "${line#*: }"
+            return 0
+        fi
+    done <"$SIM_DBG/$1/info"
+}
 
 # counter DEV REG COLUMN: COLUMN is reads, writes, rd_err or wr_err; REG a name (BMSR) or 0x01.
 counter() {
-    awk -v r="$2" -v c="$3" '
-        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-        ($1 == r || toupper($2) == toupper(r)) && (c in col) { print $(col[c]); exit }
-    ' "$SIM_DBG/$1/counters"
+    local -a f hdr
+    local i col=-1
+    {
+        read -r -a hdr
+        for i in "${!hdr[@]}"; do [[ ${hdr[i]} == "$3" ]] && col=$i; done
+        while read -r -a f; do
+            if [[ ${f[0]} == "$2" || ${f[1]^^} == "${2^^}" ]]; then
+                ((col >= 0)) && echo "${f[col]}"
+                return 0
+            fi
+        done
+    } <"$SIM_DBG/$1/counters"
 }
 
 # counter_total DEV KEY: total_reads, total_writes, resets, resets_ignored, aneg_restarts.
-counter_total() { awk -v k="$2" '$1 == k { print $2 }' "$SIM_DBG/$1/counters"; }
+counter_total() {
+    local k v
+    while read -r k v; do
+        if [[ $k == "$2" ]]; then
+            echo "$v"
+            return 0
+        fi
+    done <"$SIM_DBG/$1/counters"
+}
 
 reset_counters() { echo 0 >"$SIM_DBG/counters"; }
 
@@ -198,9 +227,15 @@ reset_counters() { echo 0 >"$SIM_DBG/counters"; }
 link_up() { local d; for d in "$@"; do ip link set dev "$d" up; done; }
 link_down() { local d; for d in "$@"; do ip link set dev "$d" down; done; }
 
-carrier() { cat "/sys/class/net/$1/carrier" 2>/dev/null || echo "?"; }
-speed() { cat "/sys/class/net/$1/speed" 2>/dev/null || echo "?"; }
-duplex() { cat "/sys/class/net/$1/duplex" 2>/dev/null || echo "?"; }
+# netfile DEV FILE: /sys/class/net/DEV/FILE, or "?" (e.g. speed while the link is down).
+netfile() {
+    local v
+    { read -r v <"/sys/class/net/$1/$2"; } 2>/dev/null || v="?"
+    echo "$v"
+}
+carrier() { netfile "$1" carrier; }
+speed() { netfile "$1" speed; }
+duplex() { netfile "$1" duplex; }
 
 # wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
 wait_for() {
@@ -240,14 +275,17 @@ wait_state() {
 bound_driver() {
     local addr
     addr=$(sim_info "$1" addr)
-    basename "$(readlink "$MDIO_DEVS/phy_sim-0:$(printf %02x "$addr")/driver")"
+    local link
+    link=$(readlink "$MDIO_DEVS/phy_sim-0:$(printf %02x "$addr")/driver")
+    echo "${link##*/}"
 }
 
 # The module behind that driver.
 bound_module() {
     local drv
     drv=$(bound_driver "$1")
-    basename "$(readlink "/sys/bus/mdio_bus/drivers/$drv/module")"
+    drv=$(readlink "/sys/bus/mdio_bus/drivers/$drv/module")
+    echo "${drv##*/}"
 }
 
 # record KEY VALUE: observable outcomes, compared between the drivers by compare_outcomes.

@@ -96,6 +96,7 @@ async fn record(args: &RecordArgs) -> Result<ExitCode> {
         modules: args.modules.clone(),
     })?;
     let attached_in = started.elapsed();
+    let startup = tracer.startup();
     let probes: Vec<ProbeEntry> = tracer
         .probe_table()
         .into_iter()
@@ -121,9 +122,13 @@ async fn record(args: &RecordArgs) -> Result<ExitCode> {
     write(&mut events, &mut writer)?;
     let waiting = tracer.waiting_for();
     eprintln!(
-        "phytrace: recording to {} (attached in {} ms{})",
+        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes {} ms, modules {} ms{})",
         args.output.display(),
         attached_in.as_millis(),
+        startup.btf.as_millis(),
+        startup.load.as_millis(),
+        startup.mdio.as_millis(),
+        startup.modules.as_millis(),
         if waiting.is_empty() {
             String::new()
         } else {

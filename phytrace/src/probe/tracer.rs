@@ -45,6 +45,26 @@ pub struct TracerOptions {
     pub modules: Vec<String>,
 }
 
+/// Where start-up time went, for `record`'s first line and the benchmarks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StartupTimings {
+    /// Reading vmlinux BTF (offsets, `enum phy_state`).
+    pub btf: Duration,
+    /// Loading the eBPF object (verifier included).
+    pub load: Duration,
+    /// Attaching the MDIO kprobes and kretprobes.
+    pub mdio: Duration,
+    /// Finding driver modules and attaching their callbacks.
+    pub modules: Duration,
+}
+
+impl StartupTimings {
+    /// The whole start-up.
+    pub fn total(&self) -> Duration {
+        self.btf + self.load + self.mdio + self.modules
+    }
+}
+
 /// A driver module whose callbacks are probed.
 struct AttachedModule {
     instance: LoadedModule,
@@ -66,6 +86,7 @@ pub struct Tracer {
     lost_reported: u64,
     last_poll: Instant,
     states: PhyStates,
+    startup: StartupTimings,
 }
 
 /// `CLOCK_MONOTONIC` now, the clock the eBPF programs stamp events with.
@@ -93,18 +114,28 @@ impl Tracer {
     /// Must be called inside a tokio runtime. Loads the programs, attaches the MDIO probes and the callbacks of loaded driver
     /// modules; returns the session and its first events (one `Attached` per module).
     pub fn start(options: TracerOptions) -> Result<(Self, Vec<Event>)> {
+        let mut startup = StartupTimings::default();
+        let mut phase = Instant::now();
+        let mut lap = || {
+            let elapsed = phase.elapsed();
+            phase = Instant::now();
+            elapsed
+        };
         let kernel_btf = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))?;
         let offsets = kernel_btf.offsets()?;
         let states = kernel_btf.phy_states()?;
+        startup.btf = lap();
         let mut ebpf = loader::load(&LoadOptions {
             ring_size: options.ring_size,
             offsets,
             selftest_tgid: 0,
         })?;
+        startup.load = lap();
         for (symbol, enter, exit) in MDIO_PROBES {
             attach(&mut ebpf, enter, symbol)?;
             attach(&mut ebpf, exit, symbol)?;
         }
+        startup.mdio = lap();
         let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
         let drops = PerCpuArray::try_from(ebpf.take_map("DROPS").context("DROPS map")?)?;
         // SAFETY: the ring buffer owns its map fd, which stays open and unchanged for as long
@@ -123,10 +154,17 @@ impl Tracer {
             lost_reported: 0,
             last_poll: Instant::now(),
             states,
+            startup,
         };
         let mut events = Vec::new();
         tracer.sync_modules(&mut events)?;
+        tracer.startup.modules = lap();
         Ok((tracer, events))
+    }
+
+    /// Where start-up time went.
+    pub fn startup(&self) -> StartupTimings {
+        self.startup
     }
 
     /// `enum phy_state` of the traced kernel.
