@@ -2,6 +2,7 @@
 //! replayed through the same model as a live trace. The format is described in
 //! `docs/capture-format.md`.
 
+pub mod dictionary;
 pub mod format;
 pub mod reader;
 pub mod writer;
