@@ -1,6 +1,7 @@
 //! The probe programs and their maps.
 
 use aya_ebpf::{
+    EbpfContext,
     helpers::{
         bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_boot_ns,
         bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
@@ -9,12 +10,11 @@ use aya_ebpf::{
     macros::{kprobe, kretprobe, map},
     maps::{HashMap, PerCpuArray, RingBuf},
     programs::{ProbeContext, RetProbeContext},
-    EbpfContext,
 };
 use aya_log_ebpf::info;
 use phytrace_common::{
-    KernelOffsets, RawEvent, RawKind, DROP_COUNTERS, DROP_RING_FULL, DROP_STACK_OVERFLOW,
-    MAX_CALLBACK_DEPTH,
+    DROP_COUNTERS, DROP_RING_FULL, DROP_STACK_OVERFLOW, KernelOffsets, MAX_CALLBACK_DEPTH,
+    RawEvent, RawKind,
 };
 
 /// Struct offsets, overridden by the loader from vmlinux BTF.
@@ -171,7 +171,9 @@ fn func_ip<C: EbpfContext>(ctx: &C) -> u64 {
 
 #[kprobe]
 pub fn callback_enter(ctx: ProbeContext) -> u32 {
-    let Some(phydev) = ctx.arg::<u64>(0) else { return 0 };
+    let Some(phydev) = ctx.arg::<u64>(0) else {
+        return 0;
+    };
     let off = offsets();
     let ip = func_ip(&ctx);
     let now = unsafe_ktime();
@@ -181,13 +183,21 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     let empty = CallStack {
         depth: 0,
         _pad: 0,
-        frames: [Frame { ip: 0, phydev: 0, ts_ns: 0, state_before: 0, _pad: 0 }; MAX_CALLBACK_DEPTH],
+        frames: [Frame {
+            ip: 0,
+            phydev: 0,
+            ts_ns: 0,
+            state_before: 0,
+            _pad: 0,
+        }; MAX_CALLBACK_DEPTH],
     };
     if CALL_STACKS.get_ptr(tid).is_none() && CALL_STACKS.insert(tid, empty, 0).is_err() {
         count_drop(DROP_STACK_OVERFLOW);
         return 0;
     }
-    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else { return 0 };
+    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else {
+        return 0;
+    };
     // SAFETY: the pointer is this thread's map entry; only this thread touches it.
     let stack = unsafe { &mut *stack };
     let depth = stack.depth as usize;
@@ -195,7 +205,13 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
         count_drop(DROP_STACK_OVERFLOW);
         return 0;
     }
-    stack.frames[depth] = Frame { ip, phydev, ts_ns: now, state_before, _pad: 0 };
+    stack.frames[depth] = Frame {
+        ip,
+        phydev,
+        ts_ns: now,
+        state_before,
+        _pad: 0,
+    };
     stack.depth += 1;
 
     if let Some(mut entry) = reserve(RawKind::CallbackEnter) {
@@ -213,7 +229,9 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
 #[kretprobe]
 pub fn callback_exit(ctx: RetProbeContext) -> u32 {
     let tid = tid();
-    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else { return 0 };
+    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else {
+        return 0;
+    };
     // SAFETY: the pointer is this thread's map entry; only this thread touches it.
     let stack = unsafe { &mut *stack };
     if stack.depth == 0 {
@@ -252,7 +270,13 @@ fn mdio_enter(ctx: &ProbeContext, value: u16) -> u32 {
     else {
         return 0;
     };
-    let pending = PendingMdio { ts_ns: unsafe_ktime(), bus, addr, regnum: regnum as u16, value };
+    let pending = PendingMdio {
+        ts_ns: unsafe_ktime(),
+        bus,
+        addr,
+        regnum: regnum as u16,
+        value,
+    };
     if PENDING_MDIO.insert(tid(), pending, 0).is_err() {
         count_drop(DROP_STACK_OVERFLOW);
     }
@@ -262,12 +286,16 @@ fn mdio_enter(ctx: &ProbeContext, value: u16) -> u32 {
 fn mdio_exit(ctx: &RetProbeContext, kind: RawKind) -> u32 {
     let tid = tid();
     // SAFETY: the value is copied out before the entry is removed.
-    let Some(pending) = (unsafe { PENDING_MDIO.get(tid) }).copied() else { return 0 };
+    let Some(pending) = (unsafe { PENDING_MDIO.get(tid) }).copied() else {
+        return 0;
+    };
     let _ = PENDING_MDIO.remove(tid);
     let ret: i64 = ctx.ret::<i32>() as i64;
     let off = offsets();
 
-    let Some(mut entry) = reserve(kind) else { return 0 };
+    let Some(mut entry) = reserve(kind) else {
+        return 0;
+    };
     // SAFETY: `reserve` initialised the entry.
     let event = unsafe { entry.assume_init_mut() };
     event.func_ip = func_ip(ctx);

@@ -17,7 +17,10 @@ pub fn relative_time(ts_ns: u64, start_ns: u64) -> String {
     let delta = i128::from(ts_ns) - i128::from(start_ns);
     let sign = if delta < 0 { "-" } else { "" };
     let us = delta.unsigned_abs() / 1_000;
-    format!("{:>12}", format!("{sign}{}.{:06}", us / 1_000_000, us % 1_000_000))
+    format!(
+        "{:>12}",
+        format!("{sign}{}.{:06}", us / 1_000_000, us % 1_000_000)
+    )
 }
 
 /// A duration in the most readable unit: `850ns`, `78.1µs`, `12.3ms`, `1.20s`.
@@ -65,7 +68,11 @@ pub fn link(link: &LinkState) -> String {
 }
 
 fn state_change(from: &PhyState, to: &PhyState) -> String {
-    if from == to { to.name.clone() } else { format!("{}→{}", from.name, to.name) }
+    if from == to {
+        to.name.clone()
+    } else {
+        format!("{}→{}", from.name, to.name)
+    }
 }
 
 /// The text line of `event` (without newline); `applied` is what the model said it changed.
@@ -74,7 +81,11 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
     let key = applied.key.as_deref().unwrap_or("-");
     let _ = write!(line, "  {key:<14}");
     match &event.kind {
-        EventKind::CallbackEnter { callback, depth, state } => {
+        EventKind::CallbackEnter {
+            callback,
+            depth,
+            state,
+        } => {
             let indent = "  ".repeat(usize::from(depth.saturating_sub(1)));
             let _ = write!(line, "{indent}→ {}  {}", callback.name, state.name);
             if let Some(t) = &applied.transition
@@ -83,7 +94,15 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
                 let _ = write!(line, " (was {})", from.name);
             }
         }
-        EventKind::CallbackExit { callback, depth, latency_ns, ret, state_before, state_after, .. } => {
+        EventKind::CallbackExit {
+            callback,
+            depth,
+            latency_ns,
+            ret,
+            state_before,
+            state_after,
+            ..
+        } => {
             let indent = "  ".repeat(usize::from(depth.saturating_sub(1)));
             let _ = write!(
                 line,
@@ -97,7 +116,14 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
                 let _ = write!(line, "  link {}", self::link(&change.to));
             }
         }
-        EventKind::Mdio { op, reg, value, error, caller, .. } => {
+        EventKind::Mdio {
+            op,
+            reg,
+            value,
+            error,
+            caller,
+            ..
+        } => {
             let caller = caller.as_ref().map_or("(phylib)", |c| c.name.as_str());
             let op = match op {
                 MdioOp::Read => "read ",
@@ -123,8 +149,16 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
                 }
             }
         }
-        EventKind::Attached { module, callbacks, reattached } => {
-            let again = if *reattached { "re-attached" } else { "attached" };
+        EventKind::Attached {
+            module,
+            callbacks,
+            reattached,
+        } => {
+            let again = if *reattached {
+                "re-attached"
+            } else {
+                "attached"
+            };
             let _ = write!(line, "{again} to {module} ({callbacks} callbacks)");
         }
         EventKind::Detached { module } => {

@@ -32,13 +32,36 @@ pub const MODULE: &str = "ax88796b_rust";
 
 /// The simulated PHYs: bus, address, id, driver name, Rust type, callbacks.
 const PHYS: &[(&str, u8, u32, &str, &str)] = &[
-    ("phy_sim-0", 0x10, 0x003b_1861, "Asix Electronics AX88772A", "PhyAX88772A"),
-    ("phy_sim-1", 0x10, 0x003b_1881, "Asix Electronics AX88772C", "PhyAX88772C"),
-    ("phy_sim-2", 0x00, 0x003b_1841, "Asix Electronics AX88796B", "PhyAX88796B"),
+    (
+        "phy_sim-0",
+        0x10,
+        0x003b_1861,
+        "Asix Electronics AX88772A",
+        "PhyAX88772A",
+    ),
+    (
+        "phy_sim-1",
+        0x10,
+        0x003b_1881,
+        "Asix Electronics AX88772C",
+        "PhyAX88772C",
+    ),
+    (
+        "phy_sim-2",
+        0x00,
+        0x003b_1841,
+        "Asix Electronics AX88796B",
+        "PhyAX88796B",
+    ),
 ];
 
 /// Callbacks generated for every PHY.
-const CALLBACKS: &[&str] = &["soft_reset", "config_aneg", "read_status", "link_change_notify"];
+const CALLBACKS: &[&str] = &[
+    "soft_reset",
+    "config_aneg",
+    "read_status",
+    "link_change_notify",
+];
 
 const BMCR: u16 = 0x00;
 const BMSR: u16 = 0x01;
@@ -56,7 +79,10 @@ pub fn phy_state(value: u32) -> PhyState {
         .iter()
         .find(|(v, _)| *v == value)
         .map_or("UNKNOWN", |(_, n)| n);
-    PhyState { value, name: name.to_owned() }
+    PhyState {
+        value,
+        name: name.to_owned(),
+    }
 }
 
 /// A capture header matching the synthetic stream (probe table, 6.12 states).
@@ -78,7 +104,10 @@ pub fn header() -> Header {
     Header::new(
         "6.12.0-phytrace".to_owned(),
         "synth".to_owned(),
-        ClockRef { boot_ns: 1_000_000_000, unix_ns: 1_767_225_600_000_000_000 },
+        ClockRef {
+            boot_ns: 1_000_000_000,
+            unix_ns: 1_767_225_600_000_000_000,
+        },
         probes,
         PHY_STATES_6_12.iter().map(|&(v, _)| phy_state(v)).collect(),
     )
@@ -131,7 +160,12 @@ impl Synth {
             .take(count.clamp(1, PHYS.len()))
             .enumerate()
             .map(|(i, &(bus, addr, phy_id, driver, ty))| SimPhy {
-                phy: PhyRef { bus: bus.to_owned(), addr, phy_id, driver: driver.to_owned() },
+                phy: PhyRef {
+                    bus: bus.to_owned(),
+                    addr,
+                    phy_id,
+                    driver: driver.to_owned(),
+                },
                 driver_type: format!("{MODULE}::{ty}"),
                 tid: 120 + i as u32,
                 phase: Phase::Fresh,
@@ -175,12 +209,22 @@ impl Synth {
 
     fn enter(&mut self, p: usize, name: &str) {
         self.ts_ns += 2_000 + self.below(3_000);
-        let callback =
-            Callback { name: name.to_owned(), driver_type: self.phys[p].driver_type.clone() };
+        let callback = Callback {
+            name: name.to_owned(),
+            driver_type: self.phys[p].driver_type.clone(),
+        };
         let state = self.phys[p].state;
         self.stack.push((callback.clone(), self.ts_ns, state));
         let depth = self.stack.len() as u8;
-        self.event(p, true, EventKind::CallbackEnter { callback, depth, state: phy_state(state) });
+        self.event(
+            p,
+            true,
+            EventKind::CallbackEnter {
+                callback,
+                depth,
+                state: phy_state(state),
+            },
+        );
     }
 
     fn exit(&mut self, p: usize, ret: i64) {
@@ -210,8 +254,20 @@ impl Synth {
         self.ts_ns += latency_ns;
         let caller = self.stack.last().map(|(c, _, _)| c.clone());
         let state = Some(phy_state(self.phys[p].state));
-        let value = if error.is_some() && op == MdioOp::Read { 0 } else { value };
-        let kind = EventKind::Mdio { op, reg, value, error, latency_ns, caller, state };
+        let value = if error.is_some() && op == MdioOp::Read {
+            0
+        } else {
+            value
+        };
+        let kind = EventKind::Mdio {
+            op,
+            reg,
+            value,
+            error,
+            latency_ns,
+            caller,
+            state,
+        };
         self.event(p, true, kind);
     }
 
@@ -286,7 +342,11 @@ impl Synth {
         if !self.attached {
             self.attached = true;
             let callbacks = self.phys.len() * CALLBACKS.len();
-            let kind = EventKind::Attached { module: MODULE.to_owned(), callbacks, reattached: false };
+            let kind = EventKind::Attached {
+                module: MODULE.to_owned(),
+                callbacks,
+                reattached: false,
+            };
             self.event(0, false, kind);
         }
         let p = self.below(self.phys.len() as u64) as usize;
@@ -360,10 +420,18 @@ mod tests {
         assert!(has(|k| matches!(k, EventKind::Attached { .. })));
         assert!(has(|k| matches!(k, EventKind::Lost { .. })));
         assert!(has(|k| matches!(k, EventKind::Mdio { error: Some(_), .. })));
-        assert!(has(|k| matches!(k, EventKind::CallbackEnter { depth: 2, .. })));
-        assert!(has(|k| matches!(k, EventKind::CallbackExit { ret: -110, .. })));
-        let keys: std::collections::BTreeSet<_> =
-            events.iter().filter_map(|e| e.phy.as_ref().map(|p| p.key())).collect();
+        assert!(has(|k| matches!(
+            k,
+            EventKind::CallbackEnter { depth: 2, .. }
+        )));
+        assert!(has(|k| matches!(
+            k,
+            EventKind::CallbackExit { ret: -110, .. }
+        )));
+        let keys: std::collections::BTreeSet<_> = events
+            .iter()
+            .filter_map(|e| e.phy.as_ref().map(|p| p.key()))
+            .collect();
         assert_eq!(keys.len(), 3);
     }
 }

@@ -34,7 +34,9 @@ fn capture(seed: u64, n: usize) -> (Vec<Event>, Vec<u8>, Vec<usize>) {
 fn read(bytes: &[u8]) -> Option<Capture> {
     match Reader::new(bytes, "mem") {
         Ok(reader) => Some(Capture::collect(reader)),
-        Err(OpenError::BadHeader { .. } | OpenError::Empty { .. } | OpenError::Unsupported { .. }) => None,
+        Err(
+            OpenError::BadHeader { .. } | OpenError::Empty { .. } | OpenError::Unsupported { .. },
+        ) => None,
         Err(e) => panic!("unexpected error {e}"),
     }
 }
@@ -42,7 +44,10 @@ fn read(bytes: &[u8]) -> Option<Capture> {
 /// Number of event records whole in the first `len` bytes (line 1 is the header); a record
 /// without its newline is whole.
 fn whole_events_in(ends: &[usize], len: usize) -> usize {
-    ends.iter().skip(1).take_while(|&&end| end - 1 <= len).count()
+    ends.iter()
+        .skip(1)
+        .take_while(|&&end| end - 1 <= len)
+        .count()
 }
 
 /// Index of the first event that differs, if any (the events themselves are too long to print).

@@ -16,7 +16,9 @@ struct Cli {
 }
 
 fn args(argv: &[&str]) -> DumpArgs {
-    Cli::try_parse_from(std::iter::once("dump").chain(argv.iter().copied())).unwrap().dump
+    Cli::try_parse_from(std::iter::once("dump").chain(argv.iter().copied()))
+        .unwrap()
+        .dump
 }
 
 fn temp(name: &str) -> PathBuf {
@@ -36,7 +38,11 @@ fn capture(path: &Path, events: &[Event], close: bool) {
 fn run(argv: &[&str]) -> (ExitCode, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = dump(&args(argv), &mut out, &mut err).unwrap();
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
 }
 
 #[test]
@@ -49,17 +55,30 @@ fn text_shows_callbacks_accesses_and_changes() {
     assert_eq!(err, "");
     let lines: Vec<_> = out.lines().collect();
     assert_eq!(lines.len(), 401);
-    assert!(lines[0].ends_with("attached to ax88796b_rust (4 callbacks)"), "{}", lines[0]);
-    assert!(lines[1].contains("phy_sim-0:10  → soft_reset  READY"), "{}", lines[1]);
     assert!(
-        out.contains("read_status → read  BMSR      0x786d  [ERCAP LSTATUS ANEGCAPABLE ANEGCOMPLETE"),
+        lines[0].ends_with("attached to ax88796b_rust (4 callbacks)"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("phy_sim-0:10  → soft_reset  READY"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        out.contains(
+            "read_status → read  BMSR      0x786d  [ERCAP LSTATUS ANEGCAPABLE ANEGCOMPLETE"
+        ),
         "{out}"
     );
     assert!(out.contains("(+LSTATUS)"), "{out}");
     assert!(out.contains("(-LSTATUS -ANEGCOMPLETE)"), "{out}");
     assert!(out.contains("← read_status"), "{out}");
     assert!(out.contains("link up 100/full"), "{out}");
-    assert!(out.contains("    → soft_reset"), "nested calls are indented: {out}");
+    assert!(
+        out.contains("    → soft_reset"),
+        "nested calls are indented: {out}"
+    );
     assert!(out.contains("failed -110 (ETIMEDOUT)"), "{out}");
     assert!(lines[400].starts_with("# end "), "{}", lines[400]);
     std::fs::remove_file(&path).unwrap();
@@ -71,21 +90,47 @@ fn json_and_filters() {
     let events: Vec<_> = Synth::with_phys(2, 3).take(2_000).collect();
     capture(&path, &events, true);
     let p = path.to_str().unwrap();
-    let (code, out, _) = run(&[p, "--format", "json", "--phy", "phy_sim-1", "--kind", "mdio", "exit"]);
+    let (code, out, _) = run(&[
+        p,
+        "--format",
+        "json",
+        "--phy",
+        "phy_sim-1",
+        "--kind",
+        "mdio",
+        "exit",
+    ]);
     assert_eq!(code, ExitCode::SUCCESS);
-    let parsed: Vec<Event> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let parsed: Vec<Event> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let expected: Vec<_> = events
         .iter()
         .filter(|e| e.phy.as_ref().is_some_and(|p| p.bus == "phy_sim-1"))
-        .filter(|e| matches!(e.kind, EventKind::Mdio { .. } | EventKind::CallbackExit { .. }))
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Mdio { .. } | EventKind::CallbackExit { .. }
+            )
+        })
         .cloned()
         .collect();
     assert!(!expected.is_empty());
     assert_eq!(parsed, expected);
     let (_, out, _) = run(&[p, "--kind=lost,attached"]);
-    assert!(out.lines().filter(|l| !l.starts_with('#')).all(|l| l.contains("LOST") || l.contains("attached")));
+    assert!(
+        out.lines()
+            .filter(|l| !l.starts_with('#'))
+            .all(|l| l.contains("LOST") || l.contains("attached"))
+    );
     let (_, out, _) = run(&[p, "--phy", "AX88796B", "--kind", "enter"]);
-    assert!(out.lines().filter(|l| !l.starts_with('#')).all(|l| l.contains("phy_sim-2:00")), "{out}");
+    assert!(
+        out.lines()
+            .filter(|l| !l.starts_with('#'))
+            .all(|l| l.contains("phy_sim-2:00")),
+        "{out}"
+    );
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -95,7 +140,13 @@ fn damaged_capture_warns_and_succeeds() {
     let events: Vec<_> = Synth::new(3).take(50).collect();
     capture(&path, &events, false);
     let mut bytes = std::fs::read(&path).unwrap();
-    let third = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(2).unwrap().0;
+    let third = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(2)
+        .unwrap()
+        .0;
     bytes[third + 3] = b'#';
     bytes.truncate(bytes.len() - 5);
     std::fs::write(&path, &bytes).unwrap();
@@ -107,7 +158,10 @@ fn damaged_capture_warns_and_succeeds() {
     assert!(warnings[0].contains(": line 4 (byte "), "{err}");
     assert!(warnings[0].contains("corrupt record"), "{err}");
     assert!(warnings[1].contains("truncated record"), "{err}");
-    assert!(warnings[2].ends_with("capture not closed cleanly (no trailer)"), "{err}");
+    assert!(
+        warnings[2].ends_with("capture not closed cleanly (no trailer)"),
+        "{err}"
+    );
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -116,13 +170,19 @@ fn unreadable_files_exit_2() {
     let (code, out, err) = run(&["/nonexistent/x.jsonl"]);
     assert_eq!(code, ExitCode::from(2));
     assert_eq!(out, "");
-    assert!(err.contains("/nonexistent/x.jsonl") && err.contains("No such file"), "{err}");
+    assert!(
+        err.contains("/nonexistent/x.jsonl") && err.contains("No such file"),
+        "{err}"
+    );
 
     let path = temp("bad.jsonl");
     std::fs::write(&path, "hello\n").unwrap();
     let (code, _, err) = run(&[path.to_str().unwrap()]);
     assert_eq!(code, ExitCode::from(2));
-    assert!(err.contains("line 1 (byte 0): not a phytrace capture header"), "{err}");
+    assert!(
+        err.contains("line 1 (byte 0): not a phytrace capture header"),
+        "{err}"
+    );
 
     capture(&path, &[], false);
     let mut bytes = std::fs::read(&path).unwrap();
@@ -130,7 +190,10 @@ fn unreadable_files_exit_2() {
     std::fs::write(&path, &bytes).unwrap();
     let (code, _, err) = run(&[path.to_str().unwrap()]);
     assert_eq!(code, ExitCode::from(2), "{err}");
-    assert!(err.contains("no event could be read (2 damaged records)"), "{err}");
+    assert!(
+        err.contains("no event could be read (2 damaged records)"),
+        "{err}"
+    );
     std::fs::remove_file(&path).unwrap();
 }
 

@@ -54,7 +54,10 @@ impl Interner {
     /// Knows the states of the header's table.
     pub fn new(states: &[PhyState]) -> Self {
         let states = states.iter().map(|s| (s.value, s.name.clone())).collect();
-        Self { states, ..Self::default() }
+        Self {
+            states,
+            ..Self::default()
+        }
     }
 
     /// The id of `phy`, pushing its definition to `new` the first time.
@@ -64,7 +67,10 @@ impl Interner {
         }
         let id = self.phys.len() as u32;
         self.phys.insert(phy.clone(), id);
-        new.push(Definition::Phy(PhyDef { id, phy: phy.clone() }));
+        new.push(Definition::Phy(PhyDef {
+            id,
+            phy: phy.clone(),
+        }));
         id
     }
 
@@ -75,7 +81,10 @@ impl Interner {
         }
         let id = self.callbacks.len() as u32;
         self.callbacks.insert(callback.clone(), id);
-        new.push(Definition::Callback(CallbackDef { id, callback: callback.clone() }));
+        new.push(Definition::Callback(CallbackDef {
+            id,
+            callback: callback.clone(),
+        }));
         id
     }
 
@@ -100,7 +109,10 @@ impl Tables {
     /// Knows the states of the header's table.
     pub fn new(states: &[PhyState]) -> Self {
         let states = states.iter().map(|s| (s.value, s.name.clone())).collect();
-        Self { states, ..Self::default() }
+        Self {
+            states,
+            ..Self::default()
+        }
     }
 
     /// Records a PHY definition.
@@ -134,7 +146,10 @@ impl Tables {
 
     /// The state with value `value`, named if a name is known (empty otherwise).
     pub fn state(&self, value: u32) -> PhyState {
-        PhyState { value, name: self.states.get(&value).cloned().unwrap_or_default() }
+        PhyState {
+            value,
+            name: self.states.get(&value).cloned().unwrap_or_default(),
+        }
     }
 }
 

@@ -61,13 +61,23 @@ impl Header {
 
     /// A header for tracing the machine phytrace runs on: kernel release and host name come
     /// from `/proc/sys/kernel` (empty if unreadable).
-    pub fn for_this_host(clock: ClockRef, probes: Vec<ProbeEntry>, phy_states: Vec<PhyState>) -> Self {
+    pub fn for_this_host(
+        clock: ClockRef,
+        probes: Vec<ProbeEntry>,
+        phy_states: Vec<PhyState>,
+    ) -> Self {
         let read = |file: &str| {
             std::fs::read_to_string(format!("/proc/sys/kernel/{file}"))
                 .map(|s| s.trim().to_owned())
                 .unwrap_or_default()
         };
-        Self::new(read("osrelease"), read("hostname"), clock, probes, phy_states)
+        Self::new(
+            read("osrelease"),
+            read("hostname"),
+            clock,
+            probes,
+            phy_states,
+        )
     }
 }
 
@@ -182,7 +192,7 @@ pub(crate) const EVENT_TYPE: &str = "event";
 /// The flat form of an [`Event`] in a capture file. Fields that do not apply to the event's
 /// `kind` are absent; PHYs and callbacks are ids of definition records, states are values named
 /// by the header (or a `state` record).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WireEvent<'a> {
     #[serde(rename = "type", borrow)]
     pub record: Cow<'a, str>,
@@ -245,7 +255,11 @@ impl<'a> WireEvent<'a> {
             Some(s.value)
         };
         let kind = match &event.kind {
-            EventKind::CallbackEnter { callback, depth, state: s } => {
+            EventKind::CallbackEnter {
+                callback,
+                depth,
+                state: s,
+            } => {
                 w.depth = Some(*depth);
                 w.state = state(s);
                 w.cb = Some(ids.callback(callback, new));
@@ -271,7 +285,15 @@ impl<'a> WireEvent<'a> {
                 w.cb = Some(ids.callback(callback, new));
                 "callback_exit"
             }
-            EventKind::Mdio { op, reg, value, error, latency_ns, caller, state: s } => {
+            EventKind::Mdio {
+                op,
+                reg,
+                value,
+                error,
+                latency_ns,
+                caller,
+                state: s,
+            } => {
                 w.op = Some(*op);
                 w.reg = Some(*reg);
                 w.val = Some(*value);
@@ -281,7 +303,11 @@ impl<'a> WireEvent<'a> {
                 w.cb = caller.as_ref().map(|c| ids.callback(c, new));
                 "mdio"
             }
-            EventKind::Attached { module, callbacks, reattached } => {
+            EventKind::Attached {
+                module,
+                callbacks,
+                reattached,
+            } => {
                 w.module = Some(Cow::Borrowed(module));
                 w.callbacks = Some(*callbacks);
                 w.reattached = Some(*reattached);
@@ -338,11 +364,21 @@ impl<'a> WireEvent<'a> {
                 callbacks: need(self.callbacks, "callbacks")?,
                 reattached: self.reattached.unwrap_or(false),
             },
-            "detached" => EventKind::Detached { module: need(self.module, "module")?.into_owned() },
-            "lost" => EventKind::Lost { count: need(self.count, "count")? },
+            "detached" => EventKind::Detached {
+                module: need(self.module, "module")?.into_owned(),
+            },
+            "lost" => EventKind::Lost {
+                count: need(self.count, "count")?,
+            },
             other => return Err(format!("unknown event kind `{other}`")),
         };
-        Ok(Event { ts_ns: self.ts, cpu: self.cpu, tid: self.tid, phy, kind })
+        Ok(Event {
+            ts_ns: self.ts,
+            cpu: self.cpu,
+            tid: self.tid,
+            phy,
+            kind,
+        })
     }
 }
 
@@ -369,8 +405,12 @@ mod hex_u64 {
         match HexOrNumber::deserialize(d)? {
             HexOrNumber::Number(n) => Ok(n),
             HexOrNumber::Hex(s) => {
-                let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(&s);
-                u64::from_str_radix(digits, 16).map_err(|e| D::Error::custom(format!("address {s:?}: {e}")))
+                let digits = s
+                    .strip_prefix("0x")
+                    .or_else(|| s.strip_prefix("0X"))
+                    .unwrap_or(&s);
+                u64::from_str_radix(digits, 16)
+                    .map_err(|e| D::Error::custom(format!("address {s:?}: {e}")))
             }
         }
     }

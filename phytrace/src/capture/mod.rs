@@ -3,6 +3,7 @@
 //! `docs/capture-format.md`.
 
 pub mod dictionary;
+mod fast;
 pub mod format;
 pub mod reader;
 pub mod writer;
@@ -44,7 +45,12 @@ impl Capture {
                 Err(issue) => issues.push(issue),
             }
         }
-        Self { header: reader.header().clone(), events, trailer: reader.trailer().cloned(), issues }
+        Self {
+            header: reader.header().clone(),
+            events,
+            trailer: reader.trailer().cloned(),
+            issues,
+        }
     }
 }
 

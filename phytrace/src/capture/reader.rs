@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::dictionary::Tables;
-use super::format::{EVENT_TYPE, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent};
+use super::format::{
+    EVENT_TYPE, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent,
+};
 use crate::event::Event;
 
 /// Longest record accepted; longer lines are skipped (and reported) without being buffered.
@@ -70,7 +72,11 @@ pub struct ReadIssue {
 
 impl fmt::Display for ReadIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {} (byte {}): {}", self.line, self.offset, self.problem)
+        write!(
+            f,
+            "line {} (byte {}): {}",
+            self.line, self.offset, self.problem
+        )
     }
 }
 
@@ -171,7 +177,11 @@ impl<R: BufRead> Lines<R> {
                 }
                 self.line += 1;
                 self.offset += consumed;
-                return Ok(Some(if too_long { LineEnd::TooLong } else { LineEnd::Eof }));
+                return Ok(Some(if too_long {
+                    LineEnd::TooLong
+                } else {
+                    LineEnd::Eof
+                }));
             }
             let (chunk, used, newline) = match memchr::memchr(b'\n', available) {
                 Some(i) => (&available[..i], i + 1, true),
@@ -188,7 +198,11 @@ impl<R: BufRead> Lines<R> {
             if newline {
                 self.line += 1;
                 self.offset += consumed;
-                return Ok(Some(if too_long { LineEnd::TooLong } else { LineEnd::Newline }));
+                return Ok(Some(if too_long {
+                    LineEnd::TooLong
+                } else {
+                    LineEnd::Newline
+                }));
             }
         }
     }
@@ -220,7 +234,14 @@ fn parse(line: &[u8], end: LineEnd, tables: &mut Tables) -> Parsed {
 }
 
 fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
-    let as_event = match serde_json::from_slice::<WireEvent>(line) {
+    // Validating the line once lets serde_json skip the check for every key and string.
+    let line = match std::str::from_utf8(line) {
+        Ok(line) => line,
+        Err(e) => return Parsed::Issue(Problem::Corrupt(format!("not UTF-8: {e}"))),
+    };
+    let as_event = match super::fast::parse_event(line)
+        .map_or_else(|| serde_json::from_str::<WireEvent>(line), Ok)
+    {
         Ok(w) if w.record == EVENT_TYPE => {
             return match w.decode(tables) {
                 Ok(event) => Parsed::Event(event),
@@ -230,7 +251,7 @@ fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
         Ok(_) => None,
         Err(e) => Some(e),
     };
-    let defined = match serde_json::from_slice::<MetaRecord>(line) {
+    let defined = match serde_json::from_str::<MetaRecord>(line) {
         Ok(MetaRecord::Trailer(trailer)) => return Parsed::Trailer(trailer),
         Ok(MetaRecord::Header(_)) => return Parsed::Header,
         Ok(MetaRecord::Phy(def)) => tables.define_phy(def),
@@ -245,13 +266,13 @@ fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
 }
 
 /// Says why a line is no valid record, from the errors of both ways of reading it.
-fn explain(line: &[u8], as_event: Option<serde_json::Error>, meta: serde_json::Error) -> Problem {
+fn explain(line: &str, as_event: Option<serde_json::Error>, meta: serde_json::Error) -> Problem {
     #[derive(Deserialize)]
     struct RecordType<'a> {
         #[serde(rename = "type", borrow)]
         record: std::borrow::Cow<'a, str>,
     }
-    match serde_json::from_slice::<RecordType>(line) {
+    match serde_json::from_str::<RecordType>(line) {
         Ok(t) if t.record == EVENT_TYPE => {
             Problem::Corrupt(as_event.map_or_else(|| meta.to_string(), |e| e.to_string()))
         }
@@ -281,8 +302,10 @@ impl Reader<BufReader<File>> {
     /// Opens `path` and reads its header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref();
-        let file =
-            File::open(path).map_err(|source| OpenError::Io { path: path.to_owned(), source })?;
+        let file = File::open(path).map_err(|source| OpenError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         Self::new(BufReader::with_capacity(256 * 1024, file), path)
     }
 }
@@ -291,8 +314,16 @@ impl<R: BufRead> Reader<R> {
     /// Reads the header from `src`; `path` names the source in messages.
     pub fn new(src: R, path: impl Into<PathBuf>) -> Result<Self, OpenError> {
         let path = path.into();
-        let mut lines = Lines { src, buf: Vec::new(), line: 0, offset: 0 };
-        let bad = |reason: String| OpenError::BadHeader { path: path.clone(), reason };
+        let mut lines = Lines {
+            src,
+            buf: Vec::new(),
+            line: 0,
+            offset: 0,
+        };
+        let bad = |reason: String| OpenError::BadHeader {
+            path: path.clone(),
+            reason,
+        };
         let header = match lines.next(|line, end| match end {
             LineEnd::TooLong => Err(format!("longer than {MAX_RECORD_BYTES} bytes")),
             _ => serde_json::from_slice::<MetaRecord>(line).map_err(|e| e.to_string()),
@@ -304,13 +335,28 @@ impl<R: BufRead> Reader<R> {
             Err(source) => return Err(OpenError::Io { path, source }),
         };
         if header.format != FORMAT_NAME {
-            return Err(bad(format!("format is {:?}, not {FORMAT_NAME:?}", header.format)));
+            return Err(bad(format!(
+                "format is {:?}, not {FORMAT_NAME:?}",
+                header.format
+            )));
         }
         if header.format_version > FORMAT_VERSION {
-            return Err(OpenError::Unsupported { path, found: header.format_version });
+            return Err(OpenError::Unsupported {
+                path,
+                found: header.format_version,
+            });
         }
         let tables = Tables::new(&header.phy_states);
-        Ok(Self { lines, path, header, tables, trailer: None, events: 0, issues: 0, done: false })
+        Ok(Self {
+            lines,
+            path,
+            header,
+            tables,
+            trailer: None,
+            events: 0,
+            issues: 0,
+            done: false,
+        })
     }
 
     /// The header.
@@ -338,9 +384,18 @@ impl<R: BufRead> Reader<R> {
         self.issues
     }
 
-    fn issue(&mut self, line: u64, offset: u64, problem: Problem) -> Option<Result<Event, ReadIssue>> {
+    fn issue(
+        &mut self,
+        line: u64,
+        offset: u64,
+        problem: Problem,
+    ) -> Option<Result<Event, ReadIssue>> {
         self.issues += 1;
-        Some(Err(ReadIssue { line, offset, problem }))
+        Some(Err(ReadIssue {
+            line,
+            offset,
+            problem,
+        }))
     }
 
     /// The issue to report at the end of the file, if any.
@@ -348,9 +403,10 @@ impl<R: BufRead> Reader<R> {
         self.done = true;
         let problem = match &self.trailer {
             None => Problem::NotClosed,
-            Some(t) if t.events != self.events => {
-                Problem::CountMismatch { expected: t.events, read: self.events }
-            }
+            Some(t) if t.events != self.events => Problem::CountMismatch {
+                expected: t.events,
+                read: self.events,
+            },
             Some(_) => return None,
         };
         self.issue(self.lines.line + 1, offset, problem)

@@ -34,9 +34,24 @@ fn round_trip_every_kind() {
     assert_eq!(c.events, events);
     let t = c.trailer.unwrap();
     assert_eq!((t.events, t.end_ns, t.dropped), (3_000, 99, 2));
-    let lost: u64 = events.iter().map(|e| if let EventKind::Lost { count } = e.kind { count } else { 0 }).sum();
+    let lost: u64 = events
+        .iter()
+        .map(|e| {
+            if let EventKind::Lost { count } = e.kind {
+                count
+            } else {
+                0
+            }
+        })
+        .sum();
     assert_eq!(t.lost, lost);
-    assert_eq!(t.counts.mdio, events.iter().filter(|e| matches!(e.kind, EventKind::Mdio { .. })).count() as u64);
+    assert_eq!(
+        t.counts.mdio,
+        events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Mdio { .. }))
+            .count() as u64
+    );
 }
 
 #[test]
@@ -46,7 +61,12 @@ fn records_are_tagged_lines() {
     let lines: Vec<_> = text.lines().collect();
     let types: Vec<_> = lines
         .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].as_str().unwrap().to_owned())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(
         types,
@@ -55,7 +75,9 @@ fn records_are_tagged_lines() {
             "event", "event", "callback", "event", "event", "trailer"
         ]
     );
-    assert!(lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":1"#));
+    assert!(
+        lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":1"#)
+    );
     assert!(lines[0].contains(r#""address":"0xffffffffc0800000""#));
     assert_eq!(
         lines[2],
@@ -76,10 +98,16 @@ fn records_are_tagged_lines() {
 fn unknown_states_are_declared() {
     let mut events: Vec<_> = Synth::new(1).take(3).collect();
     if let EventKind::CallbackEnter { state, .. } = &mut events[1].kind {
-        *state = crate::event::PhyState { value: 42, name: "NEW".into() };
+        *state = crate::event::PhyState {
+            value: 42,
+            name: "NEW".into(),
+        };
     }
     let text = String::from_utf8(write_capture(&events, true)).unwrap();
-    assert!(text.contains("{\"type\":\"state\",\"value\":42,\"name\":\"NEW\"}\n"), "{text}");
+    assert!(
+        text.contains("{\"type\":\"state\",\"value\":42,\"name\":\"NEW\"}\n"),
+        "{text}"
+    );
     assert_eq!(read(text.as_bytes()).events, events);
 }
 
@@ -87,10 +115,18 @@ fn unknown_states_are_declared() {
 fn undefined_ids_are_reported() {
     let events: Vec<_> = Synth::new(1).take(5).collect();
     let text = String::from_utf8(write_capture(&events, true)).unwrap();
-    let damaged: String = text.lines().filter(|l| !l.contains(r#""type":"phy""#)).map(|l| format!("{l}\n")).collect();
+    let damaged: String = text
+        .lines()
+        .filter(|l| !l.contains(r#""type":"phy""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
     let c = read(damaged.as_bytes());
     assert_eq!(c.events, events[..1]);
-    assert!(c.issues[0].to_string().contains("phy 0 is not defined"), "{}", c.issues[0]);
+    assert!(
+        c.issues[0].to_string().contains("phy 0 is not defined"),
+        "{}",
+        c.issues[0]
+    );
 }
 
 #[test]
@@ -100,7 +136,11 @@ fn missing_trailer_is_reported_but_events_kept() {
     assert_eq!(c.events, events);
     assert_eq!(c.issues.len(), 1);
     assert_eq!(c.issues[0].problem, Problem::NotClosed);
-    assert!(c.issues[0].to_string().ends_with("capture not closed cleanly (no trailer)"));
+    assert!(
+        c.issues[0]
+            .to_string()
+            .ends_with("capture not closed cleanly (no trailer)")
+    );
 }
 
 #[test]
@@ -108,8 +148,9 @@ fn truncated_and_corrupt_lines_are_skipped_with_position() {
     let events: Vec<_> = Synth::new(3).take(20).collect();
     let text = String::from_utf8(write_capture(&events, false)).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let event_lines: Vec<_> =
-        (0..lines.len()).filter(|&i| lines[i].starts_with(r#"{"type":"event""#)).collect();
+    let event_lines: Vec<_> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with(r#"{"type":"event""#))
+        .collect();
     let corrupt = event_lines[5];
     lines[corrupt] = "{\"type\":\"event\",\"ts\":12,garbage".to_owned();
     let offset: usize = lines[..corrupt].iter().map(|l| l.len() + 1).sum();
@@ -121,7 +162,11 @@ fn truncated_and_corrupt_lines_are_skipped_with_position() {
     assert_eq!(c.events[5..], events[6..19]);
     assert_eq!(c.issues[0].line, corrupt as u64 + 1);
     assert_eq!(c.issues[0].offset, offset as u64);
-    assert!(matches!(c.issues[0].problem, Problem::Corrupt(_)), "{}", c.issues[0]);
+    assert!(
+        matches!(c.issues[0].problem, Problem::Corrupt(_)),
+        "{}",
+        c.issues[0]
+    );
     assert_eq!(c.issues[1].problem, Problem::Truncated);
     assert_eq!(c.issues[1].line, lines.len() as u64);
     assert_eq!(c.issues[2].problem, Problem::NotClosed);
@@ -129,14 +174,29 @@ fn truncated_and_corrupt_lines_are_skipped_with_position() {
 
 #[test]
 fn bad_headers_are_fatal() {
-    assert!(matches!(Reader::new(&b""[..], "x"), Err(OpenError::Empty { .. })));
+    assert!(matches!(
+        Reader::new(&b""[..], "x"),
+        Err(OpenError::Empty { .. })
+    ));
     let e = Reader::new(&b"{\"type\":\"header\"\n"[..], "x").unwrap_err();
-    assert!(e.to_string().starts_with("x: line 1 (byte 0): not a phytrace capture header"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("x: line 1 (byte 0): not a phytrace capture header"),
+        "{e}"
+    );
     let mut newer = String::from_utf8(write_capture(&[], true)).unwrap();
     newer = newer.replace("\"format_version\":1", "\"format_version\":99");
-    assert!(matches!(Reader::new(newer.as_bytes(), "x"), Err(OpenError::Unsupported { found: 99, .. })));
-    let other = String::from_utf8(write_capture(&[], true)).unwrap().replace("phytrace-capture", "pcap");
-    assert!(matches!(Reader::new(other.as_bytes(), "x"), Err(OpenError::BadHeader { .. })));
+    assert!(matches!(
+        Reader::new(newer.as_bytes(), "x"),
+        Err(OpenError::Unsupported { found: 99, .. })
+    ));
+    let other = String::from_utf8(write_capture(&[], true))
+        .unwrap()
+        .replace("phytrace-capture", "pcap");
+    assert!(matches!(
+        Reader::new(other.as_bytes(), "x"),
+        Err(OpenError::BadHeader { .. })
+    ));
     let e = Reader::open("/nonexistent/capture.jsonl").unwrap_err();
     assert!(e.to_string().contains("/nonexistent/capture.jsonl"), "{e}");
 }
@@ -159,7 +219,10 @@ fn unexpected_records_and_count_mismatch() {
         [
             Problem::Unexpected("unknown record type \"bogus\"".into()),
             Problem::Unexpected("a second header".into()),
-            Problem::CountMismatch { expected: 5, read: 6 },
+            Problem::CountMismatch {
+                expected: 5,
+                read: 6
+            },
         ]
     );
 }
@@ -170,7 +233,12 @@ fn overlong_lines_are_skipped_in_bounded_memory() {
     let mut bytes = write_capture(&events[..1], false);
     bytes.extend(std::iter::repeat_n(b'x', MAX_RECORD_BYTES + 10));
     bytes.push(b'\n');
-    bytes.extend_from_slice(&write_capture(&events[1..], true).splitn(2, |&b| b == b'\n').nth(1).unwrap());
+    bytes.extend_from_slice(
+        &write_capture(&events[1..], true)
+            .splitn(2, |&b| b == b'\n')
+            .nth(1)
+            .unwrap(),
+    );
     let c = read(&bytes);
     assert_eq!(c.events, events);
     assert_eq!(c.issues[0].problem, Problem::TooLong);
@@ -187,8 +255,16 @@ fn write_errors_name_the_file_and_keep_what_was_written() {
         }
     };
     let events: Vec<_> = Synth::new(6).take(5_000).collect();
-    let err = events.iter().try_for_each(|e| w.write(e)).and_then(|()| w.flush()).unwrap_err();
-    assert!(err.to_string().starts_with("cannot write capture file /dev/full:"), "{err}");
+    let err = events
+        .iter()
+        .try_for_each(|e| w.write(e))
+        .and_then(|()| w.flush())
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("cannot write capture file /dev/full:"),
+        "{err}"
+    );
     assert_eq!(err.source.raw_os_error(), Some(libc::ENOSPC));
     assert!(w.write(&events[0]).is_err(), "a failed writer stays failed");
 }
@@ -217,15 +293,25 @@ fn failing_sink_leaves_a_readable_prefix() {
     let events: Vec<_> = Synth::new(7).take(2_000).collect();
     let mut out = Vec::new();
     {
-        let sink = Full { out: &mut out, room: 150_000 };
+        let sink = Full {
+            out: &mut out,
+            room: 150_000,
+        };
         let mut w = Writer::new(sink, "full.jsonl", &synth::header()).unwrap();
-        let err = events.iter().try_for_each(|e| w.write(e)).and_then(|()| w.flush());
+        let err = events
+            .iter()
+            .try_for_each(|e| w.write(e))
+            .and_then(|()| w.flush());
         assert!(err.unwrap_err().to_string().contains("full.jsonl"));
     }
     let c = read(&out);
     assert!(c.events.len() > 100);
     assert_eq!(c.events[..], events[..c.events.len()]);
-    assert!(c.issues.iter().all(|i| matches!(i.problem, Problem::Truncated | Problem::NotClosed)));
+    assert!(
+        c.issues
+            .iter()
+            .all(|i| matches!(i.problem, Problem::Truncated | Problem::NotClosed))
+    );
 }
 
 #[test]
@@ -233,7 +319,10 @@ fn flush_policy_pushes_records_out() {
     let path = std::env::temp_dir().join(format!("phytrace-flush-{}.jsonl", std::process::id()));
     let mut w = Writer::create(&path, &synth::header())
         .unwrap()
-        .with_policy(FlushPolicy { max_events: 10, max_delay: std::time::Duration::from_secs(3600) });
+        .with_policy(FlushPolicy {
+            max_events: 10,
+            max_delay: std::time::Duration::from_secs(3600),
+        });
     let events: Vec<_> = Synth::new(8).take(25).collect();
     for e in &events {
         w.write(e).unwrap();
@@ -246,7 +335,10 @@ fn flush_policy_pushes_records_out() {
     w.flush().unwrap();
     assert_eq!(Capture::read(&path).unwrap().events.len(), 25);
     w.finish(0, 0).unwrap();
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     f.write_all(b"{\"type\":\"ev").unwrap();
     let c = Capture::read(&path).unwrap();
     assert_eq!(c.events, events);

@@ -22,7 +22,10 @@ pub struct FlushPolicy {
 impl Default for FlushPolicy {
     /// 1024 events or 100 ms, whichever comes first.
     fn default() -> Self {
-        Self { max_events: 1024, max_delay: Duration::from_millis(100) }
+        Self {
+            max_events: 1024,
+            max_delay: Duration::from_millis(100),
+        }
     }
 }
 
@@ -62,8 +65,10 @@ impl Writer<File> {
     /// Creates (or truncates) `path` and writes the header.
     pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<Self, WriteError> {
         let path = path.as_ref();
-        let file = File::create(path)
-            .map_err(|source| WriteError { path: path.to_owned(), source })?;
+        let file = File::create(path).map_err(|source| WriteError {
+            path: path.to_owned(),
+            source,
+        })?;
         Self::new(file, path, header)
     }
 }
@@ -194,6 +199,9 @@ impl<W: Write> Writer<W> {
 
     fn fail(&mut self, source: io::Error) -> WriteError {
         self.failed = Some((source.kind(), source.to_string()));
-        WriteError { path: self.path.clone(), source }
+        WriteError {
+            path: self.path.clone(),
+            source,
+        }
     }
 }

@@ -100,7 +100,11 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs `phytrace dump`, printing events to `out` and diagnostics to `err`.
-pub fn dump(args: &DumpArgs, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<ExitCode> {
+pub fn dump(
+    args: &DumpArgs,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
     let file = args.file.display();
     let mut reader = match Reader::open(&args.file) {
         Ok(reader) => reader,
@@ -133,8 +137,12 @@ pub fn dump(args: &DumpArgs, out: &mut impl Write, err: &mut impl Write) -> anyh
         }
         line.clear();
         match args.format {
-            Format::Text => line.extend_from_slice(render::event_line(&event, &applied, start_ns).as_bytes()),
-            Format::Json => serde_json::to_writer(&mut line, &event).context("encoding an event")?,
+            Format::Text => {
+                line.extend_from_slice(render::event_line(&event, &applied, start_ns).as_bytes())
+            }
+            Format::Json => {
+                serde_json::to_writer(&mut line, &event).context("encoding an event")?
+            }
         }
         line.push(b'\n');
         if !write_out(&mut out, &line)? {
@@ -142,7 +150,11 @@ pub fn dump(args: &DumpArgs, out: &mut impl Write, err: &mut impl Write) -> anyh
         }
     }
     if shown > MAX_WARNINGS {
-        writeln!(err, "phytrace: warning: {file}: {} more issues not shown", shown - MAX_WARNINGS)?;
+        writeln!(
+            err,
+            "phytrace: warning: {file}: {} more issues not shown",
+            shown - MAX_WARNINGS
+        )?;
     }
     if args.format == Format::Text
         && let Some(t) = reader.trailer()
@@ -160,11 +172,16 @@ pub fn dump(args: &DumpArgs, out: &mut impl Write, err: &mut impl Write) -> anyh
         }
     }
     match out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e).context("writing the dump"),
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            return Err(e).context("writing the dump");
+        }
         _ => {}
     }
     if damaged > 0 && reader.events_read() == 0 {
-        writeln!(err, "phytrace: error: {file}: no event could be read ({damaged} damaged records)")?;
+        writeln!(
+            err,
+            "phytrace: error: {file}: no event could be read ({damaged} damaged records)"
+        )?;
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)

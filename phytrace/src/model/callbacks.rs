@@ -117,7 +117,9 @@ impl CallStacks {
         let Some(stack) = self.stacks.get_mut(&tid) else {
             return (None, 0);
         };
-        let Some(pos) = stack.iter().rposition(|o| o.depth == depth && o.callback == *callback)
+        let Some(pos) = stack
+            .iter()
+            .rposition(|o| o.depth == depth && o.callback == *callback)
         else {
             return (None, 0);
         };

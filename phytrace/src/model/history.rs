@@ -13,7 +13,11 @@ pub struct History<T> {
 impl<T> History<T> {
     /// An empty history keeping at most `cap` entries (`None`: all of them).
     pub fn new(cap: Option<usize>) -> Self {
-        Self { entries: VecDeque::new(), cap, dropped: 0 }
+        Self {
+            entries: VecDeque::new(),
+            cap,
+            dropped: 0,
+        }
     }
 
     /// Appends an entry, dropping the oldest if the cap is reached.

@@ -73,7 +73,10 @@ impl Model {
 
     /// A model keeping at most `cap` state and link changes per PHY (bounded memory).
     pub fn with_history_cap(cap: usize) -> Self {
-        Self { history_cap: Some(cap), ..Self::default() }
+        Self {
+            history_cap: Some(cap),
+            ..Self::default()
+        }
     }
 
     /// The PHY with key `key`.
@@ -110,7 +113,14 @@ impl Model {
             }
         };
         match (&event.kind, phy) {
-            (EventKind::CallbackEnter { callback, depth, state }, Some(phy)) => {
+            (
+                EventKind::CallbackEnter {
+                    callback,
+                    depth,
+                    state,
+                },
+                Some(phy),
+            ) => {
                 applied.transition = phy.observe_state(ts, state, Some(callback));
                 phy.enter(ts, event.tid, callback, *depth, state);
             }
@@ -137,12 +147,31 @@ impl Model {
                 };
                 let (closed, link_change) = phy.exit(ts, event.tid, exit);
                 let before = phy.observe_state(ts, state_before, Some(callback));
-                applied.transition = phy.observe_state(ts, state_after, Some(callback)).or(before);
+                applied.transition = phy
+                    .observe_state(ts, state_after, Some(callback))
+                    .or(before);
                 applied.closed = Some(closed);
                 applied.link_change = link_change;
             }
-            (EventKind::Mdio { op, reg, value, error, state, caller, .. }, Some(phy)) => {
-                let access = Access { ts_ns: ts, op: *op, reg: *reg, value: *value, error: *error };
+            (
+                EventKind::Mdio {
+                    op,
+                    reg,
+                    value,
+                    error,
+                    state,
+                    caller,
+                    ..
+                },
+                Some(phy),
+            ) => {
+                let access = Access {
+                    ts_ns: ts,
+                    op: *op,
+                    reg: *reg,
+                    value: *value,
+                    error: *error,
+                };
                 (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, access);
                 if let Some(state) = state {
                     applied.transition = phy.observe_state(ts, state, caller.as_ref());
@@ -154,12 +183,15 @@ impl Model {
                 (None, crate::event::MdioOp::Write) => self.unowned.mdio_writes += 1,
             },
             (EventKind::CallbackEnter { .. } | EventKind::CallbackExit { .. }, None) => {
-                self.unowned.unmatched_exits += u64::from(matches!(
-                    event.kind,
-                    EventKind::CallbackExit { .. }
-                ));
+                self.unowned.unmatched_exits +=
+                    u64::from(matches!(event.kind, EventKind::CallbackExit { .. }));
             }
-            (EventKind::Attached { module, callbacks, .. }, _) => {
+            (
+                EventKind::Attached {
+                    module, callbacks, ..
+                },
+                _,
+            ) => {
                 let status = self.modules.entry(module.clone()).or_insert(ModuleStatus {
                     attached: true,
                     callbacks: *callbacks,

@@ -110,7 +110,14 @@ impl PhyModel {
     }
 
     /// A callback was entered.
-    pub(super) fn enter(&mut self, ts_ns: u64, tid: u32, callback: &Callback, depth: u8, state: &PhyState) {
+    pub(super) fn enter(
+        &mut self,
+        ts_ns: u64,
+        tid: u32,
+        callback: &Callback,
+        depth: u8,
+        state: &PhyState,
+    ) {
         let open = OpenCallback {
             callback: callback.clone(),
             depth,
@@ -123,11 +130,17 @@ impl PhyModel {
     }
 
     /// A callback returned; returns the completed run and the link change it showed.
-    pub(super) fn exit(&mut self, ts_ns: u64, tid: u32, exit: ExitInfo<'_>) -> (ClosedCallback, Option<LinkChange>) {
+    pub(super) fn exit(
+        &mut self,
+        ts_ns: u64,
+        tid: u32,
+        exit: ExitInfo<'_>,
+    ) -> (ClosedCallback, Option<LinkChange>) {
         let (open, stale) = self.open.exit(tid, exit.callback, exit.depth);
         self.counters.unclosed += stale;
         self.counters.unmatched_exits += u64::from(open.is_none());
-        self.counters.callback(&exit.callback.name, exit.latency_ns, exit.ret);
+        self.counters
+            .callback(&exit.callback.name, exit.latency_ns, exit.ret);
         let (enter_ns, accesses, accesses_dropped) = match open {
             Some(o) => (Some(o.enter_ns), o.accesses, o.accesses_dropped),
             None => (None, Vec::new(), 0),
@@ -148,7 +161,8 @@ impl PhyModel {
         match self.last_calls.get_mut(&exit.callback.name) {
             Some(last) => *last = closed.clone(),
             None => {
-                self.last_calls.insert(exit.callback.name.clone(), closed.clone());
+                self.last_calls
+                    .insert(exit.callback.name.clone(), closed.clone());
             }
         }
         let link_change = (self.link.as_ref() != Some(exit.link)).then(|| {
@@ -164,7 +178,12 @@ impl PhyModel {
     }
 
     /// An MDIO access; returns the register's previous value and the MMD meaning.
-    pub(super) fn mdio(&mut self, ts_ns: u64, tid: u32, access: Access) -> (Option<u16>, Option<MmdAccess>) {
+    pub(super) fn mdio(
+        &mut self,
+        ts_ns: u64,
+        tid: u32,
+        access: Access,
+    ) -> (Option<u16>, Option<MmdAccess>) {
         match self.open.innermost(tid) {
             Some(open) => open.attach(access.clone()),
             None => self.counters.mdio_outside_callbacks += 1,
@@ -179,10 +198,20 @@ impl PhyModel {
         }
         let previous = self.registers.insert(
             access.reg,
-            RegisterValue { value: access.value, ts_ns, op: access.op },
+            RegisterValue {
+                value: access.value,
+                ts_ns,
+                op: access.op,
+            },
         );
         let mmd = self.mmd.observe(access.op, access.reg, access.value);
-        if let Some(MmdAccess::Data { devad, addr: Some(addr), value, .. }) = mmd {
+        if let Some(MmdAccess::Data {
+            devad,
+            addr: Some(addr),
+            value,
+            ..
+        }) = mmd
+        {
             self.mmd_registers.insert((devad, addr), value);
         }
         (previous.map(|r| r.value), mmd)

@@ -3,19 +3,41 @@ use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef
 use crate::synth::{Synth, phy_state};
 
 fn phy() -> PhyRef {
-    PhyRef { bus: "phy_sim-0".into(), addr: 0x10, phy_id: 0x003b_1861, driver: "AX".into() }
+    PhyRef {
+        bus: "phy_sim-0".into(),
+        addr: 0x10,
+        phy_id: 0x003b_1861,
+        driver: "AX".into(),
+    }
 }
 
 fn cb(name: &str) -> Callback {
-    Callback { name: name.into(), driver_type: "ax88796b_rust::PhyAX88772A".into() }
+    Callback {
+        name: name.into(),
+        driver_type: "ax88796b_rust::PhyAX88772A".into(),
+    }
 }
 
 fn ev(ts_ns: u64, tid: u32, kind: EventKind) -> Event {
-    Event { ts_ns, cpu: 0, tid, phy: Some(phy()), kind }
+    Event {
+        ts_ns,
+        cpu: 0,
+        tid,
+        phy: Some(phy()),
+        kind,
+    }
 }
 
 fn enter(ts: u64, tid: u32, name: &str, depth: u8, state: u32) -> Event {
-    ev(ts, tid, EventKind::CallbackEnter { callback: cb(name), depth, state: phy_state(state) })
+    ev(
+        ts,
+        tid,
+        EventKind::CallbackEnter {
+            callback: cb(name),
+            depth,
+            state: phy_state(state),
+        },
+    )
 }
 
 fn exit(ts: u64, tid: u32, name: &str, depth: u8, ret: i64, states: (u32, u32), up: bool) -> Event {
@@ -70,13 +92,20 @@ fn registers_callbacks_and_link_are_tracked() {
     assert_eq!(closed.accesses.len(), 2);
     assert_eq!(closed.accesses[1].value, 0x786d);
     let t = a.transition.unwrap();
-    assert_eq!((t.from.map(|s| s.value), t.to.value, t.during.as_deref()), (Some(6), 5, Some("read_status")));
+    assert_eq!(
+        (t.from.map(|s| s.value), t.to.value, t.during.as_deref()),
+        (Some(6), 5, Some("read_status"))
+    );
     assert!(a.link_change.unwrap().to.up);
 
     let p = m.phy("phy_sim-0:10").unwrap();
     assert_eq!(p.registers[&0x01].value, 0x786d);
     assert_eq!(p.state.as_ref().unwrap().name, "RUNNING");
-    assert_eq!(p.state_history.len(), 2, "first observation, then NOLINK → RUNNING");
+    assert_eq!(
+        p.state_history.len(),
+        2,
+        "first observation, then NOLINK → RUNNING"
+    );
     assert!(p.open.of(7).is_empty());
     assert_eq!(p.counters.callbacks["read_status"].calls, 1);
     assert_eq!(p.counters.mdio_reads, 2);
@@ -91,9 +120,15 @@ fn nested_callbacks_attach_accesses_to_the_innermost() {
     m.apply(&enter(3, 7, "soft_reset", 2, 6));
     m.apply(&read(4, 7, 0x00, 0x8000, Some("soft_reset")));
     assert_eq!(m.phy("phy_sim-0:10").unwrap().open.of(7).len(), 2);
-    let inner = m.apply(&exit(5, 7, "soft_reset", 2, 0, (6, 6), false)).closed.unwrap();
+    let inner = m
+        .apply(&exit(5, 7, "soft_reset", 2, 0, (6, 6), false))
+        .closed
+        .unwrap();
     assert_eq!(inner.accesses.len(), 1);
-    let outer = m.apply(&exit(6, 7, "link_change_notify", 1, 0, (6, 6), false)).closed.unwrap();
+    let outer = m
+        .apply(&exit(6, 7, "link_change_notify", 1, 0, (6, 6), false))
+        .closed
+        .unwrap();
     assert_eq!(outer.accesses.len(), 1);
     assert_eq!(outer.accesses[0].value, 0x3100);
 }
@@ -101,14 +136,23 @@ fn nested_callbacks_attach_accesses_to_the_innermost() {
 #[test]
 fn unmatched_and_stale_callbacks_are_counted() {
     let mut m = Model::new();
-    let closed = m.apply(&exit(5, 7, "read_status", 1, 0, (6, 6), false)).closed.unwrap();
+    let closed = m
+        .apply(&exit(5, 7, "read_status", 1, 0, (6, 6), false))
+        .closed
+        .unwrap();
     assert_eq!(closed.enter_ns, None);
     m.apply(&enter(6, 7, "read_status", 1, 6));
     m.apply(&enter(7, 7, "read_status", 1, 6)); // the first exit was lost
     let c = &m.phy("phy_sim-0:10").unwrap().counters;
     assert_eq!((c.unmatched_exits, c.unclosed), (1, 1));
     m.apply(&read(8, 9, 0x01, 0, None));
-    assert_eq!(m.phy("phy_sim-0:10").unwrap().counters.mdio_outside_callbacks, 1);
+    assert_eq!(
+        m.phy("phy_sim-0:10")
+            .unwrap()
+            .counters
+            .mdio_outside_callbacks,
+        1
+    );
 }
 
 #[test]
@@ -120,18 +164,43 @@ fn errors_lost_and_modules() {
     }
     m.apply(&read(0, 7, 0x01, 0x786d, None));
     assert_eq!(m.apply(&failed).previous, Some(0x786d));
-    assert_eq!(m.phy("phy_sim-0:10").unwrap().registers[&0x01].value, 0x786d, "failed read keeps the value");
-    m.apply(&Event { ts_ns: 2, cpu: 0, tid: 0, phy: None, kind: EventKind::Lost { count: 3 } });
+    assert_eq!(
+        m.phy("phy_sim-0:10").unwrap().registers[&0x01].value,
+        0x786d,
+        "failed read keeps the value"
+    );
+    m.apply(&Event {
+        ts_ns: 2,
+        cpu: 0,
+        tid: 0,
+        phy: None,
+        kind: EventKind::Lost { count: 3 },
+    });
     m.apply(&Event {
         ts_ns: 3,
         cpu: 0,
         tid: 0,
         phy: None,
-        kind: EventKind::Attached { module: "ax88796b_rust".into(), callbacks: 5, reattached: false },
+        kind: EventKind::Attached {
+            module: "ax88796b_rust".into(),
+            callbacks: 5,
+            reattached: false,
+        },
     });
-    m.apply(&Event { ts_ns: 4, cpu: 0, tid: 0, phy: None, kind: EventKind::Detached { module: "ax88796b_rust".into() } });
+    m.apply(&Event {
+        ts_ns: 4,
+        cpu: 0,
+        tid: 0,
+        phy: None,
+        kind: EventKind::Detached {
+            module: "ax88796b_rust".into(),
+        },
+    });
     let t = m.totals();
-    assert_eq!((t.mdio_errors, t.mdio_reads, t.lost, t.events), (1, 1, 3, 5));
+    assert_eq!(
+        (t.mdio_errors, t.mdio_reads, t.lost, t.events),
+        (1, 1, 3, 5)
+    );
     assert!(!m.modules["ax88796b_rust"].attached);
     assert_eq!(m.span_ns, Some((0, 4)));
 }
@@ -140,7 +209,19 @@ fn errors_lost_and_modules() {
 fn mmd_accesses_are_named() {
     let mut m = Model::new();
     let write = |ts, reg, value| {
-        ev(ts, 7, EventKind::Mdio { op: MdioOp::Write, reg, value, error: None, latency_ns: 1, caller: None, state: None })
+        ev(
+            ts,
+            7,
+            EventKind::Mdio {
+                op: MdioOp::Write,
+                reg,
+                value,
+                error: None,
+                latency_ns: 1,
+                caller: None,
+                state: None,
+            },
+        )
     };
     m.apply(&write(1, 0x0d, 0x0007));
     m.apply(&write(2, 0x0e, 0x003c));
@@ -174,7 +255,11 @@ fn synthetic_stream_balances() {
     assert!(t.callbacks["read_status"].errors > 0);
     assert_eq!(m.phys.len(), 3);
     assert!(m.phys.values().all(|p| p.open.iter().count() <= 1));
-    let states: Vec<_> = m.phys["phy_sim-0:10"].state_history.iter().map(|t| t.to.name.as_str()).collect();
+    let states: Vec<_> = m.phys["phy_sim-0:10"]
+        .state_history
+        .iter()
+        .map(|t| t.to.name.as_str())
+        .collect();
     assert!(states.windows(2).any(|w| w == ["NOLINK", "RUNNING"]));
     assert!(states.windows(2).any(|w| w == ["RUNNING", "NOLINK"]));
     let _: &PhyState = m.phys["phy_sim-0:10"].state.as_ref().unwrap();

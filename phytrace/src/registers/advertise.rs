@@ -8,19 +8,56 @@ pub static ADVERTISE: RegisterSpec = RegisterSpec {
     num: 0x04,
     name: "ADVERTISE",
     bits: &[
-        Bit { name: "10HALF", mask: 0x0020 },
-        Bit { name: "10FULL", mask: 0x0040 },
-        Bit { name: "100HALF", mask: 0x0080 },
-        Bit { name: "100FULL", mask: 0x0100 },
-        Bit { name: "100BASE4", mask: 0x0200 },
-        Bit { name: "PAUSE_CAP", mask: 0x0400 },
-        Bit { name: "PAUSE_ASYM", mask: 0x0800 },
-        Bit { name: "XNP", mask: 0x1000 },
-        Bit { name: "RFAULT", mask: 0x2000 },
-        Bit { name: "LPACK", mask: 0x4000 },
-        Bit { name: "NPAGE", mask: 0x8000 },
+        Bit {
+            name: "10HALF",
+            mask: 0x0020,
+        },
+        Bit {
+            name: "10FULL",
+            mask: 0x0040,
+        },
+        Bit {
+            name: "100HALF",
+            mask: 0x0080,
+        },
+        Bit {
+            name: "100FULL",
+            mask: 0x0100,
+        },
+        Bit {
+            name: "100BASE4",
+            mask: 0x0200,
+        },
+        Bit {
+            name: "PAUSE_CAP",
+            mask: 0x0400,
+        },
+        Bit {
+            name: "PAUSE_ASYM",
+            mask: 0x0800,
+        },
+        Bit {
+            name: "XNP",
+            mask: 0x1000,
+        },
+        Bit {
+            name: "RFAULT",
+            mask: 0x2000,
+        },
+        Bit {
+            name: "LPACK",
+            mask: 0x4000,
+        },
+        Bit {
+            name: "NPAGE",
+            mask: 0x8000,
+        },
     ],
-    fields: &[Field { name: "SLCT", mask: 0x001f, show: selector }],
+    fields: &[Field {
+        name: "SLCT",
+        mask: 0x001f,
+        show: selector,
+    }],
     reserved: 0x0000,
 };
 
@@ -30,18 +67,55 @@ pub static LPA: RegisterSpec = RegisterSpec {
     num: 0x05,
     name: "LPA",
     bits: &[
-        Bit { name: "10HALF", mask: 0x0020 },
-        Bit { name: "10FULL", mask: 0x0040 },
-        Bit { name: "100HALF", mask: 0x0080 },
-        Bit { name: "100FULL", mask: 0x0100 },
-        Bit { name: "100BASE4", mask: 0x0200 },
-        Bit { name: "PAUSE_CAP", mask: 0x0400 },
-        Bit { name: "PAUSE_ASYM", mask: 0x0800 },
-        Bit { name: "RESV", mask: 0x1000 },
-        Bit { name: "RFAULT", mask: 0x2000 },
-        Bit { name: "LPACK", mask: 0x4000 },
-        Bit { name: "NPAGE", mask: 0x8000 },
+        Bit {
+            name: "10HALF",
+            mask: 0x0020,
+        },
+        Bit {
+            name: "10FULL",
+            mask: 0x0040,
+        },
+        Bit {
+            name: "100HALF",
+            mask: 0x0080,
+        },
+        Bit {
+            name: "100FULL",
+            mask: 0x0100,
+        },
+        Bit {
+            name: "100BASE4",
+            mask: 0x0200,
+        },
+        Bit {
+            name: "PAUSE_CAP",
+            mask: 0x0400,
+        },
+        Bit {
+            name: "PAUSE_ASYM",
+            mask: 0x0800,
+        },
+        Bit {
+            name: "RESV",
+            mask: 0x1000,
+        },
+        Bit {
+            name: "RFAULT",
+            mask: 0x2000,
+        },
+        Bit {
+            name: "LPACK",
+            mask: 0x4000,
+        },
+        Bit {
+            name: "NPAGE",
+            mask: 0x8000,
+        },
     ],
-    fields: &[Field { name: "SLCT", mask: 0x001f, show: selector }],
+    fields: &[Field {
+        name: "SLCT",
+        mask: 0x001f,
+        show: selector,
+    }],
     reserved: 0x0000,
 };

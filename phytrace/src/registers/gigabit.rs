@@ -10,15 +10,32 @@ pub static CTRL1000: RegisterSpec = RegisterSpec {
     num: 0x09,
     name: "CTRL1000",
     bits: &[
-        Bit { name: "1000HALF", mask: 0x0100 },
-        Bit { name: "1000FULL", mask: 0x0200 },
-        Bit { name: "PREFER_MASTER", mask: 0x0400 },
-        Bit { name: "AS_MASTER", mask: 0x0800 },
-        Bit { name: "ENABLE_MASTER", mask: 0x1000 },
+        Bit {
+            name: "1000HALF",
+            mask: 0x0100,
+        },
+        Bit {
+            name: "1000FULL",
+            mask: 0x0200,
+        },
+        Bit {
+            name: "PREFER_MASTER",
+            mask: 0x0400,
+        },
+        Bit {
+            name: "AS_MASTER",
+            mask: 0x0800,
+        },
+        Bit {
+            name: "ENABLE_MASTER",
+            mask: 0x1000,
+        },
     ],
-    fields: &[
-        Field { name: "TEST", mask: 0xe000, show: dec_nonzero },
-    ],
+    fields: &[Field {
+        name: "TEST",
+        mask: 0xe000,
+        show: dec_nonzero,
+    }],
     reserved: 0x00ff,
 };
 
@@ -27,16 +44,36 @@ pub static STAT1000: RegisterSpec = RegisterSpec {
     num: 0x0a,
     name: "STAT1000",
     bits: &[
-        Bit { name: "1000HALF", mask: 0x0400 },
-        Bit { name: "1000FULL", mask: 0x0800 },
-        Bit { name: "1000REMRXOK", mask: 0x1000 },
-        Bit { name: "1000LOCALRXOK", mask: 0x2000 },
-        Bit { name: "1000MSRES", mask: 0x4000 },
-        Bit { name: "1000MSFAIL", mask: 0x8000 },
+        Bit {
+            name: "1000HALF",
+            mask: 0x0400,
+        },
+        Bit {
+            name: "1000FULL",
+            mask: 0x0800,
+        },
+        Bit {
+            name: "1000REMRXOK",
+            mask: 0x1000,
+        },
+        Bit {
+            name: "1000LOCALRXOK",
+            mask: 0x2000,
+        },
+        Bit {
+            name: "1000MSRES",
+            mask: 0x4000,
+        },
+        Bit {
+            name: "1000MSFAIL",
+            mask: 0x8000,
+        },
     ],
-    fields: &[
-        Field { name: "IDLE_ERR", mask: 0x00ff, show: dec_nonzero },
-    ],
+    fields: &[Field {
+        name: "IDLE_ERR",
+        mask: 0x00ff,
+        show: dec_nonzero,
+    }],
     reserved: 0x0300,
 };
 
@@ -45,10 +82,22 @@ pub static ESTATUS: RegisterSpec = RegisterSpec {
     num: 0x0f,
     name: "ESTATUS",
     bits: &[
-        Bit { name: "1000_THALF", mask: 0x1000 },
-        Bit { name: "1000_TFULL", mask: 0x2000 },
-        Bit { name: "1000_XHALF", mask: 0x4000 },
-        Bit { name: "1000_XFULL", mask: 0x8000 },
+        Bit {
+            name: "1000_THALF",
+            mask: 0x1000,
+        },
+        Bit {
+            name: "1000_TFULL",
+            mask: 0x2000,
+        },
+        Bit {
+            name: "1000_XHALF",
+            mask: 0x4000,
+        },
+        Bit {
+            name: "1000_XFULL",
+            mask: 0x8000,
+        },
     ],
     fields: &[],
     reserved: 0x0fff,

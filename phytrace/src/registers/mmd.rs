@@ -15,8 +15,16 @@ pub static MMD_CTRL: RegisterSpec = RegisterSpec {
     name: "MMD_CTRL",
     bits: &[],
     fields: &[
-        Field { name: "DEVAD", mask: 0x001f, show: devad },
-        Field { name: "FUNC", mask: 0xc000, show: function },
+        Field {
+            name: "DEVAD",
+            mask: 0x001f,
+            show: devad,
+        },
+        Field {
+            name: "FUNC",
+            mask: 0xc000,
+            show: function,
+        },
     ],
     reserved: 0x3fe0,
 };
@@ -26,7 +34,11 @@ pub static MMD_DATA: RegisterSpec = RegisterSpec {
     num: super::MII_MMD_DATA,
     name: "MMD_DATA",
     bits: &[],
-    fields: &[Field { name: "DATA", mask: 0xffff, show: hex }],
+    fields: &[Field {
+        name: "DATA",
+        mask: 0xffff,
+        show: hex,
+    }],
     reserved: 0x0000,
 };
 
@@ -144,7 +156,12 @@ impl fmt::Display for MmdAccess {
                 write!(f, "MMD {} select {}", dev(devad), function.name())
             }
             Self::Address { devad, addr } => write!(f, "MMD {} addr={addr:#06x}", dev(devad)),
-            Self::Data { devad, addr, op, value } => {
+            Self::Data {
+                devad,
+                addr,
+                op,
+                value,
+            } => {
                 let op = match op {
                     MdioOp::Read => "read",
                     MdioOp::Write => "write",
@@ -195,7 +212,12 @@ impl MmdTracker {
                 if function.increments(op) {
                     self.addr = addr.map(|a| a.wrapping_add(1));
                 }
-                Some(MmdAccess::Data { devad, addr, op, value })
+                Some(MmdAccess::Data {
+                    devad,
+                    addr,
+                    op,
+                    value,
+                })
             }
             _ => None,
         }

@@ -9,7 +9,11 @@ pub static PHYSID1: RegisterSpec = RegisterSpec {
     num: 0x02,
     name: "PHYSID1",
     bits: &[],
-    fields: &[Field { name: "OUI_HI", mask: 0xffff, show: hex }],
+    fields: &[Field {
+        name: "OUI_HI",
+        mask: 0xffff,
+        show: hex,
+    }],
     reserved: 0x0000,
 };
 
@@ -19,9 +23,21 @@ pub static PHYSID2: RegisterSpec = RegisterSpec {
     name: "PHYSID2",
     bits: &[],
     fields: &[
-        Field { name: "REV", mask: 0x000f, show: hex },
-        Field { name: "MODEL", mask: 0x03f0, show: hex },
-        Field { name: "OUI_LO", mask: 0xfc00, show: hex },
+        Field {
+            name: "REV",
+            mask: 0x000f,
+            show: hex,
+        },
+        Field {
+            name: "MODEL",
+            mask: 0x03f0,
+            show: hex,
+        },
+        Field {
+            name: "OUI_LO",
+            mask: 0xfc00,
+            show: hex,
+        },
     ],
     reserved: 0x0000,
 };

@@ -137,7 +137,12 @@ fn mii_h_reserved_bits_match() {
 fn specs_cover_all_16_bits_exactly_once() {
     for spec in SPECS {
         let fields = spec.fields.iter().map(|f| f.mask);
-        let masks = spec.bits.iter().map(|b| b.mask).chain(fields).chain([spec.reserved]);
+        let masks = spec
+            .bits
+            .iter()
+            .map(|b| b.mask)
+            .chain(fields)
+            .chain([spec.reserved]);
         let mut seen = 0u16;
         for mask in masks {
             assert_eq!(seen & mask, 0, "{}: overlapping {mask:#06x}", spec.name);
@@ -175,7 +180,10 @@ fn typical_values_decode() {
         decode(0x01, 0x786d).to_string(),
         "ERCAP LSTATUS ANEGCAPABLE ANEGCOMPLETE 10HALF 10FULL 100HALF 100FULL RESV=0x0040"
     );
-    assert_eq!(decode(0x00, 0x3100).to_string(), "FULLDPLX ANENABLE SPEED100");
+    assert_eq!(
+        decode(0x00, 0x3100).to_string(),
+        "FULLDPLX ANENABLE SPEED100"
+    );
     assert_eq!(
         decode(0x05, 0x45e1).to_string(),
         "10HALF 10FULL 100HALF 100FULL PAUSE_CAP LPACK SLCT=CSMA"
@@ -187,7 +195,10 @@ fn typical_values_decode() {
 
 #[test]
 fn changes_render_like_the_dump() {
-    assert_eq!(changes(0x01, 0x7849, 0x786d).with_name(), "BMSR +LSTATUS +ANEGCOMPLETE");
+    assert_eq!(
+        changes(0x01, 0x7849, 0x786d).with_name(),
+        "BMSR +LSTATUS +ANEGCOMPLETE"
+    );
     assert_eq!(changes(0x01, 0x786d, 0x7869).to_string(), "-LSTATUS");
     assert_eq!(changes(0x04, 0x01e0, 0x01e2).to_string(), "SLCT=0x0→0x2");
     assert_eq!(changes(0x04, 0x0000, 0x0001).to_string(), "SLCT=0x0→CSMA");
@@ -218,15 +229,26 @@ fn asix_ids_are_named() {
         "0x003b1861 (OUI 0x000ec6 model 0x06 rev 1, AX88772A)"
     );
     assert_eq!(PhyId(0x0141_0cc2).known_name(), None);
-    assert_eq!(decode(0x03, 0x1861).to_string(), "REV=0x1 MODEL=0x6 OUI_LO=0x6");
+    assert_eq!(
+        decode(0x03, 0x1861).to_string(),
+        "REV=0x1 MODEL=0x6 OUI_LO=0x6"
+    );
 }
 
 #[test]
 fn mmd_ctrl_functions_match_mii_h() {
     // MII_MMD_CTRL_ADDR, _NOINCR, _INCR_RDWT, _INCR_ON_WT.
-    for (value, name) in [(0x0000, "ADDR"), (0x4000, "NOINCR"), (0x8000, "INCR_RDWT"), (0xc000, "INCR_ON_WT")] {
+    for (value, name) in [
+        (0x0000, "ADDR"),
+        (0x4000, "NOINCR"),
+        (0x8000, "INCR_RDWT"),
+        (0xc000, "INCR_ON_WT"),
+    ] {
         assert_eq!(MmdFunction::from_ctrl(value | 7).name(), name);
-        assert_eq!(decode(MII_MMD_CTRL, value | 7).to_string(), format!("DEVAD=7(AN) FUNC={name}"));
+        assert_eq!(
+            decode(MII_MMD_CTRL, value | 7).to_string(),
+            format!("DEVAD=7(AN) FUNC={name}")
+        );
     }
 }
 
@@ -234,25 +256,48 @@ fn mmd_ctrl_functions_match_mii_h() {
 fn mmd_sequence_is_followed() {
     use crate::event::MdioOp::{Read, Write};
     let mut mmd = MmdTracker::default();
-    assert_eq!(mmd.observe(Read, MII_MMD_DATA, 5), None, "no MMD_CTRL seen yet");
+    assert_eq!(
+        mmd.observe(Read, MII_MMD_DATA, 5),
+        None,
+        "no MMD_CTRL seen yet"
+    );
     assert_eq!(
         mmd.observe(Write, MII_MMD_CTRL, 0x0007),
-        Some(MmdAccess::Select { devad: 7, function: MmdFunction::Address })
+        Some(MmdAccess::Select {
+            devad: 7,
+            function: MmdFunction::Address
+        })
     );
     assert_eq!(
         mmd.observe(Write, MII_MMD_DATA, 0x003c),
-        Some(MmdAccess::Address { devad: 7, addr: 0x3c })
+        Some(MmdAccess::Address {
+            devad: 7,
+            addr: 0x3c
+        })
     );
     mmd.observe(Write, MII_MMD_CTRL, 0x8007);
     let first = mmd.observe(Read, MII_MMD_DATA, 0x0006).unwrap();
     assert_eq!(first.to_string(), "MMD AN.0x003c read 0x0006");
     let second = mmd.observe(Read, MII_MMD_DATA, 0x0000).unwrap();
-    assert_eq!(second, MmdAccess::Data { devad: 7, addr: Some(0x3d), op: Read, value: 0 });
+    assert_eq!(
+        second,
+        MmdAccess::Data {
+            devad: 7,
+            addr: Some(0x3d),
+            op: Read,
+            value: 0
+        }
+    );
     mmd.observe(Write, MII_MMD_CTRL, 0xc007);
     mmd.observe(Read, MII_MMD_DATA, 1);
     assert_eq!(
         mmd.observe(Write, MII_MMD_DATA, 2),
-        Some(MmdAccess::Data { devad: 7, addr: Some(0x3e), op: Write, value: 2 }),
+        Some(MmdAccess::Data {
+            devad: 7,
+            addr: Some(0x3e),
+            op: Write,
+            value: 2
+        }),
         "INCR_ON_WT does not increment on reads"
     );
     mmd.observe(Write, MII_MMD_CTRL, 0x4003);
