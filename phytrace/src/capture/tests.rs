@@ -233,12 +233,8 @@ fn overlong_lines_are_skipped_in_bounded_memory() {
     let mut bytes = write_capture(&events[..1], false);
     bytes.extend(std::iter::repeat_n(b'x', MAX_RECORD_BYTES + 10));
     bytes.push(b'\n');
-    bytes.extend_from_slice(
-        &write_capture(&events[1..], true)
-            .splitn(2, |&b| b == b'\n')
-            .nth(1)
-            .unwrap(),
-    );
+    let rest = write_capture(&events[1..], true);
+    bytes.extend_from_slice(rest.splitn(2, |&b| b == b'\n').nth(1).unwrap());
     let c = read(&bytes);
     assert_eq!(c.events, events);
     assert_eq!(c.issues[0].problem, Problem::TooLong);
