@@ -2,7 +2,7 @@
 //!
 //! Line 1 is a [`Header`], then one event record per [`Event`], then a [`Trailer`]. Every record
 //! is a JSON object whose `type` field says which it is. Events use a flat, compact form
-//! ([`WireEvent`]) rather than the serde form of [`Event`]: PHYs and callbacks are numbers
+//! (`WireEvent`) rather than the serde form of [`Event`]: PHYs and callbacks are numbers
 //! defined once by `phy` and `callback` records (see [`super::dictionary`]).
 
 use std::borrow::Cow;
