@@ -1,8 +1,13 @@
 //! Feeds arbitrary bytes to the capture reader, the model and the text renderer: none of them
 //! may panic, whatever the input.
 //!
-//! `AYA_BUILD_SKIP=1 cargo +nightly-2026-05-19 fuzz run capture_reader` (from the repository
-//! root; the seed corpus is in `fuzz/corpus/capture_reader`).
+//! From the repository root, with a synthetic capture as seed:
+//!
+//! ```text
+//! mkdir -p fuzz/corpus/capture_reader
+//! AYA_BUILD_SKIP=1 cargo +nightly-2026-05-19 fuzz run capture_reader \
+//!     fuzz/corpus/capture_reader fuzz/seeds/capture_reader
+//! ```
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
