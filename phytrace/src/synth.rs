@@ -22,6 +22,9 @@ pub const PHY_STATES_6_12: &[(u32, &str)] = &[
     (7, "CABLETEST"),
 ];
 
+/// Boot-clock time of the synthetic capture's start.
+const START_NS: u64 = 1_000_000_000;
+
 const READY: u32 = 1;
 const UP: u32 = 4;
 const RUNNING: u32 = 5;
@@ -105,7 +108,7 @@ pub fn header() -> Header {
         "6.12.0-phytrace".to_owned(),
         "synth".to_owned(),
         ClockRef {
-            boot_ns: 1_000_000_000,
+            boot_ns: START_NS,
             unix_ns: 1_767_225_600_000_000_000,
         },
         probes,
@@ -175,7 +178,7 @@ impl Synth {
             .collect();
         Self {
             rng: seed ^ 0x9e37_79b9_7f4a_7c15,
-            ts_ns: header().clock.boot_ns + 1_000,
+            ts_ns: START_NS + 1_000,
             phys,
             queue: VecDeque::new(),
             attached: false,

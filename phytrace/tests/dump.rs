@@ -140,14 +140,14 @@ fn damaged_capture_warns_and_succeeds() {
     let events: Vec<_> = Synth::new(3).take(50).collect();
     capture(&path, &events, false);
     let mut bytes = std::fs::read(&path).unwrap();
-    let third = bytes
+    let fourth = bytes
         .iter()
         .enumerate()
         .filter(|(_, b)| **b == b'\n')
-        .nth(2)
+        .nth(3)
         .unwrap()
         .0;
-    bytes[third + 3] = b'#';
+    bytes[fourth + 3] = b'#'; // line 5, an event
     bytes.truncate(bytes.len() - 5);
     std::fs::write(&path, &bytes).unwrap();
     let (code, out, err) = run(&[path.to_str().unwrap()]);
@@ -155,7 +155,7 @@ fn damaged_capture_warns_and_succeeds() {
     assert_eq!(out.lines().count(), 48);
     let warnings: Vec<_> = err.lines().collect();
     assert_eq!(warnings.len(), 3, "{err}");
-    assert!(warnings[0].contains(": line 4 (byte "), "{err}");
+    assert!(warnings[0].contains(": line 5 (byte "), "{err}");
     assert!(warnings[0].contains("corrupt record"), "{err}");
     assert!(warnings[1].contains("truncated record"), "{err}");
     assert!(

@@ -2,14 +2,15 @@
 //!
 //! Line 1 is a [`Header`], then one event record per [`Event`], then a [`Trailer`]. Every record
 //! is a JSON object whose `type` field says which it is. Events use a flat, compact form
-//! ([`WireEvent`]) rather than the serde form of [`Event`], so that writing and reading need no
-//! per-field allocation beyond the `Event`'s own strings.
+//! (`WireEvent`) rather than the serde form of [`Event`]: PHYs and callbacks are numbers
+//! defined once by `phy` and `callback` records (see [`super::dictionary`]).
 
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef, PhyState};
+use super::dictionary::{CallbackDef, Definition, Interner, PhyDef, Tables};
+use crate::event::{Duplex, Event, EventKind, LinkState, MdioOp, PhyState};
 
 /// Value of the header's `format` field.
 pub const FORMAT_NAME: &str = "phytrace-capture";
@@ -159,52 +160,57 @@ impl KindCounts {
     }
 }
 
-/// Header and trailer records, tagged by `type`.
+/// Records other than events, tagged by `type`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub(crate) enum MetaRecord {
     /// The first line.
     Header(Header),
+    /// Defines a PHY id.
+    Phy(PhyDef),
+    /// Defines a callback id.
+    Callback(CallbackDef),
+    /// Names a `phy_state` value missing from the header's table.
+    State(PhyState),
     /// The last line.
     Trailer(Trailer),
+}
+
+impl From<Definition> for MetaRecord {
+    fn from(def: Definition) -> Self {
+        match def {
+            Definition::Phy(d) => Self::Phy(d),
+            Definition::Callback(d) => Self::Callback(d),
+            Definition::State(s) => Self::State(s),
+        }
+    }
 }
 
 /// Value of `type` for event records.
 pub(crate) const EVENT_TYPE: &str = "event";
 
 /// The flat form of an [`Event`] in a capture file. Fields that do not apply to the event's
-/// `kind` are absent; strings are borrowed from the event or from the line being read.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// `kind` are absent; PHYs and callbacks are ids of definition records, states are values named
+/// by the header (or a `state` record).
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WireEvent<'a> {
     #[serde(rename = "type", borrow)]
     pub record: Cow<'a, str>,
     pub ts: u64,
     pub cpu: u32,
     pub tid: u32,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub bus: Option<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub addr: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phy_id: Option<u32>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub drv: Option<Cow<'a, str>>,
+    pub phy: Option<u32>,
     #[serde(borrow)]
     pub kind: Cow<'a, str>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub cb: Option<Cow<'a, str>>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub cb_type: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cb: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<u32>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub state_name: Option<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_after: Option<u32>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub state_after_name: Option<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lat: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -233,35 +239,30 @@ pub(crate) struct WireEvent<'a> {
     pub count: Option<u64>,
 }
 
-fn b(s: &str) -> Option<Cow<'_, str>> {
-    Some(Cow::Borrowed(s))
-}
-
 impl<'a> WireEvent<'a> {
-    /// The record of `event`, borrowing its strings.
-    pub fn from_event(event: &'a Event) -> Self {
+    /// The record of `event`; definitions it needs first are pushed to `new`.
+    pub fn encode(event: &'a Event, ids: &mut Interner, new: &mut Vec<Definition>) -> Self {
         let mut w = WireEvent {
             record: Cow::Borrowed(EVENT_TYPE),
             ts: event.ts_ns,
             cpu: event.cpu,
             tid: event.tid,
+            phy: event.phy.as_ref().map(|p| ids.phy(p, new)),
             ..Self::default()
         };
-        if let Some(phy) = &event.phy {
-            w.bus = b(&phy.bus);
-            w.addr = Some(phy.addr);
-            w.phy_id = Some(phy.phy_id);
-            w.drv = (!phy.driver.is_empty()).then(|| Cow::Borrowed(phy.driver.as_str()));
-        }
+        let mut state = |s: &PhyState| {
+            ids.state(s, new);
+            Some(s.value)
+        };
         let kind = match &event.kind {
             EventKind::CallbackEnter {
                 callback,
                 depth,
-                state,
+                state: s,
             } => {
-                w.set_callback(callback);
                 w.depth = Some(*depth);
-                w.set_state(state);
+                w.state = state(s);
+                w.cb = Some(ids.callback(callback, new));
                 "callback_enter"
             }
             EventKind::CallbackExit {
@@ -273,16 +274,15 @@ impl<'a> WireEvent<'a> {
                 state_after,
                 link,
             } => {
-                w.set_callback(callback);
                 w.depth = Some(*depth);
                 w.lat = Some(*latency_ns);
                 w.ret = Some(*ret);
-                w.set_state(state_before);
-                w.state_after = Some(state_after.value);
-                w.state_after_name = b(&state_after.name);
+                w.state = state(state_before);
+                w.state_after = state(state_after);
                 w.up = Some(link.up);
                 w.speed = Some(link.speed);
                 w.duplex = Some(link.duplex);
+                w.cb = Some(ids.callback(callback, new));
                 "callback_exit"
             }
             EventKind::Mdio {
@@ -292,19 +292,15 @@ impl<'a> WireEvent<'a> {
                 error,
                 latency_ns,
                 caller,
-                state,
+                state: s,
             } => {
                 w.op = Some(*op);
                 w.reg = Some(*reg);
                 w.val = Some(*value);
                 w.err = *error;
                 w.lat = Some(*latency_ns);
-                if let Some(caller) = caller {
-                    w.set_callback(caller);
-                }
-                if let Some(state) = state {
-                    w.set_state(state);
-                }
+                w.state = s.as_ref().and_then(&mut state);
+                w.cb = caller.as_ref().map(|c| ids.callback(c, new));
                 "mdio"
             }
             EventKind::Attached {
@@ -312,13 +308,13 @@ impl<'a> WireEvent<'a> {
                 callbacks,
                 reattached,
             } => {
-                w.module = b(module);
+                w.module = Some(Cow::Borrowed(module));
                 w.callbacks = Some(*callbacks);
                 w.reattached = Some(*reattached);
                 "attached"
             }
             EventKind::Detached { module } => {
-                w.module = b(module);
+                w.module = Some(Cow::Borrowed(module));
                 "detached"
             }
             EventKind::Lost { count } => {
@@ -330,54 +326,24 @@ impl<'a> WireEvent<'a> {
         w
     }
 
-    fn set_callback(&mut self, callback: &'a Callback) {
-        self.cb = b(&callback.name);
-        self.cb_type = b(&callback.driver_type);
-    }
-
-    fn set_state(&mut self, state: &'a PhyState) {
-        self.state = Some(state.value);
-        self.state_name = b(&state.name);
-    }
-
     /// The event this record describes, or what is missing or wrong.
-    pub fn into_event(self) -> Result<Event, String> {
-        let phy = match self.bus {
-            Some(bus) => Some(PhyRef {
-                bus: bus.into_owned(),
-                addr: need(self.addr, "addr")?,
-                phy_id: need(self.phy_id, "phy_id")?,
-                driver: self.drv.map(Cow::into_owned).unwrap_or_default(),
-            }),
-            None => None,
-        };
-        let callback =
-            |cb: Option<Cow<'a, str>>, ty: Option<Cow<'a, str>>| -> Result<Callback, String> {
-                Ok(Callback {
-                    name: need(cb, "cb")?.into_owned(),
-                    driver_type: need(ty, "cb_type")?.into_owned(),
-                })
-            };
-        let state =
-            |v: Option<u32>, n: Option<Cow<'a, str>>, what: &str| -> Result<PhyState, String> {
-                Ok(PhyState {
-                    value: need(v, what)?,
-                    name: n.map(Cow::into_owned).unwrap_or_default(),
-                })
-            };
+    pub fn decode(self, tables: &Tables) -> Result<Event, String> {
+        let phy = self.phy.map(|id| tables.phy(id).cloned()).transpose()?;
+        let callback = || tables.callback(need(self.cb, "cb")?).cloned();
+        let state = |v: Option<u32>, field: &str| need(v, field).map(|v| tables.state(v));
         let kind = match &*self.kind {
             "callback_enter" => EventKind::CallbackEnter {
-                callback: callback(self.cb, self.cb_type)?,
+                callback: callback()?,
                 depth: need(self.depth, "depth")?,
-                state: state(self.state, self.state_name, "state")?,
+                state: state(self.state, "state")?,
             },
             "callback_exit" => EventKind::CallbackExit {
-                callback: callback(self.cb, self.cb_type)?,
+                callback: callback()?,
                 depth: need(self.depth, "depth")?,
                 latency_ns: need(self.lat, "lat")?,
                 ret: need(self.ret, "ret")?,
-                state_before: state(self.state, self.state_name, "state")?,
-                state_after: state(self.state_after, self.state_after_name, "state_after")?,
+                state_before: state(self.state, "state")?,
+                state_after: state(self.state_after, "state_after")?,
                 link: LinkState {
                     up: need(self.up, "up")?,
                     speed: need(self.speed, "speed")?,
@@ -390,14 +356,8 @@ impl<'a> WireEvent<'a> {
                 value: need(self.val, "val")?,
                 error: self.err,
                 latency_ns: need(self.lat, "lat")?,
-                caller: match self.cb {
-                    Some(_) => Some(callback(self.cb, self.cb_type)?),
-                    None => None,
-                },
-                state: match self.state {
-                    Some(_) => Some(state(self.state, self.state_name, "state")?),
-                    None => None,
-                },
+                caller: self.cb.map(|_| callback()).transpose()?,
+                state: self.state.map(|v| tables.state(v)),
             },
             "attached" => EventKind::Attached {
                 module: need(self.module, "module")?.into_owned(),

@@ -1,7 +1,9 @@
-//! Capture files: a versioned JSON Lines stream of [`Event`](crate::event::Event)s that can be
+//! Capture files: a versioned JSON Lines stream of [`Event`]s that can be
 //! replayed through the same model as a live trace. The format is described in
 //! `docs/capture-format.md`.
 
+pub mod dictionary;
+mod fast;
 pub mod format;
 pub mod reader;
 pub mod writer;

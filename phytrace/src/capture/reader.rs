@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::dictionary::Tables;
 use super::format::{
     EVENT_TYPE, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent,
 };
@@ -113,6 +114,7 @@ pub enum Problem {
 }
 
 /// How a line read from the file ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LineEnd {
     /// With a newline.
     Newline,
@@ -126,18 +128,40 @@ enum LineEnd {
 #[derive(Debug)]
 struct Lines<R> {
     src: R,
-    /// The line last read, without its newline.
+    /// Holds a line that spans the source's buffer.
     buf: Vec<u8>,
-    /// Its number (1-based).
+    /// Number (1-based) of the line last read.
     line: u64,
     /// Offset of the byte after it.
     offset: u64,
 }
 
 impl<R: BufRead> Lines<R> {
-    /// Reads the next line into `buf` (without its newline), keeping at most
-    /// [`MAX_RECORD_BYTES`]; `None` at the end of the file. Advances `line` and `offset` past it.
-    fn read_line(&mut self) -> io::Result<Option<LineEnd>> {
+    /// Calls `f` on the next line (without its newline); `None` at the end of the file. A line
+    /// inside the source's buffer is not copied.
+    fn next<T>(&mut self, f: impl FnOnce(&[u8], LineEnd) -> T) -> io::Result<Option<T>> {
+        let available = loop {
+            match self.src.fill_buf() {
+                Ok(b) => break b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(i) = memchr::memchr(b'\n', available)
+            && i <= MAX_RECORD_BYTES
+        {
+            let out = f(&available[..i], LineEnd::Newline);
+            self.src.consume(i + 1);
+            self.line += 1;
+            self.offset += i as u64 + 1;
+            return Ok(Some(out));
+        }
+        Ok(self.read_spanning()?.map(|end| f(&self.buf, end)))
+    }
+
+    /// Reads a line that does not fit the source's buffer into `buf`, keeping at most
+    /// [`MAX_RECORD_BYTES`].
+    fn read_spanning(&mut self) -> io::Result<Option<LineEnd>> {
         self.buf.clear();
         let mut too_long = false;
         let mut consumed = 0u64;
@@ -159,13 +183,13 @@ impl<R: BufRead> Lines<R> {
                     LineEnd::Eof
                 }));
             }
-            let (chunk, used, newline) = match available.iter().position(|&b| b == b'\n') {
+            let (chunk, used, newline) = match memchr::memchr(b'\n', available) {
                 Some(i) => (&available[..i], i + 1, true),
                 None => (available, available.len(), false),
             };
             if too_long || self.buf.len() + chunk.len() > MAX_RECORD_BYTES {
                 too_long = true;
-                self.buf.clear();
+                self.buf = Vec::new();
             } else {
                 self.buf.extend_from_slice(chunk);
             }
@@ -187,8 +211,77 @@ impl<R: BufRead> Lines<R> {
 /// What one line held.
 enum Parsed {
     Event(Event),
+    Header,
+    Definition,
     Trailer(Trailer),
+    Blank,
     Issue(Problem),
+}
+
+/// Parses one line; definitions go into `tables`.
+fn parse(line: &[u8], end: LineEnd, tables: &mut Tables) -> Parsed {
+    if end == LineEnd::TooLong {
+        return Parsed::Issue(Problem::TooLong);
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Parsed::Blank;
+    }
+    let parsed = parse_record(line, tables);
+    match (parsed, end) {
+        (Parsed::Issue(_), LineEnd::Eof) => Parsed::Issue(Problem::Truncated),
+        (parsed, _) => parsed,
+    }
+}
+
+fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
+    // Validating the line once lets serde_json skip the check for every key and string.
+    let line = match std::str::from_utf8(line) {
+        Ok(line) => line,
+        Err(e) => return Parsed::Issue(Problem::Corrupt(format!("not UTF-8: {e}"))),
+    };
+    let as_event = match super::fast::parse_event(line)
+        .map_or_else(|| serde_json::from_str::<WireEvent>(line), Ok)
+    {
+        Ok(w) if w.record == EVENT_TYPE => {
+            return match w.decode(tables) {
+                Ok(event) => Parsed::Event(event),
+                Err(e) => Parsed::Issue(Problem::Corrupt(e)),
+            };
+        }
+        Ok(_) => None,
+        Err(e) => Some(e),
+    };
+    let defined = match serde_json::from_str::<MetaRecord>(line) {
+        Ok(MetaRecord::Trailer(trailer)) => return Parsed::Trailer(trailer),
+        Ok(MetaRecord::Header(_)) => return Parsed::Header,
+        Ok(MetaRecord::Phy(def)) => tables.define_phy(def),
+        Ok(MetaRecord::Callback(def)) => tables.define_callback(def),
+        Ok(MetaRecord::State(state)) => tables.define_state(state),
+        Err(meta) => return Parsed::Issue(explain(line, as_event, meta)),
+    };
+    match defined {
+        Ok(()) => Parsed::Definition,
+        Err(e) => Parsed::Issue(Problem::Corrupt(e)),
+    }
+}
+
+/// Says why a line is no valid record, from the errors of both ways of reading it.
+fn explain(line: &str, as_event: Option<serde_json::Error>, meta: serde_json::Error) -> Problem {
+    #[derive(Deserialize)]
+    struct RecordType<'a> {
+        #[serde(rename = "type", borrow)]
+        record: std::borrow::Cow<'a, str>,
+    }
+    match serde_json::from_str::<RecordType>(line) {
+        Ok(t) if t.record == EVENT_TYPE => {
+            Problem::Corrupt(as_event.map_or_else(|| meta.to_string(), |e| e.to_string()))
+        }
+        Ok(t) if ["header", "phy", "callback", "state", "trailer"].contains(&&*t.record) => {
+            Problem::Corrupt(meta.to_string())
+        }
+        Ok(t) => Problem::Unexpected(format!("unknown record type {:?}", t.record)),
+        Err(_) => Problem::Corrupt(as_event.map_or_else(|| meta.to_string(), |e| e.to_string())),
+    }
 }
 
 /// Reads a capture: [`Reader::header`], then an iterator of events and issues, then
@@ -198,6 +291,7 @@ pub struct Reader<R> {
     lines: Lines<R>,
     path: PathBuf,
     header: Header,
+    tables: Tables,
     trailer: Option<Trailer>,
     events: u64,
     issues: u64,
@@ -212,7 +306,7 @@ impl Reader<BufReader<File>> {
             path: path.to_owned(),
             source,
         })?;
-        Self::new(BufReader::with_capacity(64 * 1024, file), path)
+        Self::new(BufReader::with_capacity(256 * 1024, file), path)
     }
 }
 
@@ -222,7 +316,7 @@ impl<R: BufRead> Reader<R> {
         let path = path.into();
         let mut lines = Lines {
             src,
-            buf: Vec::with_capacity(512),
+            buf: Vec::new(),
             line: 0,
             offset: 0,
         };
@@ -230,18 +324,15 @@ impl<R: BufRead> Reader<R> {
             path: path.clone(),
             reason,
         };
-        match lines.read_line() {
-            Ok(Some(LineEnd::TooLong)) => {
-                return Err(bad(format!("longer than {MAX_RECORD_BYTES} bytes")));
-            }
-            Ok(Some(_)) => {}
+        let header = match lines.next(|line, end| match end {
+            LineEnd::TooLong => Err(format!("longer than {MAX_RECORD_BYTES} bytes")),
+            _ => serde_json::from_slice::<MetaRecord>(line).map_err(|e| e.to_string()),
+        }) {
+            Ok(Some(Ok(MetaRecord::Header(header)))) => header,
+            Ok(Some(Ok(_))) => return Err(bad("another record comes first".to_owned())),
+            Ok(Some(Err(reason))) => return Err(bad(reason)),
             Ok(None) => return Err(OpenError::Empty { path }),
             Err(source) => return Err(OpenError::Io { path, source }),
-        }
-        let header = match serde_json::from_slice::<MetaRecord>(&lines.buf) {
-            Ok(MetaRecord::Header(header)) => header,
-            Ok(MetaRecord::Trailer(_)) => return Err(bad("it is a trailer".to_owned())),
-            Err(e) => return Err(bad(e.to_string())),
         };
         if header.format != FORMAT_NAME {
             return Err(bad(format!(
@@ -255,10 +346,12 @@ impl<R: BufRead> Reader<R> {
                 found: header.format_version,
             });
         }
+        let tables = Tables::new(&header.phy_states);
         Ok(Self {
             lines,
             path,
             header,
+            tables,
             trailer: None,
             events: 0,
             issues: 0,
@@ -291,47 +384,6 @@ impl<R: BufRead> Reader<R> {
         self.issues
     }
 
-    /// Parses the line just read.
-    fn parse(&self) -> Parsed {
-        let buf = &self.lines.buf;
-        let first = match serde_json::from_slice::<WireEvent>(buf) {
-            Ok(w) if w.record == EVENT_TYPE => {
-                return match w.into_event() {
-                    Ok(event) => Parsed::Event(event),
-                    Err(e) => Parsed::Issue(Problem::Corrupt(e)),
-                };
-            }
-            Ok(_) => None,
-            Err(e) => Some(e),
-        };
-        let meta = match serde_json::from_slice::<MetaRecord>(buf) {
-            Ok(MetaRecord::Trailer(trailer)) => return Parsed::Trailer(trailer),
-            Ok(MetaRecord::Header(_)) => {
-                return Parsed::Issue(Problem::Unexpected("a second header".to_owned()));
-            }
-            Err(e) => e,
-        };
-        #[derive(Deserialize)]
-        struct RecordType {
-            #[serde(rename = "type")]
-            record: String,
-        }
-        let problem = match serde_json::from_slice::<RecordType>(buf) {
-            Ok(t) if t.record == EVENT_TYPE => {
-                first.map_or_else(|| meta.to_string(), |e| e.to_string())
-            }
-            Ok(t) if t.record == "header" || t.record == "trailer" => meta.to_string(),
-            Ok(t) => {
-                return Parsed::Issue(Problem::Unexpected(format!(
-                    "unknown record type {:?}",
-                    t.record
-                )));
-            }
-            Err(_) => first.map_or_else(|| meta.to_string(), |e| e.to_string()),
-        };
-        Parsed::Issue(Problem::Corrupt(problem))
-    }
-
     fn issue(
         &mut self,
         line: u64,
@@ -345,6 +397,20 @@ impl<R: BufRead> Reader<R> {
             problem,
         }))
     }
+
+    /// The issue to report at the end of the file, if any.
+    fn at_end(&mut self, offset: u64) -> Option<Result<Event, ReadIssue>> {
+        self.done = true;
+        let problem = match &self.trailer {
+            None => Problem::NotClosed,
+            Some(t) if t.events != self.events => Problem::CountMismatch {
+                expected: t.events,
+                read: self.events,
+            },
+            Some(_) => return None,
+        };
+        self.issue(self.lines.line + 1, offset, problem)
+    }
 }
 
 impl<R: BufRead> Iterator for Reader<R> {
@@ -353,51 +419,32 @@ impl<R: BufRead> Iterator for Reader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
             let start = self.lines.offset;
-            let end = match self.lines.read_line() {
-                Ok(Some(end)) => end,
-                Ok(None) => {
-                    self.done = true;
-                    return match &self.trailer {
-                        None => self.issue(self.lines.line + 1, start, Problem::NotClosed),
-                        Some(t) if t.events != self.events => {
-                            let problem = Problem::CountMismatch {
-                                expected: t.events,
-                                read: self.events,
-                            };
-                            self.issue(self.lines.line, start, problem)
-                        }
-                        Some(_) => None,
-                    };
-                }
+            let tables = &mut self.tables;
+            let parsed = match self.lines.next(|line, end| parse(line, end, tables)) {
+                Ok(Some(parsed)) => parsed,
+                Ok(None) => return self.at_end(start),
                 Err(e) => {
                     self.done = true;
                     return self.issue(self.lines.line + 1, start, Problem::Io(e.to_string()));
                 }
             };
             let line = self.lines.line;
-            if let LineEnd::TooLong = end {
-                return self.issue(line, start, Problem::TooLong);
-            }
-            if self.lines.buf.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match self.parse() {
+            match parsed {
                 Parsed::Event(event) => {
                     self.events += 1;
                     return Some(Ok(event));
                 }
-                Parsed::Trailer(_) if self.trailer.is_some() => {
+                Parsed::Definition | Parsed::Blank => {}
+                Parsed::Trailer(trailer) if self.trailer.is_none() => self.trailer = Some(trailer),
+                Parsed::Trailer(_) => {
                     let problem = Problem::Unexpected("a second trailer".to_owned());
                     return self.issue(line, start, problem);
                 }
-                Parsed::Trailer(trailer) => self.trailer = Some(trailer),
-                Parsed::Issue(problem) => {
-                    let problem = match end {
-                        LineEnd::Eof => Problem::Truncated,
-                        _ => problem,
-                    };
+                Parsed::Header => {
+                    let problem = Problem::Unexpected("a second header".to_owned());
                     return self.issue(line, start, problem);
                 }
+                Parsed::Issue(problem) => return self.issue(line, start, problem),
             }
         }
         None

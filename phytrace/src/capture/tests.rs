@@ -59,13 +59,74 @@ fn records_are_tagged_lines() {
     let events: Vec<_> = Synth::new(1).take(10).collect();
     let text = String::from_utf8(write_capture(&events, true)).unwrap();
     let lines: Vec<_> = text.lines().collect();
-    assert_eq!(lines.len(), 12);
+    let types: Vec<_> = lines
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "header", "event", "phy", "callback", "event", "event", "event", "event", "event",
+            "event", "event", "callback", "event", "event", "trailer"
+        ]
+    );
     assert!(
         lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":1"#)
     );
-    assert!(lines[1].starts_with(r#"{"type":"event","ts":"#));
-    assert!(lines[11].starts_with(r#"{"type":"trailer""#));
     assert!(lines[0].contains(r#""address":"0xffffffffc0800000""#));
+    assert_eq!(
+        lines[2],
+        r#"{"type":"phy","id":0,"bus":"phy_sim-0","addr":16,"phy_id":3872865,"driver":"Asix Electronics AX88772A"}"#
+    );
+    assert_eq!(
+        lines[3],
+        r#"{"type":"callback","id":0,"name":"soft_reset","driver_type":"ax88796b_rust::PhyAX88772A"}"#
+    );
+    assert!(lines[5].starts_with(r#"{"type":"event","ts":"#));
+    assert_eq!(
+        lines[5],
+        r#"{"type":"event","ts":1000042956,"cpu":1,"tid":120,"phy":0,"kind":"mdio","cb":0,"state":1,"lat":37197,"op":"write","reg":0,"val":0}"#
+    );
+}
+
+#[test]
+fn unknown_states_are_declared() {
+    let mut events: Vec<_> = Synth::new(1).take(3).collect();
+    if let EventKind::CallbackEnter { state, .. } = &mut events[1].kind {
+        *state = crate::event::PhyState {
+            value: 42,
+            name: "NEW".into(),
+        };
+    }
+    let text = String::from_utf8(write_capture(&events, true)).unwrap();
+    assert!(
+        text.contains("{\"type\":\"state\",\"value\":42,\"name\":\"NEW\"}\n"),
+        "{text}"
+    );
+    assert_eq!(read(text.as_bytes()).events, events);
+}
+
+#[test]
+fn undefined_ids_are_reported() {
+    let events: Vec<_> = Synth::new(1).take(5).collect();
+    let text = String::from_utf8(write_capture(&events, true)).unwrap();
+    let damaged: String = text
+        .lines()
+        .filter(|l| !l.contains(r#""type":"phy""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let c = read(damaged.as_bytes());
+    assert_eq!(c.events, events[..1]);
+    assert!(
+        c.issues[0].to_string().contains("phy 0 is not defined"),
+        "{}",
+        c.issues[0]
+    );
 }
 
 #[test]
@@ -85,17 +146,21 @@ fn missing_trailer_is_reported_but_events_kept() {
 #[test]
 fn truncated_and_corrupt_lines_are_skipped_with_position() {
     let events: Vec<_> = Synth::new(3).take(20).collect();
-    let bytes = write_capture(&events, false);
-    let text = String::from_utf8(bytes).unwrap();
+    let text = String::from_utf8(write_capture(&events, false)).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    lines[5] = "{\"type\":\"event\",\"ts\":12,garbage".to_owned();
-    let offset: usize = lines[..5].iter().map(|l| l.len() + 1).sum();
+    let event_lines: Vec<_> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with(r#"{"type":"event""#))
+        .collect();
+    let corrupt = event_lines[5];
+    lines[corrupt] = "{\"type\":\"event\",\"ts\":12,garbage".to_owned();
+    let offset: usize = lines[..corrupt].iter().map(|l| l.len() + 1).sum();
     let mut damaged = lines.join("\n");
     damaged.truncate(damaged.len() - 10); // the last record loses its end
     let c = read(damaged.as_bytes());
     assert_eq!(c.events.len(), 20 - 2);
-    assert_eq!(c.events[..4], events[..4]);
-    assert_eq!(c.issues[0].line, 6);
+    assert_eq!(c.events[..5], events[..5]);
+    assert_eq!(c.events[5..], events[6..19]);
+    assert_eq!(c.issues[0].line, corrupt as u64 + 1);
     assert_eq!(c.issues[0].offset, offset as u64);
     assert!(
         matches!(c.issues[0].problem, Problem::Corrupt(_)),
@@ -103,7 +168,7 @@ fn truncated_and_corrupt_lines_are_skipped_with_position() {
         c.issues[0]
     );
     assert_eq!(c.issues[1].problem, Problem::Truncated);
-    assert_eq!(c.issues[1].line, 21);
+    assert_eq!(c.issues[1].line, lines.len() as u64);
     assert_eq!(c.issues[2].problem, Problem::NotClosed);
 }
 
@@ -168,12 +233,8 @@ fn overlong_lines_are_skipped_in_bounded_memory() {
     let mut bytes = write_capture(&events[..1], false);
     bytes.extend(std::iter::repeat_n(b'x', MAX_RECORD_BYTES + 10));
     bytes.push(b'\n');
-    bytes.extend_from_slice(
-        &write_capture(&events[1..], true)
-            .splitn(2, |&b| b == b'\n')
-            .nth(1)
-            .unwrap(),
-    );
+    let rest = write_capture(&events[1..], true);
+    bytes.extend_from_slice(rest.splitn(2, |&b| b == b'\n').nth(1).unwrap());
     let c = read(&bytes);
     assert_eq!(c.events, events);
     assert_eq!(c.issues[0].problem, Problem::TooLong);
@@ -280,4 +341,14 @@ fn flush_policy_pushes_records_out() {
     assert_eq!(c.issues.len(), 1);
     assert_eq!(c.issues[0].problem, Problem::Truncated);
     std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn clock_reference_converts_to_wall_clock() {
+    let clock = ClockRef {
+        boot_ns: 5_000,
+        unix_ns: 1_000_000,
+    };
+    assert_eq!(clock.to_unix_ns(7_000), 1_002_000);
+    assert_eq!(clock.to_unix_ns(0), 995_000);
 }

@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::dictionary::{Definition, Interner};
 use super::format::{Header, KindCounts, MetaRecord, Trailer, WireEvent};
 use crate::event::{Event, EventKind};
 
@@ -49,6 +50,8 @@ pub struct Writer<W: Write = File> {
     out: BufWriter<W>,
     path: PathBuf,
     line: Vec<u8>,
+    ids: Interner,
+    definitions: Vec<Definition>,
     counts: KindCounts,
     events: u64,
     lost: u64,
@@ -77,6 +80,8 @@ impl<W: Write> Writer<W> {
             out: BufWriter::with_capacity(64 * 1024, out),
             path: path.into(),
             line: Vec::with_capacity(512),
+            ids: Interner::new(&header.phy_states),
+            definitions: Vec::new(),
             counts: KindCounts::default(),
             events: 0,
             lost: 0,
@@ -109,8 +114,14 @@ impl<W: Write> Writer<W> {
     /// Appends one event; flushes if the policy says so.
     pub fn write(&mut self, event: &Event) -> Result<(), WriteError> {
         self.check()?;
+        let mut definitions = std::mem::take(&mut self.definitions);
+        let wire = WireEvent::encode(event, &mut self.ids, &mut definitions);
+        for def in definitions.drain(..) {
+            self.write_meta(&MetaRecord::from(def))?;
+        }
+        self.definitions = definitions;
         self.line.clear();
-        serde_json::to_writer(&mut self.line, &WireEvent::from_event(event))
+        serde_json::to_writer(&mut self.line, &wire)
             .map_err(|e| self.fail(io::Error::new(io::ErrorKind::InvalidData, e)))?;
         self.line.push(b'\n');
         self.push_line()?;

@@ -55,8 +55,10 @@ pub enum Format {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
     /// Callback entries.
+    #[value(alias = "callback_enter")]
     Enter,
     /// Callback returns.
+    #[value(alias = "callback_exit")]
     Exit,
     /// MDIO register accesses.
     Mdio,

@@ -182,10 +182,8 @@ impl Model {
                 (None, crate::event::MdioOp::Read) => self.unowned.mdio_reads += 1,
                 (None, crate::event::MdioOp::Write) => self.unowned.mdio_writes += 1,
             },
-            (EventKind::CallbackEnter { .. } | EventKind::CallbackExit { .. }, None) => {
-                self.unowned.unmatched_exits +=
-                    u64::from(matches!(event.kind, EventKind::CallbackExit { .. }));
-            }
+            // A callback event always names its PHY; without one there is nothing to update.
+            (EventKind::CallbackEnter { .. } | EventKind::CallbackExit { .. }, None) => {}
             (
                 EventKind::Attached {
                     module, callbacks, ..

@@ -264,3 +264,13 @@ fn synthetic_stream_balances() {
     assert!(states.windows(2).any(|w| w == ["RUNNING", "NOLINK"]));
     let _: &PhyState = m.phys["phy_sim-0:10"].state.as_ref().unwrap();
 }
+
+#[test]
+fn phy_id_from_registers() {
+    let mut m = Model::new();
+    m.apply(&read(1, 7, 0x02, 0x003b, None));
+    assert_eq!(m.phy("phy_sim-0:10").unwrap().id_from_registers(), None);
+    m.apply(&read(2, 7, 0x03, 0x1881, None));
+    let id = m.phy("phy_sim-0:10").unwrap().id_from_registers().unwrap();
+    assert_eq!(id.known_name(), Some("AX88772C"));
+}
