@@ -74,28 +74,8 @@ pub fn trace(capture: &Capture) -> Value {
             continue;
         };
         let next_pid = PHYTRACE_PID + 1 + pids.len() as u32;
-        let pid = *pids.entry(key.clone()).or_insert_with(|| {
-            let driver = event.phy.as_ref().map_or("", |p| p.driver.as_str());
-            let name = if driver.is_empty() {
-                key.clone()
-            } else {
-                format!("{key} {driver}")
-            };
-            meta.push(
-                json!({"ph": "M", "name": "process_name", "pid": next_pid, "tid": next_pid,
-                             "args": {"name": name}}),
-            );
-            meta.push(
-                json!({"ph": "M", "name": "process_sort_index", "pid": next_pid,
-                             "tid": next_pid, "args": {"sort_index": next_pid}}),
-            );
-            meta.push(
-                json!({"ph": "M", "name": "thread_name", "pid": next_pid, "tid": next_pid,
-                             "args": {"name": format!("{key} callbacks and MDIO")}}),
-            );
-            next_pid
-        });
-        let previous = last_ts.insert(pid, ts).unwrap_or(ts);
+        let pid = *pids.entry(key).or_insert(next_pid);
+        let previous = last_ts.insert(pid, ts).unwrap_or(0);
         if let Some(t) = &applied.transition {
             entries.push(Entry {
                 ts_ns: ts,
@@ -181,6 +161,26 @@ pub fn trace(capture: &Capture) -> Value {
                 });
             }
         }
+    }
+    for (key, &pid) in &pids {
+        let driver = model.phy(key).map_or("", |p| p.phy.driver.as_str());
+        let name = if driver.is_empty() {
+            key.clone()
+        } else {
+            format!("{key} {driver}")
+        };
+        meta.push(
+            json!({"ph": "M", "name": "process_name", "pid": pid, "tid": pid,
+                         "args": {"name": name}}),
+        );
+        meta.push(
+            json!({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": pid,
+                         "args": {"sort_index": pid}}),
+        );
+        meta.push(
+            json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": pid,
+                         "args": {"name": format!("{key} callbacks and MDIO")}}),
+        );
     }
     entries.sort_by(|a, b| a.ts_ns.cmp(&b.ts_ns).then(b.dur_ns.cmp(&a.dur_ns)));
     meta.extend(entries.into_iter().map(|e| e.value));
