@@ -268,12 +268,20 @@ pub fn render(
                     old_len,
                     new_index,
                     new_len,
-                } if old_len == new_len => {
-                    for (x, y) in pa.accesses[old_index..old_index + old_len]
-                        .iter()
-                        .zip(&pb.accesses[new_index..new_index + new_len])
-                    {
+                } => {
+                    let (old, new) = (
+                        &pa.accesses[old_index..old_index + old_len],
+                        &pb.accesses[new_index..new_index + new_len],
+                    );
+                    let common = old_len.min(new_len);
+                    for (x, y) in old.iter().zip(new) {
                         out += &changed(x, y);
+                    }
+                    for x in &old[common..] {
+                        let _ = writeln!(out, "  - {}", access_line(x));
+                    }
+                    for y in &new[common..] {
+                        let _ = writeln!(out, "  + {}", access_line(y));
                     }
                 }
                 _ => {
@@ -299,5 +307,103 @@ fn changed(x: &Access<'_>, y: &Access<'_>) -> String {
         format!("  ~ {}  B: {:#06x} ({changes})\n", access_line(x), y.value)
     } else {
         format!("  - {}\n  + {}\n", access_line(x), access_line(y))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Callback, PhyRef};
+
+    fn mdio(bus: &str, phy_id: u32, op: MdioOp, reg: u16, value: u16) -> Event {
+        Event {
+            ts_ns: 0,
+            cpu: 0,
+            tid: 1,
+            phy: Some(PhyRef {
+                bus: bus.into(),
+                addr: 1,
+                phy_id,
+                driver: String::new(),
+            }),
+            kind: EventKind::Mdio {
+                op,
+                reg,
+                value,
+                error: None,
+                latency_ns: 0,
+                caller: Some(Callback {
+                    name: "read_status".into(),
+                    driver_type: "x".into(),
+                }),
+                state: None,
+            },
+        }
+    }
+
+    fn stream(bus: &str, bmsr: u16, extra_write: bool) -> Vec<Event> {
+        let mut events = vec![
+            mdio(bus, 0x1861, MdioOp::Read, 0, 0x3100),
+            mdio(bus, 0x1861, MdioOp::Read, 1, bmsr),
+        ];
+        if extra_write {
+            events.push(mdio(bus, 0x1861, MdioOp::Write, 0, 0x8200));
+        }
+        events.push(mdio(bus, 0x1861, MdioOp::Read, 5, 0x41e1));
+        events
+    }
+
+    #[test]
+    fn phys_pair_by_id_when_keys_differ_and_values_show_bit_changes() {
+        let (a, b) = (
+            stream("usb-1", 0x786d, false),
+            stream("usb-2", 0x7849, true),
+        );
+        let (pa, pb) = (
+            accesses(&a, &Options::default()),
+            accesses(&b, &Options::default()),
+        );
+        let diffs = compare(&pa, &pb);
+        assert_eq!(diffs.len(), 1);
+        assert!(diffs[0].differs());
+        let text = render(&diffs[0], &pa, &pb);
+        assert!(
+            text.starts_with("usb-1:01 ↔ usb-2:01: 3 vs 4 accesses"),
+            "{text}"
+        );
+        assert!(text.contains("~ read  BMSR      0x786d"), "{text}");
+        assert!(
+            text.contains("B: 0x7849 (-LSTATUS -ANEGCOMPLETE)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  + write BMCR      0x8200  [ANRESTART RESET]  in read_status"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn ignored_values_and_reads_make_streams_equal() {
+        let (a, b) = (stream("bus", 0x786d, false), stream("bus", 0x7849, false));
+        let opts = Options {
+            ignore_reads: false,
+            ignore_values: vec![1],
+        };
+        assert!(!compare(&accesses(&a, &opts), &accesses(&b, &opts))[0].differs());
+        let (a, b) = (stream("bus", 0x786d, false), stream("bus", 0x7849, true));
+        let opts = Options {
+            ignore_reads: true,
+            ignore_values: vec![],
+        };
+        assert!(compare(&accesses(&a, &opts), &accesses(&b, &opts))[0].differs());
+        let c = vec![mdio("other", 0x1234, MdioOp::Read, 1, 0)];
+        let diffs = compare(&accesses(&a, &opts), &accesses(&c, &opts));
+        assert_eq!(
+            diffs,
+            [
+                PhyDiff::OnlyA("bus:01".into()),
+                PhyDiff::OnlyB("other:01".into())
+            ]
+        );
     }
 }
