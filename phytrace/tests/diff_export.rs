@@ -114,7 +114,7 @@ fn validate(trace: &Value, phys: usize) {
             continue;
         }
         let ts = e["ts"].as_f64().expect("ts");
-        assert!(ts >= 0.0 && ts < 1e9, "ts in µs since the start: {ts}");
+        assert!((0.0..1e9).contains(&ts), "ts in µs since the start: {ts}");
         let last = last_ts.entry(track).or_insert(0.0);
         assert!(ts >= *last, "time goes back on {track:?}: {e}");
         *last = ts;
