@@ -360,12 +360,6 @@ impl Parser<'_> {
         self.error(format!("expected {what}, found {found}"))
     }
 
-    fn next(&mut self) -> Option<Tok> {
-        let tok = self.peek().cloned();
-        self.pos += usize::from(tok.is_some());
-        tok
-    }
-
     fn eat_word(&mut self, word: &str) -> bool {
         let yes = self.peek_word() == Some(word);
         self.pos += usize::from(yes);
@@ -540,12 +534,13 @@ impl Parser<'_> {
         if !self.eat_word("within") {
             return Ok(None);
         }
-        match self.next() {
-            Some(Tok::Duration(d)) => Ok(Some(d)),
-            _ => {
-                self.pos -= 1;
-                Err(self.expected("a duration such as `100ms`"))
+        match self.peek() {
+            Some(Tok::Duration(d)) => {
+                let d = *d;
+                self.pos += 1;
+                Ok(Some(d))
             }
+            _ => Err(self.expected("a duration such as `100ms`")),
         }
     }
 

@@ -38,7 +38,7 @@ pub fn trace(capture: &Capture) -> Value {
         .map_or(capture.header.clock.boot_ns, |first| {
             first.min(capture.header.clock.boot_ns)
         });
-    let us = |ns: u64| (ns - origin) as f64 / 1e3;
+    let us = |ns: u64| ns.saturating_sub(origin) as f64 / 1e3;
     let mut model = Model::new();
     let mut pids: BTreeMap<String, u32> = BTreeMap::new();
     let mut last_ts: BTreeMap<u32, u64> = BTreeMap::new();
