@@ -3,8 +3,8 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    doctor::DoctorArgs, dump::DumpArgs, generate::GenerateArgs, probes::ProbesArgs,
-    record::RecordArgs,
+    check::CheckArgs, diff::DiffArgs, doctor::DoctorArgs, dump::DumpArgs, export::ExportArgs,
+    generate::GenerateArgs, probes::ProbesArgs, record::RecordArgs,
 };
 
 /// Live eBPF tracing of Rust network-PHY drivers: callbacks, MDIO accesses and phy_state.
@@ -24,6 +24,12 @@ pub enum Command {
     Record(RecordArgs),
     /// Print a capture file, decoded, one event per line.
     Dump(DumpArgs),
+    /// Check ordering rules (a spec, see docs/check.md) on captures, for CI.
+    Check(CheckArgs),
+    /// Compare the MDIO register sequences of two captures, PHY by PHY.
+    Diff(DiffArgs),
+    /// Convert a capture for another tool (Perfetto's trace viewer).
+    Export(ExportArgs),
     /// Show the driver callbacks, PHYs, MDIO probes and struct offsets phytrace would use.
     Probes(ProbesArgs),
     /// Check that this machine can trace a Rust PHY driver, and say how to fix what is missing.

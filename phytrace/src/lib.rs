@@ -4,10 +4,13 @@
 //! [`event::Event`]s, which the [`model`] and the sinks (TUI, [`capture`] files, checker) consume.
 
 pub mod capture;
+pub mod check;
 pub mod cli;
 pub mod commands;
+pub mod diff;
 pub mod event;
 pub mod exit;
+pub mod export;
 pub mod model;
 pub mod probe;
 pub mod registers;

@@ -13,6 +13,9 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Record(args) => commands::record::run(args),
         Command::Dump(args) => commands::dump::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Diff(args) => commands::diff::run(args),
+        Command::Export(args) => commands::export::run(args),
         Command::Probes(args) => commands::probes::run(args),
         Command::Doctor(args) => commands::doctor::run(args),
         Command::Generate(args) => commands::generate::run(args),

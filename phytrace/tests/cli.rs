@@ -9,7 +9,9 @@ fn phytrace(args: &[&str]) -> std::process::Output {
         .expect("run phytrace")
 }
 
-const SUBCOMMANDS: &[&str] = &["record", "dump", "probes", "doctor", "generate"];
+const SUBCOMMANDS: &[&str] = &[
+    "record", "dump", "check", "diff", "export", "probes", "doctor", "generate",
+];
 
 #[test]
 fn every_subcommand_help_has_an_example() {

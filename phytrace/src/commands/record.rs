@@ -66,7 +66,19 @@ enum Stop {
     Command(std::process::ExitStatus),
 }
 
+/// Runs `phytrace record`: exits as COMMAND did when it failed, 0 otherwise.
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
+    Ok(match record_to_file(args)? {
+        Some(status) if !status.success() => {
+            ExitCode::from(status.code().map_or(1, |code| code.clamp(1, 255) as u8))
+        }
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Records to `args.output` until COMMAND exits, the duration is reached or a signal comes;
+/// the file is complete (trailer written) when this returns. Returns COMMAND's exit status.
+pub fn record_to_file(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -88,7 +100,7 @@ fn output_failure(err: impl std::fmt::Display) -> Failure {
     Failure::new(FailureKind::Output, format!("{err}"))
 }
 
-async fn record(args: &RecordArgs) -> Result<ExitCode> {
+async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let started = Instant::now();
     let clock = clock_now();
     let (mut tracer, first) = Tracer::start(TracerOptions {
@@ -197,10 +209,8 @@ async fn record(args: &RecordArgs) -> Result<ExitCode> {
         trailer.lost
     );
     Ok(match stop {
-        Stop::Command(status) if !status.success() => {
-            ExitCode::from(status.code().map_or(1, |code| code.clamp(1, 255) as u8))
-        }
-        _ => ExitCode::SUCCESS,
+        Stop::Command(status) => Some(status),
+        _ => None,
     })
 }
 

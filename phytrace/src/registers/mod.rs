@@ -88,6 +88,14 @@ pub fn spec(reg: u16) -> Option<&'static RegisterSpec> {
     SPECS.iter().copied().find(|s| s.num == reg)
 }
 
+/// The number of the register named `name` (`BMCR`, any case), if it has a decoder.
+pub fn number(name: &str) -> Option<u16> {
+    SPECS
+        .iter()
+        .find(|s| s.name.eq_ignore_ascii_case(name))
+        .map(|s| s.num)
+}
+
 /// The register's name: `BMSR`, or `R0x10` for a register without a decoder.
 pub fn name(reg: u16) -> RegName {
     RegName(reg)

@@ -1,0 +1,782 @@
+//! The rule language: its syntax tree and its parser (grammar in `docs/check.md`).
+//!
+//! One rule per line, `#` starts a comment:
+//!
+//! ```text
+//! rule "reset before poll": exit soft_reset before first enter read_status
+//! rule "no errors": never exit any error
+//! rule "re-init on NOLINK" for driver "AX88772A": after state NOLINK: enter link_change_notify then enter soft_reset within 1s
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+use super::lexer::{Spanned, Tok, tokenize};
+use crate::event::MdioOp;
+use crate::registers;
+
+/// A parse error, with the 1-based line and column it was found at.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
+pub struct SpecError {
+    /// Line number.
+    pub line: usize,
+    /// Column, in characters.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl SpecError {
+    /// An error at `line`:`column`.
+    pub fn new(line: usize, column: usize, message: impl Into<String>) -> Self {
+        Self {
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+/// A parsed spec: its rules in file order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    /// The rules.
+    pub rules: Vec<Rule>,
+}
+
+/// One named rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// Its name, unique in the spec.
+    pub name: String,
+    /// Line it is defined on.
+    pub line: usize,
+    /// Which PHYs it applies to, and how they are grouped.
+    pub scope: Scope,
+    /// What must hold.
+    pub body: Body,
+}
+
+/// Which PHYs a rule checks and how their events are grouped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Only these PHYs (all when `None`).
+    pub select: Option<Selector>,
+    /// Each PHY separately, or the PHYs of each driver together.
+    pub per: Per,
+}
+
+/// A choice of PHYs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selector {
+    /// The bound driver's name contains this text.
+    Driver(String),
+    /// The `bus:addr` key contains this text.
+    Phy(String),
+    /// This PHY ID.
+    PhyId(u32),
+}
+
+/// How the events of the selected PHYs are grouped before checking.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Per {
+    /// Each PHY is checked on its own.
+    #[default]
+    Phy,
+    /// The PHYs bound to the same driver are checked as one stream.
+    Driver,
+}
+
+/// What a rule requires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// `A before first B`: if B happens, A happened earlier.
+    BeforeFirst {
+        /// A.
+        first: Pattern,
+        /// B.
+        then: Pattern,
+    },
+    /// `after A: B then C [within T]`: every A is followed by B, then C (within T of A).
+    After {
+        /// A.
+        trigger: Pattern,
+        /// B, C, …
+        steps: Vec<Pattern>,
+        /// Longest time from A to the last step.
+        within: Option<Duration>,
+    },
+    /// `never A`.
+    Never(Pattern),
+    /// `sequence A then B … [within T]`: A, B, … happen in this order at least once.
+    Sequence {
+        /// A, B, …
+        steps: Vec<Pattern>,
+        /// Longest time from the first to the last.
+        within: Option<Duration>,
+    },
+    /// `count A at least|at most|exactly N`.
+    Count {
+        /// What is counted.
+        pattern: Pattern,
+        /// The bound.
+        bound: Bound,
+    },
+}
+
+/// A bound on a count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// `at least N`.
+    AtLeast(u64),
+    /// `at most N`.
+    AtMost(u64),
+    /// `exactly N`.
+    Exactly(u64),
+}
+
+impl Bound {
+    /// Whether `n` satisfies the bound.
+    pub fn holds(self, n: u64) -> bool {
+        match self {
+            Self::AtLeast(b) => n >= b,
+            Self::AtMost(b) => n <= b,
+            Self::Exactly(b) => n == b,
+        }
+    }
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::AtLeast(n) => write!(f, "at least {n}"),
+            Self::AtMost(n) => write!(f, "at most {n}"),
+            Self::Exactly(n) => write!(f, "exactly {n}"),
+        }
+    }
+}
+
+/// An event pattern: an event kind with conditions, and where it must happen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern {
+    /// The event.
+    pub atom: Atom,
+    /// `inside C`: callbacks that must be running on the same thread (outer ones too).
+    pub inside: Vec<Name>,
+    /// `while state S|T` (or `while state not S`).
+    pub states: Option<StateSet>,
+    /// Source text, for messages.
+    pub text: String,
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A callback name, or `any`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Name {
+    /// Any callback.
+    Any,
+    /// This one (`read_status`).
+    Is(String),
+}
+
+impl Name {
+    /// Whether `name` matches.
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Is(n) => n == name,
+        }
+    }
+}
+
+/// A set of `phy_state` names (upper case, without `PHY_`), possibly negated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateSet {
+    /// `not`: every state but these.
+    pub negated: bool,
+    /// The names.
+    pub names: Vec<String>,
+}
+
+impl StateSet {
+    /// Whether `state` is in the set (an unknown state is in no set, and not in a negated one).
+    pub fn contains(&self, state: Option<&str>) -> bool {
+        state.is_some_and(|s| self.names.iter().any(|n| n == s) != self.negated)
+    }
+}
+
+/// The kinds of event a pattern can match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Atom {
+    /// `enter NAME`: a callback was entered.
+    Enter(Name),
+    /// `exit NAME [error | ret OP N]`: a callback returned.
+    Exit {
+        /// The callback.
+        callback: Name,
+        /// Condition on its return value.
+        ret: Option<(Cmp, i64)>,
+    },
+    /// `read|write|mdio REG [value]`: an MDIO access.
+    Mdio {
+        /// `None` for `mdio` (either).
+        op: Option<MdioOp>,
+        /// `None` for `any`.
+        reg: Option<u16>,
+        /// Condition on the value, or on failure.
+        value: Option<ValueTest>,
+    },
+    /// `state [FROM ->] TO`: `phy_state` became TO (first seen, or changed).
+    State {
+        /// Required previous state.
+        from: Option<String>,
+        /// The new state.
+        to: String,
+    },
+    /// `link up|down`: the link reported at a callback's return changed.
+    Link(bool),
+    /// `error`: a callback returned a negative value or an MDIO access failed.
+    Error,
+}
+
+/// A comparison of a return value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// `=`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+}
+
+impl Cmp {
+    /// `lhs OP rhs`.
+    pub fn holds(self, lhs: i64, rhs: i64) -> bool {
+        match self {
+            Self::Eq => lhs == rhs,
+            Self::Ne => lhs != rhs,
+            Self::Lt => lhs < rhs,
+            Self::Le => lhs <= rhs,
+            Self::Gt => lhs > rhs,
+            Self::Ge => lhs >= rhs,
+        }
+    }
+}
+
+/// A condition on an MDIO access's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueTest {
+    /// The access failed.
+    Failed,
+    /// It succeeded and `value & mask` equals (or, negated, differs from) `expect`.
+    Masked {
+        /// Bits compared.
+        mask: u16,
+        /// Their expected value.
+        expect: u16,
+        /// `!=`.
+        negated: bool,
+    },
+}
+
+/// Parses a whole spec.
+pub fn parse(text: &str) -> Result<Spec, SpecError> {
+    let mut rules: Vec<Rule> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let toks = tokenize(line, line_no)?;
+        if toks.is_empty() {
+            continue;
+        }
+        let rule = Parser {
+            line,
+            line_no,
+            toks: &toks,
+            pos: 0,
+        }
+        .rule()?;
+        if let Some(other) = rules.iter().find(|r| r.name == rule.name) {
+            return Err(SpecError::new(
+                line_no,
+                toks.get(1).map_or(1, |t| t.col),
+                format!(
+                    "rule {:?} is already defined on line {}",
+                    rule.name, other.line
+                ),
+            ));
+        }
+        rules.push(rule);
+    }
+    Ok(Spec { rules })
+}
+
+/// Recursive descent over the tokens of one line.
+struct Parser<'a> {
+    line: &'a str,
+    line_no: usize,
+    toks: &'a [Spanned],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.tok)
+    }
+
+    fn peek_word(&self) -> Option<&str> {
+        match self.peek() {
+            Some(Tok::Word(w)) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// An error at the current token (or at the end of the line).
+    fn error(&self, message: impl Into<String>) -> SpecError {
+        let column = match self.toks.get(self.pos) {
+            Some(t) => t.col,
+            None => self.line.chars().count() + 1,
+        };
+        SpecError::new(self.line_no, column, message)
+    }
+
+    /// "expected X, found Y".
+    fn expected(&self, what: &str) -> SpecError {
+        let found = self
+            .peek()
+            .map_or_else(|| "the end of the line".to_owned(), Tok::describe);
+        self.error(format!("expected {what}, found {found}"))
+    }
+
+    fn eat_word(&mut self, word: &str) -> bool {
+        let yes = self.peek_word() == Some(word);
+        self.pos += usize::from(yes);
+        yes
+    }
+
+    fn expect_word(&mut self, word: &str) -> Result<(), SpecError> {
+        if self.eat_word(word) {
+            Ok(())
+        } else {
+            Err(self.expected(&format!("`{word}`")))
+        }
+    }
+
+    fn eat_punct(&mut self, p: &str) -> bool {
+        let yes = matches!(self.peek(), Some(Tok::Punct(q)) if *q == p);
+        self.pos += usize::from(yes);
+        yes
+    }
+
+    fn expect_punct(&mut self, p: &str) -> Result<(), SpecError> {
+        if self.eat_punct(p) {
+            Ok(())
+        } else {
+            Err(self.expected(&format!("`{p}`")))
+        }
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, SpecError> {
+        match self.peek() {
+            Some(Tok::Str(s)) if !s.is_empty() => {
+                let s = s.clone();
+                self.pos += 1;
+                Ok(s)
+            }
+            Some(Tok::Str(_)) => Err(self.error(format!("{what} must not be empty"))),
+            _ => Err(self.expected(&format!("{what} in double quotes"))),
+        }
+    }
+
+    fn word(&mut self, what: &str) -> Result<String, SpecError> {
+        match self.peek_word() {
+            Some(w) => {
+                let w = w.to_owned();
+                self.pos += 1;
+                Ok(w)
+            }
+            None => Err(self.expected(what)),
+        }
+    }
+
+    fn int(&mut self, what: &str) -> Result<i64, SpecError> {
+        match self.peek() {
+            Some(Tok::Int(n)) => {
+                let n = *n;
+                self.pos += 1;
+                Ok(n)
+            }
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    /// An integer that fits `T` (a count, a PHY ID, a register value).
+    fn int_in<T: TryFrom<i64>>(&mut self, what: &str) -> Result<T, SpecError> {
+        let at = self.pos;
+        let n = self.int(what)?;
+        T::try_from(n).map_err(|_| {
+            self.pos = at;
+            self.error(format!("{n} is out of range for {what}"))
+        })
+    }
+
+    fn rule(mut self) -> Result<Rule, SpecError> {
+        self.expect_word("rule")?;
+        let name = self.string("a rule name")?;
+        let mut scope = Scope::default();
+        if self.eat_word("for") {
+            scope.select = Some(match self.peek_word() {
+                Some("driver") => {
+                    self.pos += 1;
+                    Selector::Driver(self.string("a driver name")?)
+                }
+                Some("phy") => {
+                    self.pos += 1;
+                    Selector::Phy(self.string("a PHY key (bus:addr)")?)
+                }
+                Some("phy_id") => {
+                    self.pos += 1;
+                    Selector::PhyId(self.int_in("a PHY ID")?)
+                }
+                _ => return Err(self.expected("`driver`, `phy` or `phy_id`")),
+            });
+        }
+        if self.eat_word("per") {
+            scope.per = match self.peek_word() {
+                Some("phy") => Per::Phy,
+                Some("driver") => Per::Driver,
+                _ => return Err(self.expected("`phy` or `driver`")),
+            };
+            self.pos += 1;
+        }
+        self.expect_punct(":")?;
+        let body = self.body()?;
+        if self.peek().is_some() {
+            return Err(self.expected("the end of the rule"));
+        }
+        Ok(Rule {
+            name,
+            line: self.line_no,
+            scope,
+            body,
+        })
+    }
+
+    fn body(&mut self) -> Result<Body, SpecError> {
+        if self.eat_word("never") {
+            return Ok(Body::Never(self.pattern()?));
+        }
+        if self.eat_word("count") {
+            let pattern = self.pattern()?;
+            let bound = if self.eat_word("at") {
+                if self.eat_word("least") {
+                    Bound::AtLeast(self.int_in("a count")?)
+                } else if self.eat_word("most") {
+                    Bound::AtMost(self.int_in("a count")?)
+                } else {
+                    return Err(self.expected("`least` or `most`"));
+                }
+            } else if self.eat_word("exactly") {
+                Bound::Exactly(self.int_in("a count")?)
+            } else {
+                return Err(self.expected("`at least`, `at most` or `exactly`"));
+            };
+            return Ok(Body::Count { pattern, bound });
+        }
+        if self.eat_word("sequence") {
+            let steps = self.steps()?;
+            let within = self.within()?;
+            return Ok(Body::Sequence { steps, within });
+        }
+        if self.eat_word("after") {
+            let trigger = self.pattern()?;
+            self.expect_punct(":")?;
+            let steps = self.steps()?;
+            let within = self.within()?;
+            return Ok(Body::After {
+                trigger,
+                steps,
+                within,
+            });
+        }
+        if self.peek().is_none() {
+            return Err(self.expected("`never`, `count`, `sequence`, `after` or an event"));
+        }
+        let first = self.pattern()?;
+        self.expect_word("before")?;
+        self.expect_word("first")?;
+        let then = self.pattern()?;
+        Ok(Body::BeforeFirst { first, then })
+    }
+
+    /// `pattern { "then" pattern }`.
+    fn steps(&mut self) -> Result<Vec<Pattern>, SpecError> {
+        let mut steps = vec![self.pattern()?];
+        while self.eat_word("then") {
+            steps.push(self.pattern()?);
+        }
+        Ok(steps)
+    }
+
+    fn within(&mut self) -> Result<Option<Duration>, SpecError> {
+        if !self.eat_word("within") {
+            return Ok(None);
+        }
+        match self.peek() {
+            Some(Tok::Duration(d)) => {
+                let d = *d;
+                self.pos += 1;
+                Ok(Some(d))
+            }
+            _ => Err(self.expected("a duration such as `100ms`")),
+        }
+    }
+
+    fn pattern(&mut self) -> Result<Pattern, SpecError> {
+        let start = self.toks.get(self.pos).map_or(self.line.len(), |t| t.start);
+        let atom = self.atom()?;
+        let mut inside = Vec::new();
+        let mut states = None;
+        loop {
+            if self.eat_word("inside") {
+                inside.push(self.callback()?);
+            } else if self.peek_word() == Some("while") {
+                if states.is_some() {
+                    return Err(self.error("only one `while state` per event"));
+                }
+                self.pos += 1;
+                self.expect_word("state")?;
+                let negated = self.eat_word("not");
+                let mut names = vec![self.state()?];
+                while self.eat_punct("|") {
+                    names.push(self.state()?);
+                }
+                states = Some(StateSet { negated, names });
+            } else {
+                break;
+            }
+        }
+        let end = self.toks[..self.pos].last().map_or(start, |t| t.end);
+        Ok(Pattern {
+            atom,
+            inside,
+            states,
+            text: self.line.get(start..end).unwrap_or_default().to_owned(),
+        })
+    }
+
+    fn atom(&mut self) -> Result<Atom, SpecError> {
+        const EVENTS: &str =
+            "an event (`enter`, `exit`, `read`, `write`, `mdio`, `state`, `link` or `error`)";
+        let Some(word) = self.peek_word().map(str::to_owned) else {
+            return Err(self.expected(EVENTS));
+        };
+        self.pos += 1;
+        Ok(match word.as_str() {
+            "enter" => Atom::Enter(self.callback()?),
+            "exit" => {
+                let callback = self.callback()?;
+                let ret = if self.eat_word("error") {
+                    Some((Cmp::Lt, 0))
+                } else if self.eat_word("ret") {
+                    let cmp = self.cmp()?;
+                    Some((cmp, self.int("a return value")?))
+                } else {
+                    None
+                };
+                Atom::Exit { callback, ret }
+            }
+            "read" | "write" | "mdio" => {
+                let op = match word.as_str() {
+                    "read" => Some(MdioOp::Read),
+                    "write" => Some(MdioOp::Write),
+                    _ => None,
+                };
+                let reg = self.register()?;
+                let value = self.value_test(reg)?;
+                Atom::Mdio { op, reg, value }
+            }
+            "state" => {
+                let first = self.state()?;
+                if self.eat_punct("->") {
+                    Atom::State {
+                        from: Some(first),
+                        to: self.state()?,
+                    }
+                } else {
+                    Atom::State {
+                        from: None,
+                        to: first,
+                    }
+                }
+            }
+            "link" => match self.peek_word() {
+                Some("up") => {
+                    self.pos += 1;
+                    Atom::Link(true)
+                }
+                Some("down") => {
+                    self.pos += 1;
+                    Atom::Link(false)
+                }
+                _ => return Err(self.expected("`up` or `down`")),
+            },
+            "error" => Atom::Error,
+            _ => {
+                self.pos -= 1;
+                return Err(self.expected(EVENTS));
+            }
+        })
+    }
+
+    fn callback(&mut self) -> Result<Name, SpecError> {
+        let name = self.word("a callback name or `any`")?;
+        Ok(if name == "any" {
+            Name::Any
+        } else {
+            Name::Is(name.strip_suffix("_callback").unwrap_or(&name).to_owned())
+        })
+    }
+
+    /// A `phy_state` name, normalised to upper case without `PHY_`.
+    fn state(&mut self) -> Result<String, SpecError> {
+        let name = self.word("a phy_state name such as `NOLINK`")?;
+        let upper = name.to_ascii_uppercase();
+        Ok(upper.strip_prefix("PHY_").unwrap_or(&upper).to_owned())
+    }
+
+    fn cmp(&mut self) -> Result<Cmp, SpecError> {
+        let cmp = match self.peek() {
+            Some(Tok::Punct("=")) => Cmp::Eq,
+            Some(Tok::Punct("!=")) => Cmp::Ne,
+            Some(Tok::Punct("<")) => Cmp::Lt,
+            Some(Tok::Punct("<=")) => Cmp::Le,
+            Some(Tok::Punct(">")) => Cmp::Gt,
+            Some(Tok::Punct(">=")) => Cmp::Ge,
+            _ => return Err(self.expected("a comparison (`=`, `!=`, `<`, `<=`, `>`, `>=`)")),
+        };
+        self.pos += 1;
+        Ok(cmp)
+    }
+
+    /// A register name or number, or `any`.
+    fn register(&mut self) -> Result<Option<u16>, SpecError> {
+        match self.peek() {
+            Some(Tok::Int(_)) => {
+                let reg: u16 = self.int_in("a register number")?;
+                if reg > 31 {
+                    self.pos -= 1;
+                    return Err(self.error(format!(
+                        "register {reg} is not a Clause 22 register (0 to 31)"
+                    )));
+                }
+                Ok(Some(reg))
+            }
+            Some(Tok::Word(w)) if w == "any" => {
+                self.pos += 1;
+                Ok(None)
+            }
+            Some(Tok::Word(w)) => match registers::number(w) {
+                Some(num) => {
+                    self.pos += 1;
+                    Ok(Some(num))
+                }
+                None => {
+                    let known: Vec<_> = registers::SPECS.iter().map(|s| s.name).collect();
+                    Err(self.error(format!(
+                        "unknown register `{w}` (known: {}; or a number)",
+                        known.join(", ")
+                    )))
+                }
+            },
+            _ => Err(self.expected("a register name, a register number or `any`")),
+        }
+    }
+
+    fn value_test(&mut self, reg: Option<u16>) -> Result<Option<ValueTest>, SpecError> {
+        let masked = |mask, expect, negated| {
+            Some(ValueTest::Masked {
+                mask,
+                expect,
+                negated,
+            })
+        };
+        Ok(match self.peek() {
+            Some(Tok::Word(w)) if w == "error" => {
+                self.pos += 1;
+                Some(ValueTest::Failed)
+            }
+            Some(Tok::Punct(p @ ("=" | "!="))) => {
+                let negated = *p == "!=";
+                self.pos += 1;
+                masked(0xffff, self.int_in("a 16-bit value")?, negated)
+            }
+            Some(Tok::Punct("&")) => {
+                self.pos += 1;
+                let mask = self.int_in("a 16-bit mask")?;
+                let negated = if self.eat_punct("!=") {
+                    true
+                } else {
+                    self.expect_punct("=")?;
+                    false
+                };
+                masked(mask, self.int_in::<u16>("a 16-bit value")? & mask, negated)
+            }
+            Some(Tok::Word(w)) if w == "has" || w == "lacks" => {
+                let has = w == "has";
+                self.pos += 1;
+                let mut bits = self.bit(reg)?;
+                while self.eat_punct("|") {
+                    bits |= self.bit(reg)?;
+                }
+                masked(bits, if has { bits } else { 0 }, false)
+            }
+            _ => None,
+        })
+    }
+
+    /// A bit of register `reg` by name (`RESET`), or a mask.
+    fn bit(&mut self, reg: Option<u16>) -> Result<u16, SpecError> {
+        match self.peek() {
+            Some(Tok::Int(_)) => self.int_in("a 16-bit mask"),
+            Some(Tok::Word(w)) => {
+                let spec = reg.and_then(registers::spec);
+                let Some(spec) = spec else {
+                    return Err(self.error(format!(
+                        "bit names need a register with a decoder; use a mask instead of `{w}`"
+                    )));
+                };
+                match spec.bits.iter().find(|b| b.name.eq_ignore_ascii_case(w)) {
+                    Some(bit) => {
+                        self.pos += 1;
+                        Ok(bit.mask)
+                    }
+                    None => {
+                        let known: Vec<_> = spec.bits.iter().map(|b| b.name).collect();
+                        Err(self.error(format!(
+                            "{} has no bit `{w}` (bits: {})",
+                            spec.name,
+                            known.join(", ")
+                        )))
+                    }
+                }
+            }
+            _ => Err(self.expected("a bit name or a mask")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,55 @@
+//! `phytrace export`: convert a capture for another tool.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::capture::Capture;
+use crate::exit::{Failure, FailureKind};
+use crate::export::perfetto;
+
+/// Convert a capture for another tool (Perfetto).
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = "Example:
+  phytrace export --format perfetto capture.ptrace -o trace.json
+  # then open trace.json in https://ui.perfetto.dev")]
+pub struct ExportArgs {
+    /// Capture file to convert.
+    pub capture: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Perfetto)]
+    pub format: Format,
+    /// File to write.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}
+
+/// Export formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Chrome JSON trace events, for ui.perfetto.dev and chrome://tracing.
+    Perfetto,
+}
+
+/// Runs `phytrace export`.
+pub fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let capture = Capture::read(&args.capture)
+        .map_err(|e| Failure::new(FailureKind::BadInput, e.to_string()))?;
+    for issue in capture.issues.iter().take(5) {
+        eprintln!("phytrace: warning: {}: {issue}", args.capture.display());
+    }
+    let trace = match args.format {
+        Format::Perfetto => perfetto::trace(&capture),
+    };
+    let output_failure = |e: &dyn std::fmt::Display| {
+        Failure::new(
+            FailureKind::Output,
+            format!("cannot write {}: {e}", args.output.display()),
+        )
+    };
+    let file = std::fs::File::create(&args.output).map_err(|e| output_failure(&e))?;
+    let mut out = std::io::BufWriter::new(file);
+    serde_json::to_writer(&mut out, &trace).map_err(|e| output_failure(&e))?;
+    out.flush().map_err(|e| output_failure(&e))?;
+    Ok(ExitCode::SUCCESS)
+}

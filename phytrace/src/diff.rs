@@ -1,0 +1,409 @@
+//! Comparison of the MDIO register sequences of two captures, PHY by PHY, timing ignored.
+//!
+//! Each PHY's accesses become tokens `(op, register, value or error)`; the two token lists are
+//! aligned with a sequence diff (Myers, from the `similar` crate), and the differing stretches
+//! are shown decoded, with the callback that made each access.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use similar::{Algorithm, DiffOp, capture_diff_slices_deadline, group_diff_ops};
+
+use crate::event::{Event, EventKind, MdioOp};
+use crate::registers;
+use crate::render;
+
+/// Unchanged accesses shown around each difference.
+pub const CONTEXT: usize = 2;
+/// Longest time spent aligning one PHY; past it the alignment is coarser but still correct.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// What the comparison ignores.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Compare writes only.
+    pub ignore_reads: bool,
+    /// Registers whose values are not compared (only that they were accessed).
+    pub ignore_values: Vec<u16>,
+}
+
+/// What is compared of one access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Token {
+    /// A write (else a read).
+    pub write: bool,
+    /// Register.
+    pub reg: u16,
+    /// Value, unless ignored or the access failed.
+    pub value: Option<u16>,
+    /// Negative errno of a failed access.
+    pub error: Option<i32>,
+}
+
+/// One MDIO access of a PHY, as compared and as shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access<'a> {
+    /// What is compared.
+    pub token: Token,
+    /// The value read or written, even when ignored.
+    pub value: u16,
+    /// The callback that made it, if known.
+    pub caller: Option<&'a str>,
+}
+
+/// The accesses of one PHY in a capture.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PhyAccesses<'a> {
+    /// Latest non-zero PHY ID.
+    pub phy_id: u32,
+    /// Latest non-empty bound driver name.
+    pub driver: &'a str,
+    /// Accesses in capture order.
+    pub accesses: Vec<Access<'a>>,
+}
+
+/// The accesses of every PHY of `events`, by `bus:addr` key.
+pub fn accesses<'a>(events: &'a [Event], opts: &Options) -> BTreeMap<String, PhyAccesses<'a>> {
+    let mut phys: BTreeMap<String, PhyAccesses<'a>> = BTreeMap::new();
+    for event in events {
+        let (
+            Some(phy),
+            EventKind::Mdio {
+                op,
+                reg,
+                value,
+                error,
+                caller,
+                ..
+            },
+        ) = (&event.phy, &event.kind)
+        else {
+            continue;
+        };
+        let entry = phys.entry(phy.key()).or_default();
+        if phy.phy_id != 0 {
+            entry.phy_id = phy.phy_id;
+        }
+        if !phy.driver.is_empty() {
+            entry.driver = &phy.driver;
+        }
+        if opts.ignore_reads && *op == MdioOp::Read {
+            continue;
+        }
+        let compared = error.is_none() && !opts.ignore_values.contains(reg);
+        entry.accesses.push(Access {
+            token: Token {
+                write: *op == MdioOp::Write,
+                reg: *reg,
+                value: compared.then_some(*value),
+                error: *error,
+            },
+            value: *value,
+            caller: caller.as_ref().map(|c| c.name.as_str()),
+        });
+    }
+    phys
+}
+
+/// Two PHYs compared, or a PHY found in one capture only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PhyDiff {
+    /// Found in both: the alignment of their accesses.
+    Both {
+        /// Key in A.
+        a: String,
+        /// Key in B.
+        b: String,
+        /// The alignment (equal, deleted, inserted and replaced stretches).
+        ops: Vec<DiffOp>,
+    },
+    /// Found in A only.
+    OnlyA(String),
+    /// Found in B only.
+    OnlyB(String),
+}
+
+impl PhyDiff {
+    /// Whether this shows a difference.
+    pub fn differs(&self) -> bool {
+        match self {
+            Self::Both { ops, .. } => ops.iter().any(|op| !matches!(op, DiffOp::Equal { .. })),
+            Self::OnlyA(_) | Self::OnlyB(_) => true,
+        }
+    }
+}
+
+/// Pairs the PHYs of A and B (same key, else same PHY ID) and aligns each pair.
+pub fn compare(
+    a: &BTreeMap<String, PhyAccesses<'_>>,
+    b: &BTreeMap<String, PhyAccesses<'_>>,
+) -> Vec<PhyDiff> {
+    let mut pairs: Vec<(&String, &String)> = a
+        .keys()
+        .filter_map(|k| b.get_key_value(k).map(|(kb, _)| (k, kb)))
+        .collect();
+    let mut rest_b: Vec<&String> = b.keys().filter(|k| !a.contains_key(*k)).collect();
+    let mut only_a = Vec::new();
+    for (key, phy) in a.iter().filter(|(k, _)| !b.contains_key(*k)) {
+        match rest_b
+            .iter()
+            .position(|kb| phy.phy_id != 0 && b[*kb].phy_id == phy.phy_id)
+        {
+            Some(i) => pairs.push((key, rest_b.remove(i))),
+            None => only_a.push(PhyDiff::OnlyA(key.clone())),
+        }
+    }
+    let mut diffs: Vec<PhyDiff> = pairs
+        .into_iter()
+        .map(|(ka, kb)| {
+            let ta: Vec<Token> = a[ka].accesses.iter().map(|x| x.token).collect();
+            let tb: Vec<Token> = b[kb].accesses.iter().map(|x| x.token).collect();
+            let deadline = Instant::now() + DEADLINE;
+            PhyDiff::Both {
+                a: ka.clone(),
+                b: kb.clone(),
+                ops: capture_diff_slices_deadline(Algorithm::Myers, &ta, &tb, Some(deadline)),
+            }
+        })
+        .collect();
+    diffs.extend(only_a);
+    diffs.extend(rest_b.into_iter().map(|k| PhyDiff::OnlyB(k.clone())));
+    diffs
+}
+
+/// `phy_sim-0:01 (Asix Electronics AX88772A)`.
+fn label(key: &str, phy: &PhyAccesses<'_>) -> String {
+    match phy.driver {
+        "" => key.to_owned(),
+        driver => format!("{key} ({driver})"),
+    }
+}
+
+/// One access as a line: `write BMCR      0x8200  [RESET ANRESTART]  soft_reset`.
+fn access_line(x: &Access<'_>) -> String {
+    let op = if x.token.write { "write" } else { "read " };
+    let name = registers::name(x.token.reg);
+    let caller = x.caller.unwrap_or("(phylib)");
+    match x.token.error {
+        Some(err) => format!(
+            "{op} {name:<9} failed {}  in {caller}",
+            render::errno(i64::from(err))
+        ),
+        None => format!(
+            "{op} {name:<9} {:#06x}  [{}]  in {caller}",
+            x.value,
+            registers::decode(x.token.reg, x.value)
+        ),
+    }
+}
+
+/// The text of one PHY's differences, with [`CONTEXT`] equal accesses around each.
+pub fn render(
+    diff: &PhyDiff,
+    a: &BTreeMap<String, PhyAccesses<'_>>,
+    b: &BTreeMap<String, PhyAccesses<'_>>,
+) -> String {
+    let mut out = String::new();
+    let (ka, kb, ops) = match diff {
+        PhyDiff::OnlyA(k) => {
+            return format!(
+                "{}: only in A ({} accesses)\n",
+                label(k, &a[k]),
+                a[k].accesses.len()
+            );
+        }
+        PhyDiff::OnlyB(k) => {
+            return format!(
+                "{}: only in B ({} accesses)\n",
+                label(k, &b[k]),
+                b[k].accesses.len()
+            );
+        }
+        PhyDiff::Both { a: ka, b: kb, ops } => (ka, kb, ops),
+    };
+    let (pa, pb) = (&a[ka], &b[kb]);
+    let name = if ka == kb {
+        label(ka, pa)
+    } else {
+        format!("{} ↔ {}", label(ka, pa), label(kb, pb))
+    };
+    if !diff.differs() {
+        let _ = writeln!(out, "{name}: equal ({} accesses)", pa.accesses.len());
+        return out;
+    }
+    let groups = group_diff_ops(ops.clone(), CONTEXT);
+    let _ = writeln!(
+        out,
+        "{name}: {} vs {} accesses, {} differing stretches",
+        pa.accesses.len(),
+        pb.accesses.len(),
+        groups.len()
+    );
+    for group in &groups {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (ra, rb) = (
+            first.old_range().start..last.old_range().end,
+            first.new_range().start..last.new_range().end,
+        );
+        let _ = writeln!(
+            out,
+            "@@ A #{}..#{}  B #{}..#{} @@",
+            ra.start + 1,
+            ra.end,
+            rb.start + 1,
+            rb.end
+        );
+        for op in group {
+            match *op {
+                DiffOp::Equal { old_index, len, .. } => {
+                    for x in &pa.accesses[old_index..old_index + len] {
+                        let _ = writeln!(out, "    {}", access_line(x));
+                    }
+                }
+                DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } => {
+                    let (old, new) = (
+                        &pa.accesses[old_index..old_index + old_len],
+                        &pb.accesses[new_index..new_index + new_len],
+                    );
+                    let common = old_len.min(new_len);
+                    for (x, y) in old.iter().zip(new) {
+                        out += &changed(x, y);
+                    }
+                    for x in &old[common..] {
+                        let _ = writeln!(out, "  - {}", access_line(x));
+                    }
+                    for y in &new[common..] {
+                        let _ = writeln!(out, "  + {}", access_line(y));
+                    }
+                }
+                _ => {
+                    for x in &pa.accesses[op.old_range()] {
+                        let _ = writeln!(out, "  - {}", access_line(x));
+                    }
+                    for y in &pb.accesses[op.new_range()] {
+                        let _ = writeln!(out, "  + {}", access_line(y));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Two accesses at the same place: one `~` line with the bit changes when only the value
+/// differs, else `-` and `+` lines.
+fn changed(x: &Access<'_>, y: &Access<'_>) -> String {
+    let same_access = x.token.write == y.token.write && x.token.reg == y.token.reg;
+    if same_access && x.token.error.is_none() && y.token.error.is_none() {
+        let changes = registers::changes(x.token.reg, x.value, y.value);
+        format!("  ~ {}  B: {:#06x} ({changes})\n", access_line(x), y.value)
+    } else {
+        format!("  - {}\n  + {}\n", access_line(x), access_line(y))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Callback, PhyRef};
+
+    fn mdio(bus: &str, phy_id: u32, op: MdioOp, reg: u16, value: u16) -> Event {
+        Event {
+            ts_ns: 0,
+            cpu: 0,
+            tid: 1,
+            phy: Some(PhyRef {
+                bus: bus.into(),
+                addr: 1,
+                phy_id,
+                driver: String::new(),
+            }),
+            kind: EventKind::Mdio {
+                op,
+                reg,
+                value,
+                error: None,
+                latency_ns: 0,
+                caller: Some(Callback {
+                    name: "read_status".into(),
+                    driver_type: "x".into(),
+                }),
+                state: None,
+            },
+        }
+    }
+
+    fn stream(bus: &str, bmsr: u16, extra_write: bool) -> Vec<Event> {
+        let mut events = vec![
+            mdio(bus, 0x1861, MdioOp::Read, 0, 0x3100),
+            mdio(bus, 0x1861, MdioOp::Read, 1, bmsr),
+        ];
+        if extra_write {
+            events.push(mdio(bus, 0x1861, MdioOp::Write, 0, 0x8200));
+        }
+        events.push(mdio(bus, 0x1861, MdioOp::Read, 5, 0x41e1));
+        events
+    }
+
+    #[test]
+    fn phys_pair_by_id_when_keys_differ_and_values_show_bit_changes() {
+        let (a, b) = (
+            stream("usb-1", 0x786d, false),
+            stream("usb-2", 0x7849, true),
+        );
+        let (pa, pb) = (
+            accesses(&a, &Options::default()),
+            accesses(&b, &Options::default()),
+        );
+        let diffs = compare(&pa, &pb);
+        assert_eq!(diffs.len(), 1);
+        assert!(diffs[0].differs());
+        let text = render(&diffs[0], &pa, &pb);
+        assert!(
+            text.starts_with("usb-1:01 ↔ usb-2:01: 3 vs 4 accesses"),
+            "{text}"
+        );
+        assert!(text.contains("~ read  BMSR      0x786d"), "{text}");
+        assert!(
+            text.contains("B: 0x7849 (-LSTATUS -ANEGCOMPLETE)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  + write BMCR      0x8200  [ANRESTART RESET]  in read_status"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn ignored_values_and_reads_make_streams_equal() {
+        let (a, b) = (stream("bus", 0x786d, false), stream("bus", 0x7849, false));
+        let opts = Options {
+            ignore_reads: false,
+            ignore_values: vec![1],
+        };
+        assert!(!compare(&accesses(&a, &opts), &accesses(&b, &opts))[0].differs());
+        let (a, b) = (stream("bus", 0x786d, false), stream("bus", 0x7849, true));
+        let opts = Options {
+            ignore_reads: true,
+            ignore_values: vec![],
+        };
+        assert!(compare(&accesses(&a, &opts), &accesses(&b, &opts))[0].differs());
+        let c = vec![mdio("other", 0x1234, MdioOp::Read, 1, 0)];
+        let diffs = compare(&accesses(&a, &opts), &accesses(&c, &opts));
+        assert_eq!(
+            diffs,
+            [
+                PhyDiff::OnlyA("bus:01".into()),
+                PhyDiff::OnlyB("other:01".into())
+            ]
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! Captures converted for other tools.
+
+pub mod perfetto;

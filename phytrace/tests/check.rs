@@ -1,0 +1,219 @@
+//! `phytrace check` on the real captures recorded in the VM and on the shipped specs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use phytrace::capture::{Capture, Writer};
+use phytrace::event::EventKind;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+const SPECS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs");
+
+fn phytrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_phytrace"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("run phytrace")
+}
+
+fn data(name: &str) -> String {
+    format!("{DATA}/{name}")
+}
+
+fn spec(name: &str) -> String {
+    format!("{SPECS}/{name}")
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("phytrace-check-{}-{name}", std::process::id()))
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The names of the rules reported `FAIL` in a status table.
+fn failed_rules(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter_map(|l| l.strip_prefix("  FAIL  "))
+        .map(|l| l.split("  ").next().unwrap_or_default().trim().to_owned())
+        .collect()
+}
+
+/// `rust-plug-unplug.ptrace` cut before the injected MDIO error, written as a clean capture.
+fn without_the_error(path: &Path) {
+    let capture = Capture::read(data("rust-plug-unplug.ptrace")).unwrap();
+    let error_at = capture
+        .events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::Mdio { error: Some(_), .. }))
+        .expect("the capture has an MDIO error");
+    let mut w = Writer::create(path, &capture.header).unwrap();
+    for e in &capture.events[..error_at] {
+        w.write(e).unwrap();
+    }
+    w.finish(capture.events[error_at].ts_ns, 0).unwrap();
+}
+
+#[test]
+fn driver_spec_on_the_error_capture_fails_the_error_rule_only() {
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        "specs/ax88796b.spec",
+        &data("rust-plug-unplug.ptrace"),
+    ]);
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert_eq!(
+        failed_rules(&report),
+        ["no callback returns an error"],
+        "{report}"
+    );
+    assert!(
+        report.contains("ret=-5 (EIO)"),
+        "the offending return is shown decoded"
+    );
+    assert!(
+        report.contains("read  BMSR      failed -5 (EIO)"),
+        "with its context"
+    );
+    let redacted = report.replace(DATA, "DATA");
+    insta::assert_snapshot!("ax88796b_on_rust_plug_unplug", redacted);
+}
+
+#[test]
+fn driver_spec_passes_without_the_error() {
+    let clean = temp("clean.ptrace");
+    without_the_error(&clean);
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec("ax88796b.spec"),
+        clean.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_file(&clean);
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(failed_rules(&report).is_empty());
+    assert!(!report.contains("n/a"), "every rule applies: {report}");
+}
+
+#[test]
+fn scenario_spec_passes_on_the_plug_unplug_capture() {
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec("plug-unplug.spec"),
+        &data("rust-plug-unplug.ptrace"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn what_the_shipped_specs_say_about_the_other_captures() {
+    // The module-reload capture starts with the PHY already polled: no soft_reset before it.
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec("ax88796b.spec"),
+        &data("rust-module-reload.ptrace"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        failed_rules(&stdout(&out)),
+        ["soft_reset before the first read_status"]
+    );
+    // The C driver has no Rust callbacks to trace: the AX88772A re-init cannot be seen.
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec("ax88796b.spec"),
+        &data("c-plug-unplug.ptrace"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(failed_rules(&stdout(&out)), ["AX88772A re-inits on NOLINK"]);
+}
+
+#[test]
+fn junit_has_a_suite_per_capture_and_a_case_per_rule() {
+    let xml = temp("junit.xml");
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec("ax88796b.spec"),
+        "--junit",
+        xml.to_str().unwrap(),
+        &data("rust-plug-unplug.ptrace"),
+        &data("rust-module-reload.ptrace"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = std::fs::read_to_string(&xml).unwrap();
+    let _ = std::fs::remove_file(&xml);
+    assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites"));
+    assert_eq!(text.matches("<testsuite ").count(), 2);
+    assert_eq!(text.matches("<testcase ").count(), 18);
+    assert_eq!(text.matches("<failure ").count(), 2);
+    assert!(text.contains("name=\"no callback returns an error\">"));
+    assert!(text.contains("&gt; "), "report text escaped: {text}");
+    assert!(text.contains("failures=\"2\""));
+    assert!(text.trim_end().ends_with("</testsuites>"));
+}
+
+#[test]
+fn bad_spec_exits_2_with_line_and_column() {
+    let bad = temp("bad.spec");
+    std::fs::write(&bad, "# ok\nrule \"x\": never write BMCR has RESTE\n").unwrap();
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        bad.to_str().unwrap(),
+        &data("rust-plug-unplug.ptrace"),
+    ]);
+    let _ = std::fs::remove_file(&bad);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.spec:2:32: BMCR has no bit `RESTE`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_captures_exit_2() {
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec("ax88796b.spec"),
+        "/nonexistent.ptrace",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let garbage = temp("garbage.ptrace");
+    std::fs::write(&garbage, "not a capture\n").unwrap();
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec("ax88796b.spec"),
+        garbage.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_file(&garbage);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a phytrace capture header"));
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        "/nonexistent.spec",
+        &data("c-plug-unplug.ptrace"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn captures_and_command_exclude_each_other() {
+    let out = phytrace(&["check", "--spec", "x", "a.ptrace", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = phytrace(&["check", "--spec", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,178 @@
+//! `phytrace diff` and `phytrace export` on the real captures.
+
+use std::collections::HashMap;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+fn phytrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_phytrace"))
+        .args(args)
+        .output()
+        .expect("run phytrace")
+}
+
+fn data(name: &str) -> String {
+    format!("{DATA}/{name}")
+}
+
+#[test]
+fn rust_and_c_captures_differ() {
+    let out = phytrace(&[
+        "diff",
+        &data("rust-plug-unplug.ptrace"),
+        &data("c-plug-unplug.ptrace"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("differ: 3 of 3 PHYs"), "{text}");
+    assert!(
+        text.contains("  - read  BMSR      failed -5 (EIO)  in read_status"),
+        "{text}"
+    );
+    assert!(
+        text.contains("in (phylib)"),
+        "accesses outside callbacks are named"
+    );
+    assert!(text.contains("@@ A #"), "{text}");
+}
+
+#[test]
+fn a_capture_equals_itself() {
+    let a = data("rust-module-reload.ptrace");
+    let out = phytrace(&["diff", &a, &a]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("equal: 3 PHYs"));
+}
+
+#[test]
+fn ignoring_values_and_reads() {
+    let (a, b) = (
+        data("rust-plug-unplug.ptrace"),
+        data("rust-module-reload.ptrace"),
+    );
+    let out = phytrace(&[
+        "diff",
+        "--ignore-reads",
+        "--ignore-value",
+        "BMCR,MMD_CTRL,MMD_DATA",
+        &a,
+        &b,
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!text.contains("read "), "reads ignored: {text}");
+    let out = phytrace(&["diff", "--ignore-value", "NOPE", &a, &b]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = phytrace(&["diff", &a, "/nonexistent.ptrace"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn export(capture: &str) -> Value {
+    let out_path = std::env::temp_dir().join(format!(
+        "phytrace-export-{}-{capture}.json",
+        std::process::id()
+    ));
+    let out = phytrace(&[
+        "export",
+        "--format",
+        "perfetto",
+        &data(capture),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    let _ = std::fs::remove_file(&out_path);
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+/// Checks the trace event format: required fields, balanced B/E, non-negative durations,
+/// microsecond timestamps in order per track, a named process per PHY.
+fn validate(trace: &Value, phys: usize) {
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let mut last_ts: HashMap<(u64, u64), f64> = HashMap::new();
+    let mut open: HashMap<(u64, u64), i64> = HashMap::new();
+    let mut process_names = 0;
+    for e in events {
+        let ph = e["ph"].as_str().expect("ph");
+        let name = e["name"].as_str().expect("name");
+        let track = (
+            e["pid"].as_u64().expect("pid"),
+            e["tid"].as_u64().expect("tid"),
+        );
+        if ph == "M" {
+            process_names += usize::from(name == "process_name");
+            assert!(e["args"]["name"].is_string() || e["args"]["sort_index"].is_u64());
+            continue;
+        }
+        let ts = e["ts"].as_f64().expect("ts");
+        assert!((0.0..1e9).contains(&ts), "ts in µs since the start: {ts}");
+        let last = last_ts.entry(track).or_insert(0.0);
+        assert!(ts >= *last, "time goes back on {track:?}: {e}");
+        *last = ts;
+        match ph {
+            "X" => {
+                let dur = e["dur"].as_f64().expect("dur");
+                assert!(dur >= 0.0, "{e}");
+                assert!(e["args"].is_object());
+            }
+            "B" => *open.entry(track).or_default() += 1,
+            "E" => {
+                let depth = open.entry(track).or_default();
+                *depth -= 1;
+                assert!(*depth >= 0, "E without B: {e}");
+            }
+            "C" => assert!(
+                e["args"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .all(Value::is_number)
+            ),
+            "i" => assert!(matches!(e["s"].as_str(), Some("t" | "p" | "g"))),
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert!(open.values().all(|&d| d == 0), "every B has its E");
+    assert_eq!(
+        process_names,
+        phys + 1,
+        "one process per PHY, and phytrace's"
+    );
+}
+
+#[test]
+fn perfetto_export_is_a_valid_trace() {
+    let trace = export("rust-plug-unplug.ptrace");
+    validate(&trace, 3);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let failed = events
+        .iter()
+        .find(|e| e["cat"] == "callback" && e["args"]["ret"] == "-5 (EIO)")
+        .expect("the failing read_status");
+    assert_eq!(failed["name"], "read_status");
+    assert_eq!(failed["args"]["state_before"], "RUNNING");
+    let reset_write = events
+        .iter()
+        .find(|e| e["cat"] == "mdio" && e["args"]["value"] == "0x8200")
+        .expect("the BMCR reset write");
+    assert_eq!(reset_write["name"], "write BMCR");
+    assert_eq!(reset_write["args"]["bits"], "ANRESTART RESET");
+    assert_eq!(reset_write["args"]["caller"], "soft_reset");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "C" && e["name"] == "phy_state")
+    );
+    for capture in ["rust-module-reload.ptrace", "c-plug-unplug.ptrace"] {
+        validate(&export(capture), 3);
+    }
+}
