@@ -1,0 +1,23 @@
+#!/bin/bash
+# `phytrace diff` of the C and the Rust driver on the same scenario (check_scenario.sh): the
+# MDIO sequences per PHY are aligned and compared. Both drivers implement the same behaviour, so
+# the register traffic of all three PHYs must be equal (timing ignored).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+trap_cleanup
+for driver in c rust; do
+    unload_all
+    load_driver "$driver"
+    "$PHYTRACE_BIN" record -o "$PHYTRACE_OUT/diff-$driver.ptrace" -- \
+        bash "$PHYTRACE_ROOT/tests/vm/check_scenario.sh" >/dev/null 2>&1 || fail "recording with the $driver driver failed"
+done
+set +e
+"$PHYTRACE_BIN" diff "$PHYTRACE_OUT/diff-c.ptrace" "$PHYTRACE_OUT/diff-rust.ptrace" >"$PHYTRACE_OUT/diff.txt" 2>&1
+status=$?
+set -e
+cat "$PHYTRACE_OUT/diff.txt"
+expect_eq "diff status (0: equal)" 0 "$status"
+grep -q "equal: 3 PHYs" "$PHYTRACE_OUT/diff.txt" || fail "not all three PHYs compared equal"
+"$PHYTRACE_BIN" diff "$PHYTRACE_OUT/diff-rust.ptrace" "$PHYTRACE_OUT/diff-rust.ptrace" >/dev/null ||
+    fail "a capture differs from itself"
+ok "C and Rust drivers: equal MDIO traffic on all three PHYs; a capture equals itself"
