@@ -42,8 +42,13 @@ fn parse_line(line: &str) -> Option<CallbackSymbol> {
     let address = u64::from_str_radix(fields.next()?, 16).ok()?;
     let kind = fields.next()?;
     let symbol = fields.next()?;
-    // Only code: `t`/`T`. Rust v0 symbols start with `_R`.
-    if !kind.eq_ignore_ascii_case("t") || !symbol.starts_with("_R") {
+    // Only code (`t`/`T`), Rust v0 symbols (`_R…`) whose mangled form names both `Adapter` and
+    // a `…_callback`: demangling only those keeps start-up fast (kallsyms has ~100k lines).
+    if !kind.eq_ignore_ascii_case("t")
+        || !symbol.starts_with("_R")
+        || !symbol.contains("Adapter")
+        || !symbol.contains("_callback")
+    {
         return None;
     }
     let module = fields
@@ -93,6 +98,39 @@ mod tests {
             parse_adapter_path("<kernel::net::phy::Adapter<T>>::new"),
             None
         );
+    }
+
+    /// The driver module's lines of /proc/kallsyms, as the test kernel lists them.
+    const RECORDED: &str = include_str!("../../tests/data/kallsyms-ax88796b_rust.txt");
+
+    #[test]
+    fn the_recorded_driver_symbols_resolve_to_its_callbacks() {
+        let found = parse_kallsyms(RECORDED);
+        let mut callbacks: Vec<&str> = found.iter().map(|s| s.callback.as_str()).collect();
+        callbacks.sort_unstable();
+        // Identical code is merged: only Adapter<PhyAX88772A> copies exist.
+        assert_eq!(
+            callbacks,
+            [
+                "link_change_notify",
+                "read_status",
+                "resume",
+                "soft_reset",
+                "suspend"
+            ]
+        );
+        for symbol in &found {
+            assert_eq!(symbol.module, "ax88796b_rust");
+            assert_eq!(symbol.driver_type, "ax88796b_rust::PhyAX88772A");
+            assert!(symbol.address >= 0xffff_ffff_a000_0000, "{symbol:?}");
+            assert!(
+                symbol
+                    .demangled
+                    .starts_with("<kernel::net::phy::Adapter<ax88796b_rust::PhyAX88772A>>::"),
+                "{}",
+                symbol.demangled
+            );
+        }
     }
 
     #[test]
