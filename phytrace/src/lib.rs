@@ -13,3 +13,4 @@ pub mod probe;
 pub mod registers;
 pub mod render;
 pub mod synth;
+pub mod tui;

@@ -251,7 +251,7 @@ impl<'a> WireEvent<'a> {
             w.bus = b(&phy.bus);
             w.addr = Some(phy.addr);
             w.phy_id = Some(phy.phy_id);
-            w.drv = (!phy.driver.is_empty()).then(|| Cow::Borrowed(phy.driver.as_str()));
+            w.drv = (!phy.driver.is_empty()).then_some(Cow::Borrowed(phy.driver.as_str()));
         }
         let kind = match &event.kind {
             EventKind::CallbackEnter {

@@ -169,7 +169,7 @@ fn overlong_lines_are_skipped_in_bounded_memory() {
     bytes.extend(std::iter::repeat_n(b'x', MAX_RECORD_BYTES + 10));
     bytes.push(b'\n');
     bytes.extend_from_slice(
-        &write_capture(&events[1..], true)
+        write_capture(&events[1..], true)
             .splitn(2, |&b| b == b'\n')
             .nth(1)
             .unwrap(),

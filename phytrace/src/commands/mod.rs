@@ -5,3 +5,4 @@ pub mod dump;
 pub mod generate;
 pub mod probes;
 pub mod record;
+pub mod tui;
