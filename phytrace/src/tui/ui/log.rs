@@ -31,6 +31,8 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         .into_iter()
         .map(|(_, entry)| {
             let text = render::event_line(&entry.event, &entry.applied, app.start_ns);
+            // Times below 1000 s leave three columns of padding: give them to the text.
+            let text = text.strip_prefix("   ").map_or(text.clone(), str::to_owned);
             let matched = app
                 .search
                 .as_ref()

@@ -37,7 +37,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
                 .areas(middle);
         let [states_area, log_area] =
-            Layout::horizontal([Constraint::Percentage(30), Constraint::Percentage(70)])
+            Layout::horizontal([Constraint::Percentage(34), Constraint::Percentage(66)])
                 .areas(bottom);
         for (pane, area) in [
             (Pane::Phys, phys_area),
@@ -84,6 +84,14 @@ fn pane_block<'a>(app: &App, pane: Pane, title: impl Into<Line<'a>>) -> Block<'a
 fn time(app: &App, ts_ns: u64) -> String {
     crate::render::relative_time(ts_ns, app.start_ns)
         .trim_start()
+        .to_owned()
+}
+
+/// Seconds since the start, millisecond precision, for narrow columns: `8.868`.
+fn short_time(app: &App, ts_ns: u64) -> String {
+    let full = time(app, ts_ns);
+    full.get(..full.len().saturating_sub(3))
+        .unwrap_or_default()
         .to_owned()
 }
 

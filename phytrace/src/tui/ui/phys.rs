@@ -50,9 +50,9 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 Line::from(format!("{marker}{key}")),
                 Line::from(format!("{:08x}", phy.phy.phy_id)),
                 Line::from(Span::styled(name, theme.name())),
-                Line::from(phy.phy.driver.clone()),
                 Line::from(Span::styled(link, link_style)),
                 Line::from(state.to_owned()),
+                Line::from(phy.phy.driver.clone()),
             ]);
             if is_selected {
                 row.style(theme.selected())
@@ -61,16 +61,16 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             }
         });
     let header =
-        Row::new(["  bus:addr", "PHY ID", "name", "driver", "link", "state"]).style(theme.dim());
+        Row::new(["  bus:addr", "PHY ID", "name", "link", "state", "driver"]).style(theme.dim());
     let table = Table::new(
         rows,
         [
             Constraint::Length(16),
             Constraint::Length(8),
             Constraint::Length(8),
-            Constraint::Fill(1),
             Constraint::Length(11),
             Constraint::Length(9),
+            Constraint::Fill(1),
         ],
     )
     .header(header)

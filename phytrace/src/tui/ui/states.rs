@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{pane_block, time};
+use super::{pane_block, short_time};
 use crate::tui::app::{App, Pane};
 
 /// Draws the history: `8.869432 UP→RUNNING link_change_notify`.
@@ -32,7 +32,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 theme.good()
             };
             Line::from(vec![
-                Span::styled(format!("{:>10} ", time(app, t.ts_ns)), theme.dim()),
+                Span::styled(format!("{:>7} ", short_time(app, t.ts_ns)), theme.dim()),
                 Span::raw(format!("{from}→")),
                 Span::styled(t.to.name.clone(), style),
                 Span::styled(

@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::time;
+use super::short_time;
 use crate::tui::app::{App, Mode, PromptKind};
 
 /// Draws the status line, or the prompt.
@@ -26,10 +26,15 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let hint = " ?:help ";
+    let line = status_line(app);
+    let hint_width = if line.width() + hint.len() <= usize::from(area.width) {
+        hint.len() as u16
+    } else {
+        0
+    };
     let [left, right] =
-        Layout::horizontal([Constraint::Fill(1), Constraint::Length(hint.len() as u16)])
-            .areas(area);
-    frame.render_widget(Paragraph::new(status_line(app)), left);
+        Layout::horizontal([Constraint::Fill(1), Constraint::Length(hint_width)]).areas(area);
+    frame.render_widget(Paragraph::new(line), left);
     frame.render_widget(Paragraph::new(Span::styled(hint, app.theme.dim())), right);
 }
 
@@ -42,21 +47,21 @@ fn status_line(app: &App) -> Line<'static> {
     } else {
         format!("REPLAY ×{}", speed(src.speed))
     };
-    spans.push(Span::styled(format!(" {mode} "), theme.selected()));
+    spans.push(Span::styled(format!("{mode} "), theme.selected()));
     spans.push(if app.paused {
         Span::styled(" ⏸ PAUSED", theme.bad())
     } else {
         Span::raw(" ▶")
     });
     if !src.live {
-        let at = src.position_ns.map_or("-".to_owned(), |t| time(app, t));
+        let at = src.position_ns.map_or("-".to_owned(), |t| short_time(app, t));
         let end = if src.done { " end" } else { "" };
-        spans.push(Span::raw(format!(" t={at}s #{}{end}", src.delivered)));
+        spans.push(Span::raw(format!(" {at}s #{}{end}", src.delivered)));
     }
     if src.held > 0 {
         spans.push(Span::raw(format!(" held {}", src.held)));
     }
-    spans.push(Span::raw(format!(" │ {} ev/s", app.rate.per_second())));
+    spans.push(Span::raw(format!(" │ {}/s", app.rate.per_second())));
     let lost = app.model.unowned.lost;
     spans.push(Span::raw(" │ "));
     spans.push(if lost > 0 {

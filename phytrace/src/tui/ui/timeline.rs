@@ -9,7 +9,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{pane_block, time};
+use super::{pane_block, short_time, time};
 use crate::event::MdioOp;
 use crate::model::{Access, ClosedCallback};
 use crate::registers;
@@ -18,7 +18,8 @@ use crate::tui::app::{App, CallEntry, Pane, window};
 
 /// Draws the timeline.
 pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let block = pane_block(app, Pane::Timeline, " Callbacks ");
+    let title = format!(" Callbacks {} ", app.selected_key().unwrap_or(""));
+    let block = pane_block(app, Pane::Timeline, title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let selected = app
@@ -52,23 +53,23 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     }
 }
 
-/// `8.868204 read_status 531.5µs ret=0 UP→RUNNING → BMCR 0x3100, BMSR 0x786d`
+/// `8.868 read_status 531.5µs ret 0 UP→RUNNING: BMCR 0x3100, BMSR 0x786d`
 fn call_line<'a>(app: &App, entry: &'a CallEntry, selected: bool) -> Line<'a> {
     let theme = app.theme;
     let call = &entry.call;
     let indent = "  ".repeat(usize::from(call.depth.saturating_sub(1)));
     let mut spans = vec![
-        Span::styled(format!("{:>10} ", time(app, call.exit_ns)), theme.dim()),
+        Span::styled(format!("{:>7} ", short_time(app, call.exit_ns)), theme.dim()),
         Span::styled(format!("{indent}{}", call.callback.name), theme.name()),
-        Span::raw(format!(" {:>7} ", render::duration(call.latency_ns))),
+        Span::raw(format!(" {} ", render::duration(call.latency_ns))),
     ];
     if call.ret < 0 {
         spans.push(Span::styled(
-            format!("! ret={}", render::errno(call.ret)),
+            format!("! ret {}", render::errno(call.ret)),
             theme.bad(),
         ));
     } else {
-        spans.push(Span::raw(format!("ret={}", call.ret)));
+        spans.push(Span::raw(format!("ret {}", call.ret)));
     }
     if call.state_before != call.state_after {
         spans.push(Span::raw(format!(
@@ -77,7 +78,7 @@ fn call_line<'a>(app: &App, entry: &'a CallEntry, selected: bool) -> Line<'a> {
         )));
     }
     if !call.accesses.is_empty() {
-        spans.push(Span::raw(format!(" → {}", accesses(call))));
+        spans.push(Span::raw(format!(": {}", accesses(call))));
     }
     let line = Line::from(spans);
     if selected {
