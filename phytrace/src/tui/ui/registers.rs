@@ -58,7 +58,7 @@ fn lines(
 fn register_line(reg: u16, before: u16, value: u16, binary: bool, theme: Theme) -> Line<'static> {
     let diff = before ^ value;
     let mut spans = vec![
-        Span::styled(format!("{:<9}", registers::name(reg)), theme.name()),
+        Span::styled(format!("{:<10}", registers::name(reg)), theme.name()),
         changed_span(
             theme,
             format!("{value:#06x}"),

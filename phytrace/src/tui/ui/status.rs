@@ -54,12 +54,22 @@ fn status_line(app: &App) -> Line<'static> {
         Span::raw(" ▶")
     });
     if !src.live {
-        let at = src.position_ns.map_or("-".to_owned(), |t| short_time(app, t));
+        let at = src
+            .position_ns
+            .map_or("-".to_owned(), |t| short_time(app, t));
         let end = if src.done { " end" } else { "" };
         spans.push(Span::raw(format!(" {at}s #{}{end}", src.delivered)));
     }
     if src.held > 0 {
         spans.push(Span::raw(format!(" held {}", src.held)));
+    }
+    let (attach, bad) = attach_state(app);
+    if !attach.is_empty() {
+        spans.push(Span::raw(" │ "));
+        spans.push(Span::styled(
+            attach,
+            if bad { theme.bad() } else { theme.good() },
+        ));
     }
     spans.push(Span::raw(format!(" │ {}/s", app.rate.per_second())));
     let lost = app.model.unowned.lost;
@@ -73,14 +83,6 @@ fn status_line(app: &App) -> Line<'static> {
         spans.push(Span::styled(
             format!(" │ {} damaged", src.issues),
             theme.bad(),
-        ));
-    }
-    let (attach, bad) = attach_state(app);
-    if !attach.is_empty() {
-        spans.push(Span::raw(" │ "));
-        spans.push(Span::styled(
-            attach,
-            if bad { theme.bad() } else { theme.good() },
         ));
     }
     if let Some(message) = &app.message {

@@ -59,7 +59,10 @@ fn call_line<'a>(app: &App, entry: &'a CallEntry, selected: bool) -> Line<'a> {
     let call = &entry.call;
     let indent = "  ".repeat(usize::from(call.depth.saturating_sub(1)));
     let mut spans = vec![
-        Span::styled(format!("{:>7} ", short_time(app, call.exit_ns)), theme.dim()),
+        Span::styled(
+            format!("{:>7} ", short_time(app, call.exit_ns)),
+            theme.dim(),
+        ),
         Span::styled(format!("{indent}{}", call.callback.name), theme.name()),
         Span::raw(format!(" {} ", render::duration(call.latency_ns))),
     ];
