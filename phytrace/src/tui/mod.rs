@@ -118,3 +118,71 @@ pub fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration
     app.dirty = true;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::tui::source::ReplaySource;
+    use crate::tui::ui::theme::Theme;
+
+    const CAPTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/rust-plug-unplug.ptrace"
+    );
+
+    fn paused_replay() -> (App, Source) {
+        let replay = ReplaySource::open(Path::new(CAPTURE), 1.0, true).unwrap();
+        let start = replay.header().clock.boot_ns;
+        let app = App::new(replay.header().clone(), start, 1_000, Theme::mono());
+        (app, Source::Replay(Box::new(replay)))
+    }
+
+    #[test]
+    fn step_seek_forward_and_back_and_speed() {
+        let (mut app, mut source) = paused_replay();
+        let now = Duration::ZERO;
+        perform(&mut app, &mut source, Action::Step, now).unwrap();
+        perform(&mut app, &mut source, Action::Step, now).unwrap();
+        assert_eq!(app.log.len(), 2);
+        let target = app.start_ns + 9_000_000_000;
+        perform(&mut app, &mut source, Action::Seek(target), now).unwrap();
+        let forward = app.log.len();
+        assert!(forward > 2);
+        assert!(app.log.iter().all(|e| e.event.ts_ns <= target));
+        assert_eq!(app.log_cursor, app.log.back().map(|e| e.seq));
+        let back = app.start_ns + 7_000_000_000;
+        perform(&mut app, &mut source, Action::Seek(back), now).unwrap();
+        assert!(app.log.len() < forward);
+        assert_eq!(app.log.front().map(|e| e.seq), Some(0));
+        perform(&mut app, &mut source, Action::Speed(2.0), now).unwrap();
+        assert_eq!(source.status().speed, 2.0);
+    }
+
+    #[test]
+    fn save_action_reports_in_the_status_line() {
+        let (mut app, mut source) = paused_replay();
+        perform(&mut app, &mut source, Action::Step, Duration::ZERO).unwrap();
+        let path = std::env::temp_dir().join(format!("phytrace-tui-{}.ptrace", std::process::id()));
+        perform(
+            &mut app,
+            &mut source,
+            Action::Save(path.clone()),
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(
+            app.message.as_deref(),
+            Some(format!("saved 1 events to {}", path.display()).as_str())
+        );
+        std::fs::remove_file(&path).unwrap();
+        let bad = Path::new("/nonexistent/dir/x.ptrace").to_owned();
+        perform(&mut app, &mut source, Action::Save(bad), Duration::ZERO).unwrap();
+        assert!(
+            app.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("save failed"))
+        );
+    }
+}
