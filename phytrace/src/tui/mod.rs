@@ -91,6 +91,8 @@ pub fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration
             if one.is_empty() {
                 app.message = Some("no event to step to".to_owned());
             }
+            app.log_cursor = None;
+            app.call_cursor = None;
             app.ingest(one, now);
         }
         Action::Speed(factor) => match source.scale_speed(factor) {
@@ -99,12 +101,14 @@ pub fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration
         },
         Action::Seek(target) => {
             if let Source::Replay(replay) = source {
-                let mut pending = Vec::new();
-                let rewound = replay.seek(target, |event| pending.push(event))?;
-                if rewound {
+                if replay.is_past(target) {
+                    replay.rewind()?;
                     app.reset();
                 }
-                app.ingest(pending, now);
+                replay.seek(target, |event| app.ingest(std::iter::once(event), now));
+                // Stay at the chosen time; space resumes from there.
+                app.paused = true;
+                replay.set_paused(true);
             }
             update::show_time(app, target);
         }

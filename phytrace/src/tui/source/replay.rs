@@ -136,13 +136,20 @@ impl ReplaySource {
         self.speed
     }
 
-    /// Moves the replay to `target_ns`: every event up to it goes to `deliver`. Going back
-    /// reopens the file; returns `true` then, and the caller must forget what it was given.
-    pub fn seek(&mut self, target_ns: u64, mut deliver: impl FnMut(Event)) -> Result<bool> {
-        let back = self.position_ns.is_some_and(|p| target_ns < p);
-        if back {
-            *self = Self::open(&self.path.clone(), self.speed, self.paused)?;
-        }
+    /// True when reaching `target_ns` needs a [`rewind`](Self::rewind) first.
+    pub fn is_past(&self, target_ns: u64) -> bool {
+        self.position_ns.is_some_and(|p| target_ns < p)
+    }
+
+    /// Starts again from the first event (the file is reopened).
+    pub fn rewind(&mut self) -> Result<()> {
+        *self = Self::open(&self.path.clone(), self.speed, self.paused)?;
+        Ok(())
+    }
+
+    /// Moves the replay forward to `target_ns`: every event up to it goes to `deliver`, one
+    /// at a time (memory stays bounded however far the target is).
+    pub fn seek(&mut self, target_ns: u64, mut deliver: impl FnMut(Event)) {
         let mut one = Vec::with_capacity(1);
         while self.next.as_ref().is_some_and(|e| e.ts_ns <= target_ns) {
             self.advance(&mut one);
@@ -150,7 +157,6 @@ impl ReplaySource {
         }
         self.position_ns = Some(target_ns.max(self.position_ns.unwrap_or(0)));
         self.reanchor();
-        Ok(back)
     }
 
     /// State for the status line.
@@ -186,10 +192,13 @@ mod tests {
         assert_eq!(out.len(), 2);
         let second = out[1].ts_ns;
         let mut n = 0;
-        assert!(!replay.seek(second + 2_000_000_000, |_| n += 1).unwrap());
+        assert!(!replay.is_past(second + 2_000_000_000));
+        replay.seek(second + 2_000_000_000, |_| n += 1);
         assert!(n > 0);
         let mut again = Vec::new();
-        assert!(replay.seek(second, |e| again.push(e)).unwrap());
+        assert!(replay.is_past(second));
+        replay.rewind().unwrap();
+        replay.seek(second, |e| again.push(e));
         assert_eq!(again, out);
         assert_eq!(replay.status().position_ns, Some(second));
     }
