@@ -4,22 +4,26 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::{
     check::CheckArgs, diff::DiffArgs, doctor::DoctorArgs, dump::DumpArgs, export::ExportArgs,
-    generate::GenerateArgs, probes::ProbesArgs, record::RecordArgs,
+    generate::GenerateArgs, probes::ProbesArgs, record::RecordArgs, tui::TuiArgs,
 };
 
 /// Live eBPF tracing of Rust network-PHY drivers: callbacks, MDIO accesses and phy_state.
 #[derive(Parser, Debug)]
 #[command(name = "phytrace", version, about, long_about = None)]
-#[command(after_help = "Example:\n  sudo phytrace doctor")]
+#[command(
+    after_help = "Examples:\n  sudo phytrace doctor\n  sudo phytrace            (the TUI, live)"
+)]
 pub struct Cli {
-    /// What to do.
+    /// What to do; without one, `tui` on a terminal, else this help.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// phytrace's subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Watch PHYs live, or replay a capture, in a terminal UI.
+    Tui(TuiArgs),
     /// Record events to a capture file, headless (for target boards and CI).
     Record(RecordArgs),
     /// Print a capture file, decoded, one event per line.

@@ -16,3 +16,4 @@ pub mod probe;
 pub mod registers;
 pub mod render;
 pub mod synth;
+pub mod tui;

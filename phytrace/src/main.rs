@@ -1,8 +1,9 @@
 //! The `phytrace` binary: parse the command line, run one command.
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _};
 use phytrace::{
     cli::{Cli, Command},
     commands, exit,
@@ -10,7 +11,18 @@ use phytrace::{
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
+    let command = match cli.command {
+        Some(command) => command,
+        None if std::io::stdout().is_terminal() => Command::Tui(Default::default()),
+        None => {
+            return match Cli::command().print_help() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::from(exit::EXIT_OTHER),
+            };
+        }
+    };
+    let result = match &command {
+        Command::Tui(args) => commands::tui::run(args),
         Command::Record(args) => commands::record::run(args),
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),

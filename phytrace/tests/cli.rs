@@ -10,7 +10,7 @@ fn phytrace(args: &[&str]) -> std::process::Output {
 }
 
 const SUBCOMMANDS: &[&str] = &[
-    "record", "dump", "check", "diff", "export", "probes", "doctor", "generate",
+    "tui", "record", "dump", "check", "diff", "export", "probes", "doctor", "generate",
 ];
 
 #[test]
@@ -48,4 +48,20 @@ fn usage_errors_exit_2_without_a_backtrace() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--output"), "{err}");
     assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn no_subcommand_without_a_terminal_prints_help() {
+    let out = phytrace(&[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Usage:") && text.contains("tui"), "{text}");
+}
+
+#[test]
+fn tui_without_a_terminal_says_so() {
+    let out = phytrace(&["tui", "--replay", "tests/data/rust-plug-unplug.ptrace"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("terminal"), "{err}");
 }

@@ -8,3 +8,4 @@ pub mod export;
 pub mod generate;
 pub mod probes;
 pub mod record;
+pub mod tui;

@@ -86,7 +86,7 @@ pub fn record_to_file(args: &RecordArgs) -> Result<Option<std::process::ExitStat
 }
 
 /// Boot clock and wall clock, read back to back.
-fn clock_now() -> ClockRef {
+pub fn clock_now() -> ClockRef {
     let unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -94,6 +94,22 @@ fn clock_now() -> ClockRef {
         boot_ns: monotonic_ns(),
         unix_ns,
     }
+}
+
+/// The capture header of a live session: this host, the probes attached, the kernel's states.
+pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
+    let probes: Vec<ProbeEntry> = tracer
+        .probe_table()
+        .into_iter()
+        .map(|s| ProbeEntry {
+            module: s.module,
+            driver_type: s.driver_type,
+            callback: s.callback,
+            address: s.address,
+            symbol: s.demangled,
+        })
+        .collect();
+    Header::for_this_host(clock, probes, tracer.phy_states().to_list())
 }
 
 fn output_failure(err: impl std::fmt::Display) -> Failure {
@@ -109,18 +125,7 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     })?;
     let attached_in = started.elapsed();
     let startup = tracer.startup();
-    let probes: Vec<ProbeEntry> = tracer
-        .probe_table()
-        .into_iter()
-        .map(|s| ProbeEntry {
-            module: s.module,
-            driver_type: s.driver_type,
-            callback: s.callback,
-            address: s.address,
-            symbol: s.demangled,
-        })
-        .collect();
-    let header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
+    let header = session_header(&tracer, clock);
     let mut writer = Writer::create(&args.output, &header).map_err(output_failure)?;
     let filter = args.phy.as_deref();
     let write = |events: &mut Vec<Event>, writer: &mut Writer| -> Result<()> {

@@ -1,0 +1,105 @@
+//! Drawing: one file per pane, each a function of the [`App`] state into a screen area.
+
+mod help;
+mod log;
+mod phys;
+mod registers;
+mod states;
+mod status;
+pub mod theme;
+mod timeline;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::symbols::border;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Block;
+
+use super::app::{App, Mode, Pane};
+use theme::Theme;
+
+/// Draws the whole screen.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let [main, status_area] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(frame.area());
+    if app.zoom {
+        draw_pane(frame, app, app.focus, main);
+    } else {
+        let phys_height = (app.model.phys.len().clamp(1, 6) + 3) as u16;
+        let [phys_area, middle, bottom] = Layout::vertical([
+            Constraint::Length(phys_height),
+            Constraint::Fill(3),
+            Constraint::Fill(2),
+        ])
+        .areas(main);
+        let [regs_area, timeline_area] =
+            Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
+                .areas(middle);
+        let [states_area, log_area] =
+            Layout::horizontal([Constraint::Percentage(34), Constraint::Percentage(66)])
+                .areas(bottom);
+        for (pane, area) in [
+            (Pane::Phys, phys_area),
+            (Pane::Registers, regs_area),
+            (Pane::Timeline, timeline_area),
+            (Pane::States, states_area),
+            (Pane::Log, log_area),
+        ] {
+            draw_pane(frame, app, pane, area);
+        }
+    }
+    status::draw(frame, app, status_area);
+    if app.mode == Mode::Help {
+        help::draw(frame, app, frame.area());
+    }
+}
+
+fn draw_pane(frame: &mut Frame, app: &App, pane: Pane, area: Rect) {
+    match pane {
+        Pane::Phys => phys::draw(frame, app, area),
+        Pane::Registers => registers::draw(frame, app, area),
+        Pane::Timeline => timeline::draw(frame, app, area),
+        Pane::States => states::draw(frame, app, area),
+        Pane::Log => log::draw(frame, app, area),
+    }
+}
+
+/// The frame of a pane: thick border and bold title when focused, so focus shows without
+/// colours too.
+fn pane_block<'a>(app: &App, pane: Pane, title: impl Into<Line<'a>>) -> Block<'a> {
+    let focused = app.focus == pane;
+    let (set, style) = if focused {
+        (border::THICK, app.theme.focused())
+    } else {
+        (border::PLAIN, Style::new())
+    };
+    Block::bordered()
+        .border_set(set)
+        .border_style(style)
+        .title(title.into().style(style))
+}
+
+/// Seconds since the start, microsecond precision, without padding: `8.868204`.
+fn time(app: &App, ts_ns: u64) -> String {
+    crate::render::relative_time(ts_ns, app.start_ns)
+        .trim_start()
+        .to_owned()
+}
+
+/// Seconds since the start, millisecond precision, for narrow columns: `8.868`.
+fn short_time(app: &App, ts_ns: u64) -> String {
+    let full = time(app, ts_ns);
+    full.get(..full.len().saturating_sub(3))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `text` styled `style`, with the theme's changed-marker when `changed`.
+fn changed_span(theme: Theme, text: String, changed: bool, style: Style) -> Span<'static> {
+    if changed {
+        Span::styled(format!("{text}{}", theme.changed_marker()), theme.changed())
+    } else {
+        Span::styled(text, style)
+    }
+}

@@ -1,0 +1,79 @@
+//! The PHY list: `bus:addr`, PHY ID and name, driver, link, `phy_state`.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Row, Table};
+
+use super::pane_block;
+use crate::registers::PhyId;
+use crate::render;
+use crate::tui::app::{App, Pane};
+
+/// Draws the PHY list; the selected PHY is reversed and marked `▶`.
+pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    let block = pane_block(
+        app,
+        Pane::Phys,
+        format!(" PHYs ({}) ", app.model.phys.len()),
+    );
+    if app.model.phys.is_empty() {
+        let hint = Paragraph::new("no PHY seen yet").style(app.theme.dim());
+        frame.render_widget(hint.block(block), area);
+        return;
+    }
+    let selected = app.selected_key();
+    let theme = app.theme;
+    let height = usize::from(area.height.saturating_sub(3)).max(1);
+    let index = selected
+        .and_then(|k| app.model.phys.keys().position(|x| x == k))
+        .unwrap_or(0);
+    let skip = (index + 1).saturating_sub(height);
+    let rows = app
+        .model
+        .phys
+        .iter()
+        .skip(skip)
+        .take(height)
+        .map(|(key, phy)| {
+            let is_selected = Some(key.as_str()) == selected;
+            let id = PhyId(phy.phy.phy_id);
+            let name = id.known_name().unwrap_or("?");
+            let (link, link_style) = match &phy.link {
+                Some(l) if l.up => (render::link(l), theme.good()),
+                Some(l) => (render::link(l), theme.bad()),
+                None => ("?".to_owned(), theme.dim()),
+            };
+            let state = phy.state.as_ref().map_or("?", |s| s.name.as_str());
+            let marker = if is_selected { "▶ " } else { "  " };
+            let row = Row::new(vec![
+                Line::from(format!("{marker}{key}")),
+                Line::from(format!("{:08x}", phy.phy.phy_id)),
+                Line::from(Span::styled(name, theme.name())),
+                Line::from(Span::styled(link, link_style)),
+                Line::from(state.to_owned()),
+                Line::from(phy.phy.driver.clone()),
+            ]);
+            if is_selected {
+                row.style(theme.selected())
+            } else {
+                row
+            }
+        });
+    let header =
+        Row::new(["  bus:addr", "PHY ID", "name", "link", "state", "driver"]).style(theme.dim());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(16),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(11),
+            Constraint::Length(9),
+            Constraint::Fill(1),
+        ],
+    )
+    .header(header)
+    .block(block);
+    frame.render_widget(table, area);
+}

@@ -1,0 +1,158 @@
+//! Callbacks of the selected PHY, newest last: latency, return value, state change and the
+//! MDIO accesses made inside (`read_status → BMSR 0x786d, LPA 0x41e1`). With a cursor, the
+//! selected run's accesses are listed decoded below.
+
+use std::fmt::Write as _;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::{pane_block, short_time, time};
+use crate::event::MdioOp;
+use crate::model::{Access, ClosedCallback};
+use crate::registers;
+use crate::render;
+use crate::tui::app::{App, CallEntry, Pane, window};
+
+/// Draws the timeline.
+pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    let title = format!(" Callbacks {} ", app.selected_key().unwrap_or(""));
+    let block = pane_block(app, Pane::Timeline, title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let selected = app
+        .call_cursor
+        .and_then(|seq| app.call_index(seq))
+        .map(|i| &app.calls[i])
+        .filter(|c| app.timeline_shows(c));
+    let (list_area, detail_area) = match selected {
+        Some(_) if inner.height >= 8 => {
+            let [list, detail] =
+                Layout::vertical([Constraint::Fill(1), Constraint::Fill(1)]).areas(inner);
+            (list, Some(detail))
+        }
+        _ => (inner, None),
+    };
+    let end = app.call_cursor.and_then(|seq| app.call_index(seq));
+    let rows = window(&app.calls, end, usize::from(list_area.height), |c| {
+        app.timeline_shows(c)
+    });
+    let lines: Vec<Line> = rows
+        .into_iter()
+        .map(|(_, entry)| call_line(app, entry, selected.is_some_and(|s| s.seq == entry.seq)))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), list_area);
+    if let (Some(area), Some(entry)) = (detail_area, selected) {
+        let detail = Paragraph::new(detail_lines(app, &entry.call)).wrap(Wrap { trim: false });
+        frame.render_widget(
+            detail.block(ratatui::widgets::Block::new().borders(ratatui::widgets::Borders::TOP)),
+            area,
+        );
+    }
+}
+
+/// `8.868 read_status 531.5µs ret 0 UP→RUNNING: BMCR 0x3100, BMSR 0x786d`
+fn call_line<'a>(app: &App, entry: &'a CallEntry, selected: bool) -> Line<'a> {
+    let theme = app.theme;
+    let call = &entry.call;
+    let indent = "  ".repeat(usize::from(call.depth.saturating_sub(1)));
+    let mut spans = vec![
+        Span::styled(
+            format!("{:>7} ", short_time(app, call.exit_ns)),
+            theme.dim(),
+        ),
+        Span::styled(format!("{indent}{}", call.callback.name), theme.name()),
+        Span::raw(format!(" {} ", render::duration(call.latency_ns))),
+    ];
+    if call.ret < 0 {
+        spans.push(Span::styled(
+            format!("! ret {}", render::errno(call.ret)),
+            theme.bad(),
+        ));
+    } else {
+        spans.push(Span::raw(format!("ret {}", call.ret)));
+    }
+    if call.state_before != call.state_after {
+        spans.push(Span::raw(format!(
+            " {}→{}",
+            call.state_before.name, call.state_after.name
+        )));
+    }
+    if !call.accesses.is_empty() {
+        spans.push(Span::raw(format!(": {}", accesses(call))));
+    }
+    let line = Line::from(spans);
+    if selected {
+        line.style(theme.selected())
+    } else {
+        line
+    }
+}
+
+/// `BMSR 0x786d, BMCR←0x8200, LPA ✗-5`
+fn accesses(call: &ClosedCallback) -> String {
+    let mut text = String::new();
+    for (i, a) in call.accesses.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        let name = registers::name(a.reg);
+        let _ = match (a.error, a.op) {
+            (Some(err), _) => write!(text, "{sep}{name} ✗{err}"),
+            (None, MdioOp::Read) => write!(text, "{sep}{name} {:#06x}", a.value),
+            (None, MdioOp::Write) => write!(text, "{sep}{name}←{:#06x}", a.value),
+        };
+    }
+    if call.accesses_dropped > 0 {
+        let _ = write!(text, " (+{} more)", call.accesses_dropped);
+    }
+    text
+}
+
+/// The selected run: entry, return, and each access decoded.
+fn detail_lines<'a>(app: &App, call: &'a ClosedCallback) -> Vec<Line<'a>> {
+    let theme = app.theme;
+    let entered = call.enter_ns.map_or_else(
+        || "entry not seen".to_owned(),
+        |t| format!("entered {}", time(app, t)),
+    );
+    let mut lines = vec![Line::from(vec![
+        Span::styled(call.callback.name.clone(), theme.name()),
+        Span::raw(format!(
+            "  {entered}  {}  ret={}  {}→{}  link {}",
+            render::duration(call.latency_ns),
+            render::errno(call.ret),
+            call.state_before.name,
+            call.state_after.name,
+            render::link(&call.link)
+        )),
+    ])];
+    lines.extend(call.accesses.iter().map(|a| access_line(app, a)));
+    lines
+}
+
+fn access_line<'a>(app: &App, a: &Access) -> Line<'a> {
+    let op = match a.op {
+        MdioOp::Read => "read ",
+        MdioOp::Write => "write",
+    };
+    let head = format!(
+        "{:>10} {op} {:<9}",
+        time(app, a.ts_ns),
+        registers::name(a.reg)
+    );
+    match a.error {
+        Some(err) => Line::from(vec![
+            Span::raw(head),
+            Span::styled(
+                format!(" ! failed {}", render::errno(i64::from(err))),
+                app.theme.bad(),
+            ),
+        ]),
+        None => Line::from(format!(
+            "{head} {:#06x} {}",
+            a.value,
+            registers::decode(a.reg, a.value)
+        )),
+    }
+}
