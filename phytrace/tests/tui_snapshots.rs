@@ -17,10 +17,25 @@ const CAPTURES: &[&str] = &["rust-plug-unplug", "rust-module-reload", "c-plug-un
 
 /// An app that replayed the whole capture `name`.
 fn replayed(name: &str, theme: Theme) -> App {
+    replayed_while(name, theme, |_| true)
+}
+
+/// The app after replaying the capture's events up to the first one `keep` refuses.
+fn replayed_while(
+    name: &str,
+    theme: Theme,
+    mut keep: impl FnMut(&phytrace::event::Event) -> bool,
+) -> App {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(format!("{name}.ptrace"));
-    let capture = Capture::read(&path).expect("capture");
+    let mut capture = Capture::read(&path).expect("capture");
+    let cut = capture
+        .events
+        .iter()
+        .position(|e| !keep(e))
+        .unwrap_or(capture.events.len());
+    capture.events.truncate(cut);
     let mut app = App::new(
         capture.header.clone(),
         capture.header.clock.boot_ns,
@@ -156,7 +171,22 @@ fn no_color_uses_no_colours_but_keeps_markers() {
         let screen = render(&app, 120, 30).backend().to_string();
         assert!(screen.contains("BMSR"), "{screen}");
     }
-    let mut app = replayed("rust-plug-unplug", Theme::mono());
+    // Right after the poll that saw the cable go: BMSR lost LSTATUS during that read_status.
+    let mut link_lost = false;
+    let mut app = replayed_while("rust-plug-unplug", Theme::mono(), |event| {
+        let keep = !link_lost;
+        if let phytrace::event::EventKind::CallbackExit {
+            callback,
+            state_before,
+            link,
+            ..
+        } = &event.kind
+        {
+            link_lost |=
+                callback.name == "read_status" && !link.up && state_before.name == "RUNNING";
+        }
+        keep
+    });
     app.focus = Pane::Registers;
     app.zoom = true;
     let screen = render(&app, 120, 30).backend().to_string();
