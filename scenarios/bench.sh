@@ -1,0 +1,118 @@
+#!/bin/bash
+# bench: what `cargo xtask bench` runs in the guest. Measures, side by side in one boot, on the
+# simulated AX88772A with the Rust driver (links down: no phylib polling adds noise):
+#   P1 cost per MDIO access: N synchronous mdiobus_read()s untraced, with `phytrace record`,
+#      and with a bpftrace script doing the same work (kprobe+kretprobe on __mdiobus_read and
+#      __mdiobus_write: timestamp, bus, address, register, value, latency, ring buffer output);
+#   P2 start-to-attached: process start until the first event can be recorded;
+#   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring) loses nothing,
+#      and exact loss accounting above it (recorded + lost = generated);
+#   TUI CPU share idle and at 10k / 100k events/s.
+# Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
+#   REPEATS=5 READS=20000 RATES="10000 20000 50000 100000 200000" SECS=3 BIN=$PHYTRACE_BIN
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+REPEATS=${REPEATS:-5} READS=${READS:-20000} SECS=${SECS:-3}
+RATES=${RATES:-10000 20000 50000 100000 200000}
+BIN=${BIN:-$PHYTRACE_BIN}
+OUT=$PHYTRACE_OUT/bench.jsonl
+work=$(mktemp -d)
+: >"$OUT"
+emit() { echo "$1" | tee -a "$OUT"; }
+now_ns() { date +%s%N; }
+
+ensure_loaded
+dev=$(simdev ax88772a)
+
+# ns per read of one synchronous burst of READS reads, as the simulator measured it.
+burst_ns() {
+    sim_set "$dev" load "$READS BMSR"
+    sim_get "$dev" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/'
+}
+
+# start_tracer KIND: starts phytrace or bpftrace in the background and waits until attached.
+# Sets TRACER_PID and ATTACH_MS (process start to attached, wall clock).
+start_tracer() {
+    local t0
+    t0=$(now_ns)
+    case $1 in
+    phytrace)
+        "$BIN" record -o "$work/bench.ptrace" 2>"$work/tracer.err" &
+        TRACER_PID=$!
+        until grep -q "recording to" "$work/tracer.err" 2>/dev/null; do
+            kill -0 "$TRACER_PID" 2>/dev/null || { cat "$work/tracer.err"; fail "phytrace exited"; }
+            sleep 0.005
+        done
+        ;;
+    bpftrace)
+        bpftrace -B line "$PHYTRACE_ROOT/scenarios/bench-mdio.bt" >"$work/bpftrace.out" \
+            2>"$work/tracer.err" &
+        TRACER_PID=$!
+        until grep -q "^ready" "$work/bpftrace.out" 2>/dev/null; do
+            kill -0 "$TRACER_PID" 2>/dev/null || { cat "$work/tracer.err"; fail "bpftrace exited"; }
+            (($(now_ns) - t0 < 120000000000)) || fail "bpftrace did not attach within 120 s"
+            sleep 0.005
+        done
+        ;;
+    esac
+    ATTACH_MS=$((($(now_ns) - t0) / 1000000))
+}
+
+stop_tracer() {
+    kill -INT "$TRACER_PID"
+    wait "$TRACER_PID" || true
+}
+
+log "P1/P2: $REPEATS rounds of $READS reads: untraced, phytrace, bpftrace"
+burst_ns >/dev/null # warm-up
+for ((r = 1; r <= REPEATS; r++)); do
+    emit "{\"bench\":\"p1\",\"tracer\":\"none\",\"round\":$r,\"ns_per_access\":$(burst_ns)}"
+    for tracer in phytrace bpftrace; do
+        start_tracer "$tracer"
+        emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
+        ns=$(burst_ns)
+        stop_tracer
+        emit "{\"bench\":\"p1\",\"tracer\":\"$tracer\",\"round\":$r,\"ns_per_access\":$ns}"
+    done
+done
+
+log "P3: drop-free rate with the default ring"
+for rate in $RATES; do
+    reset_counters
+    "$BIN" record -o "$work/rate.ptrace" 2>"$work/rate.err" &
+    pid=$!
+    until grep -q "recording to" "$work/rate.err" 2>/dev/null; do sleep 0.01; done
+    sim_set "$dev" load "rate $rate $SECS BMSR"
+    wait_for $((SECS + 60)) grep -q "running=0" "$SIM_DBG/$dev/load" || fail "load did not finish"
+    achieved=$(sim_get "$dev" load | sed 's/.*reads=\([0-9]*\).*elapsed_ns=\([0-9]*\).*/\1 \2/')
+    sleep 1
+    kill -INT "$pid"
+    wait "$pid"
+    generated=$(counter "$dev" BMSR reads)
+    recorded=$("$BIN" dump --format json "$work/rate.ptrace" --kind mdio | grep -c '"reg":1,' || true)
+    lost=$(sed -n 's/.*lost in the kernel: \([0-9]*\).*/\1/p' "$work/rate.err")
+    read -r reads elapsed <<<"$achieved"
+    emit "{\"bench\":\"p3\",\"rate\":$rate,\"achieved_per_s\":$((reads * 1000000000 / elapsed)),\"generated\":$generated,\"recorded\":$recorded,\"lost\":$lost}"
+done
+
+log "TUI CPU share"
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+sock=$work/tmux
+tmux -S "$sock" new-session -d -x 100 -y 30 "$BIN tui"
+sleep 4
+tui_pid=$(pgrep -f "^$BIN tui" | head -1)
+for rate in 0 10000 100000; do
+    [[ $rate == 0 ]] || sim_set "$dev" load "rate $rate $((SECS + 2)) BMSR"
+    sleep 1
+    t0=$(cpu_ticks "$tui_pid")
+    sleep "$SECS"
+    t1=$(cpu_ticks "$tui_pid")
+    emit "{\"bench\":\"tui\",\"rate\":$rate,\"cpu_percent\":$(((t1 - t0) * 100 * 100 / hz / SECS / 100))}"
+    wait_for 30 grep -q "running=0" "$SIM_DBG/$dev/load" || true
+done
+tmux -S "$sock" send-keys q
+sleep 1
+tmux -S "$sock" kill-server 2>/dev/null || true
+rm -rf "$work"
+log "results in $OUT"
