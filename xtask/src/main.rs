@@ -1,5 +1,6 @@
 //! `cargo xtask`: set-up, test kernel, modules, VM, tests and demo for phytrace.
 
+mod bench;
 mod demo;
 mod kernel;
 mod modules;
@@ -47,6 +48,10 @@ enum Command {
     ///
     /// Example: `cargo xtask demo` (or `cargo xtask demo --headless`)
     Demo(demo::DemoArgs),
+    /// Benchmarks in the VM: phytrace vs bpftrace vs no tracing, written to docs/benchmarks.md.
+    ///
+    /// Example: `cargo xtask bench` (or `cargo xtask bench --repeats 3`)
+    Bench(bench::BenchArgs),
     /// Run every test: formatting, clippy, host tests, then the VM suites.
     ///
     /// Example: `cargo xtask test` (or `cargo xtask test --host-only`)
@@ -62,6 +67,7 @@ fn main() -> ExitCode {
         Command::Vm(args) => vm::run(&args),
         Command::Test(args) => test::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(code) => code,

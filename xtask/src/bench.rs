@@ -1,0 +1,280 @@
+//! `cargo xtask bench`: phytrace against bpftrace and against no tracing, side by side in one
+//! VM boot (`scenarios/bench.sh`), written to `docs/benchmarks.json` and `docs/benchmarks.md`.
+
+use std::{collections::BTreeMap, fmt::Write as _, fs, process::Command};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::{kernel, modules, paths, run, setup, vm};
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Rounds of P1/P2 (each runs untraced, phytrace and bpftrace once).
+    #[arg(long, default_value_t = 5)]
+    pub repeats: u32,
+    /// MDIO reads per P1 burst.
+    #[arg(long, default_value_t = 20_000)]
+    pub reads: u32,
+    #[command(flatten)]
+    pub vm: vm::VmOptions,
+}
+
+/// min / median / max of a series.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Spread {
+    min: f64,
+    median: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Option<Self> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let mid = values.len() / 2;
+        let median = if values.len() % 2 == 1 {
+            values[mid]
+        } else {
+            (values[mid - 1] + values[mid]) / 2.0
+        };
+        Some(Self {
+            min: values[0],
+            median,
+            max: values[values.len() - 1],
+        })
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({ "min": self.min, "median": self.median, "max": self.max })
+    }
+
+    fn cell(&self) -> String {
+        format!("{:.0} ({:.0}–{:.0})", self.median, self.min, self.max)
+    }
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
+    setup::run()?;
+    let kernel = kernel::run(&kernel::KernelArgs { force: false })?;
+    modules::build(&kernel)?;
+    let started = run::step("bench: building phytrace (release)");
+    run::status(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--package", "phytrace"])
+            .current_dir(paths::workspace()),
+    )?;
+    run::done("build", started);
+    let mut options = args.vm.clone();
+    options
+        .bin
+        .get_or_insert_with(|| paths::target().join("release/phytrace"));
+    let results = paths::vm_out().join("bench.jsonl");
+    let _ = fs::remove_file(&results);
+    let command = vec![
+        "/bin/bash".to_owned(),
+        paths::workspace()
+            .join("scenarios/bench.sh")
+            .display()
+            .to_string(),
+        format!("REPEATS={}", args.repeats),
+        format!("READS={}", args.reads),
+    ];
+    let code = vm::boot(&kernel, &options, &command)?;
+    if code != 0 {
+        bail!("the benchmark failed in the guest (exit status {code})");
+    }
+    let text =
+        fs::read_to_string(&results).with_context(|| format!("reading {}", results.display()))?;
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .context("parsing the guest's results")?;
+    let (json, markdown) = report(&rows, &kernel.tree, args)?;
+    let docs = paths::workspace().join("docs");
+    fs::write(
+        docs.join("benchmarks.json"),
+        serde_json::to_string_pretty(&json)? + "\n",
+    )?;
+    fs::write(docs.join("benchmarks.md"), markdown)?;
+    eprintln!("==> bench: results in docs/benchmarks.md and docs/benchmarks.json");
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn series(rows: &[serde_json::Value], bench: &str, tracer: &str, field: &str) -> Vec<f64> {
+    rows.iter()
+        .filter(|r| r["bench"] == bench && r["tracer"] == tracer)
+        .filter_map(|r| r[field].as_f64())
+        .collect()
+}
+
+fn report(
+    rows: &[serde_json::Value],
+    tree: &std::path::Path,
+    args: &BenchArgs,
+) -> Result<(serde_json::Value, String)> {
+    let spread = |bench, tracer, field| {
+        Spread::of(series(rows, bench, tracer, field))
+            .with_context(|| format!("no {bench} results for {tracer}"))
+    };
+    let none = spread("p1", "none", "ns_per_access")?;
+    let phytrace = spread("p1", "phytrace", "ns_per_access")?;
+    let bpftrace = spread("p1", "bpftrace", "ns_per_access")?;
+    let added_phytrace = phytrace.median - none.median;
+    let added_bpftrace = bpftrace.median - none.median;
+    let cost_ratio = added_phytrace / added_bpftrace;
+    let attach_phytrace = spread("p2", "phytrace", "attach_ms")?;
+    let attach_bpftrace = spread("p2", "bpftrace", "attach_ms")?;
+    let attach_ratio = attach_bpftrace.median / attach_phytrace.median;
+    let p3: Vec<&serde_json::Value> = rows.iter().filter(|r| r["bench"] == "p3").collect();
+    let drop_free = p3
+        .iter()
+        .filter(|r| r["lost"] == 0)
+        .filter_map(|r| r["achieved_per_s"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let exact = p3.iter().all(|r| {
+        r["generated"].as_u64()
+            == Some(r["recorded"].as_u64().unwrap_or(0) + r["lost"].as_u64().unwrap_or(0))
+    });
+    let tui: BTreeMap<u64, u64> = rows
+        .iter()
+        .filter(|r| r["bench"] == "tui")
+        .filter_map(|r| Some((r["rate"].as_u64()?, r["cpu_percent"].as_u64()?)))
+        .collect();
+
+    let release =
+        fs::read_to_string(tree.join("include/config/kernel.release")).unwrap_or_default();
+    let release = release.trim();
+    let date = run::output(Command::new("date").arg("-u").arg("+%Y-%m-%d %H:%M UTC"))?;
+    let host = run::output(Command::new("uname").arg("-srm"))?;
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let json = serde_json::json!({
+        "date": date, "host": host, "host_cpus": cpus, "guest_kernel": release,
+        "accel": "see `xtask vm` output (TCG when KVM does not work)",
+        "repeats": args.repeats, "reads_per_burst": args.reads,
+        "p1_ns_per_access": { "none": none.json(), "phytrace": phytrace.json(), "bpftrace": bpftrace.json() },
+        "p1_added_ns": { "phytrace": added_phytrace, "bpftrace": added_bpftrace, "ratio": cost_ratio },
+        "p2_attach_ms": { "phytrace": attach_phytrace.json(), "bpftrace": attach_bpftrace.json(), "bpftrace_over_phytrace": attach_ratio },
+        "p3": p3, "p3_drop_free_per_s": drop_free, "p3_loss_counted_exactly": exact,
+        "tui_cpu_percent": tui,
+    });
+
+    let goal = |ok: bool| if ok { "met" } else { "missed" };
+    let mut md = String::new();
+    writeln!(md, "# Benchmarks\n")?;
+    writeln!(
+        md,
+        "Measured by `cargo xtask bench` ({} rounds, {} MDIO reads per burst) on {date}:",
+        args.repeats, args.reads
+    )?;
+    writeln!(
+        md,
+        "host `{host}` with {cpus} CPUs, guest kernel {release} under QEMU (TCG when KVM does not work)."
+    )?;
+    writeln!(
+        md,
+        "Absolute times under software emulation mean little; the ratios, measured side by side in one"
+    )?;
+    writeln!(
+        md,
+        "boot, are what to read. Values are median (min–max). Rerun: `cargo xtask bench`.\n"
+    )?;
+    writeln!(md, "## P1: cost per MDIO access\n")?;
+    writeln!(
+        md,
+        "Synchronous `mdiobus_read()` bursts in the simulator (`load` control), untraced, while"
+    )?;
+    writeln!(
+        md,
+        "`phytrace record` runs, and while `scenarios/bench-mdio.bt` (the same probes and work) runs.\n"
+    )?;
+    writeln!(md, "| tracing | ns per access | added ns |\n|---|---|---|")?;
+    writeln!(md, "| none | {} | – |", none.cell())?;
+    writeln!(
+        md,
+        "| phytrace | {} | {added_phytrace:.0} |",
+        phytrace.cell()
+    )?;
+    writeln!(
+        md,
+        "| bpftrace | {} | {added_bpftrace:.0} |\n",
+        bpftrace.cell()
+    )?;
+    writeln!(
+        md,
+        "phytrace's added cost is **{cost_ratio:.2} ×** bpftrace's (goal ≤ 0.8: {}).\n",
+        goal(cost_ratio <= 0.8)
+    )?;
+    writeln!(md, "## P2: start to attached\n")?;
+    writeln!(
+        md,
+        "Process start until the first event can be recorded (phytrace: its `recording to` line,"
+    )?;
+    writeln!(
+        md,
+        "printed after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms.\n"
+    )?;
+    writeln!(md, "| tool | ms |\n|---|---|")?;
+    writeln!(md, "| phytrace | {} |", attach_phytrace.cell())?;
+    writeln!(md, "| bpftrace | {} |\n", attach_bpftrace.cell())?;
+    writeln!(
+        md,
+        "phytrace is **{attach_ratio:.1} ×** faster to attach (goal ≥ 5: {}).\n",
+        goal(attach_ratio >= 5.0)
+    )?;
+    writeln!(md, "## P3: drop-free rate (default 4 MiB ring)\n")?;
+    writeln!(
+        md,
+        "MDIO reads at a set rate from a simulator kernel thread while `phytrace record` runs;"
+    )?;
+    writeln!(md, "`generated` is the simulator's own count.\n")?;
+    writeln!(
+        md,
+        "| asked /s | achieved /s | generated | recorded | lost |\n|---|---|---|---|---|"
+    )?;
+    for r in &p3 {
+        writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            r["rate"], r["achieved_per_s"], r["generated"], r["recorded"], r["lost"]
+        )?;
+    }
+    writeln!(
+        md,
+        "\nHighest rate without loss: **{drop_free} events/s**. Loss counted exactly (recorded + lost = generated) in every run: {}.\n",
+        if exact { "yes" } else { "NO" }
+    )?;
+    writeln!(md, "## TUI CPU share\n")?;
+    writeln!(
+        md,
+        "`phytrace tui` in tmux, user + system time over the measuring window, % of one CPU.\n"
+    )?;
+    writeln!(md, "| events/s | CPU % |\n|---|---|")?;
+    for (rate, cpu) in &tui {
+        writeln!(md, "| {rate} | {cpu} |")?;
+    }
+    Ok((json, md))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_takes_min_median_max() {
+        let s = Spread::of(vec![3.0, 1.0, 2.0]).unwrap();
+        assert_eq!(
+            s,
+            Spread {
+                min: 1.0,
+                median: 2.0,
+                max: 3.0
+            }
+        );
+        assert_eq!(Spread::of(vec![4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
+        assert!(Spread::of(vec![]).is_none());
+    }
+}
