@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, fmt::Write as _, fs, process::Command};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::{kernel, modules, paths, run, setup, vm};
+use crate::{paths, run, vm};
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -56,20 +56,7 @@ impl Spread {
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
-    setup::run()?;
-    let kernel = kernel::run(&kernel::KernelArgs { force: false })?;
-    modules::build(&kernel)?;
-    let started = run::step("bench: building phytrace (release)");
-    run::status(
-        Command::new(env!("CARGO"))
-            .args(["build", "--release", "--package", "phytrace"])
-            .current_dir(paths::workspace()),
-    )?;
-    run::done("build", started);
-    let mut options = args.vm.clone();
-    options
-        .bin
-        .get_or_insert_with(|| paths::target().join("release/phytrace"));
+    let (kernel, options) = vm::prepare_release(&args.vm)?;
     let results = paths::vm_out().join("bench.jsonl");
     let _ = fs::remove_file(&results);
     let command = vec![

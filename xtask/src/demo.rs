@@ -4,11 +4,11 @@
 //! `phytrace tui` on this terminal while the AX88772A's cable is plugged and unplugged, or,
 //! with `--headless`, a recording of the same story and its decoded summary.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::{kernel, modules, paths, run, setup, vm};
+use crate::{paths, vm};
 
 #[derive(clap::Args)]
 pub struct DemoArgs {
@@ -26,20 +26,7 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: &DemoArgs) -> Result<ExitCode> {
-    setup::run()?;
-    let kernel = kernel::run(&kernel::KernelArgs { force: false })?;
-    modules::build(&kernel)?;
-    let started = run::step("demo: building phytrace (release)");
-    run::status(
-        Command::new(env!("CARGO"))
-            .args(["build", "--release", "--package", "phytrace"])
-            .current_dir(paths::workspace()),
-    )?;
-    run::done("build", started);
-    let mut options = args.vm.clone();
-    options
-        .bin
-        .get_or_insert_with(|| paths::target().join("release/phytrace"));
+    let (kernel, options) = vm::prepare_release(&args.vm)?;
     let script = paths::workspace().join("scenarios/demo.sh");
     let command = vec![
         "/bin/bash".to_owned(),

@@ -73,6 +73,27 @@ pub fn run(args: &VmArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(code))
 }
 
+/// Everything a guest run of the release build needs: set-up, kernel, modules, and
+/// `phytrace` built with `--release`, which `options` then hand to the guest (unless they name
+/// another binary).
+pub fn prepare_release(options: &VmOptions) -> Result<(Kernel, VmOptions)> {
+    crate::setup::run()?;
+    let kernel = crate::kernel::run(&crate::kernel::KernelArgs { force: false })?;
+    crate::modules::build(&kernel)?;
+    let started = run::step("building phytrace (release)");
+    run::status(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--package", "phytrace"])
+            .current_dir(paths::workspace()),
+    )?;
+    run::done("build", started);
+    let mut options = options.clone();
+    options
+        .bin
+        .get_or_insert_with(|| paths::target().join("release/phytrace"));
+    Ok((kernel, options))
+}
+
 /// Boots `kernel`, runs `command` in the guest with the workspace's environment, streams its
 /// output, and returns its exit status (or [`EXIT_TIMEOUT`] / [`EXIT_NO_STATUS`]).
 pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<u8> {
