@@ -296,10 +296,11 @@ fn qemu_command(
     .arg("-append")
     .arg(format!(
         "console=ttyS0 quiet reboot=t panic=-1 oops=panic rdinit=/init tsc=reliable no_timer_check \
-             {}PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={}",
+             {}PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={}",
         tsc_khz().map_or(String::new(), |khz| format!("tsc_early_khz={khz} ")),
         out.display(),
-        run_dir.display()
+        run_dir.display(),
+        kept_directories().join(",")
     ))
     .args([
         "-fsdev",
@@ -315,6 +316,19 @@ fn qemu_command(
     ])
     .args(["-device", "virtio-9p-device,fsdev=out,mount_tag=out"]);
     cmd
+}
+
+/// Directories the guest must see although they may lie under a path it replaces with a tmpfs
+/// (`/tmp`, `/run`, …): the workspace and the target directory. Comma-separated on the kernel
+/// command line; `vm_init.sh` splits them.
+fn kept_directories() -> Vec<String> {
+    let workspace = paths::workspace();
+    let target = paths::target();
+    let mut dirs = vec![workspace.display().to_string()];
+    if !target.starts_with(&workspace) {
+        dirs.push(target.display().to_string());
+    }
+    dirs
 }
 
 /// The host's TSC frequency, which the guest's TSC runs at under TCG too. Handing it to the

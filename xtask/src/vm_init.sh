@@ -19,8 +19,22 @@ $B mount -t tmpfs tmpfs /host/dev/shm
 $B mount -t tracefs tracefs /host/sys/kernel/tracing
 $B mount -t debugfs debugfs /host/sys/kernel/debug
 $B mount -t bpf bpf /host/sys/fs/bpf
+# The workspace and target directories may live under a directory replaced by a tmpfs below
+# (a clone in /tmp): hold them aside and put them back at the same paths afterwards.
+i=0
+for keep in $(echo "$PHYTRACE_VM_KEEP" | $B tr , " "); do
+    $B mkdir -p "/keep/$i"
+    $B mount -o bind "/host$keep" "/keep/$i"
+    i=$((i + 1))
+done
 for dir in tmp run var/tmp var/log; do
     $B mount -t tmpfs tmpfs /host/$dir
+done
+i=0
+for keep in $(echo "$PHYTRACE_VM_KEEP" | $B tr , " "); do
+    $B mkdir -p "/host$keep" 2>/dev/null
+    $B mount -o bind "/keep/$i" "/host$keep"
+    i=$((i + 1))
 done
 $B mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "/host$PHYTRACE_VM_OUT"
 $B hostname phytrace-vm
