@@ -18,9 +18,9 @@ for round in 1 2; do
     log "reload $round"
     rmmod phy_sim
     rmmod ax88796b_rust
-    wait_for 5 capture_has "$cap" detached ax88796b_rust || fail "no detachment recorded"
+    wait_for 5 capture_has_n "$cap" detached ax88796b_rust "$round" || fail "no detachment recorded"
     load_driver rust
-    wait_for 10 capture_has "$cap" attached '"reattached":true' || fail "no re-attachment recorded"
+    wait_for 10 capture_has_n "$cap" attached '"reattached":true' "$round" || fail "no re-attachment recorded"
     load_sim
     a=$(simdev ax88772a)
     link_up "$a"

@@ -35,3 +35,10 @@ capture_has() {
 events_json() {
     "$PHYTRACE_BIN" dump --format json "$1" >"$1.json" || fail "phytrace dump failed on $1"
 }
+
+# capture_has_n CAPTURE KIND TEXT N: at least N KIND events containing TEXT.
+capture_has_n() {
+    local n
+    n=$("$PHYTRACE_BIN" dump --format json "$1" --kind "$2" 2>/dev/null | grep -c -- "$3" || true)
+    ((n >= $4))
+}

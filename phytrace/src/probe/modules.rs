@@ -5,13 +5,23 @@ use std::collections::BTreeMap;
 /// Where the kernel lists its modules.
 pub const PROC_MODULES: &str = "/proc/modules";
 
-/// A loaded module instance: a reload gets a new base address (or at least a new instance).
+/// A loaded module instance. A reload may land at the same base address, so the instance is
+/// also told by its `/sys/module/NAME` directory, which every load creates anew (kernfs
+/// allocates inode numbers cyclically).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedModule {
     /// `Live`, `Loading` or `Unloading`.
     pub state: String,
     /// Base address (0 when hidden from this user).
     pub base: u64,
+    /// Inode of `/sys/module/NAME` (0 until [`identify`] is called or when it is missing).
+    pub sysfs_inode: u64,
+}
+
+/// Fills in the sysfs identity of `module` called `name`.
+pub fn identify(name: &str, module: &mut LoadedModule) {
+    use std::os::unix::fs::MetadataExt as _;
+    module.sysfs_inode = std::fs::metadata(format!("/sys/module/{name}")).map_or(0, |m| m.ino());
 }
 
 /// Parses `/proc/modules` text into name → module.
@@ -30,6 +40,7 @@ pub fn parse(text: &str) -> BTreeMap<String, LoadedModule> {
                 LoadedModule {
                     state: state.to_string(),
                     base,
+                    sysfs_inode: 0,
                 },
             ))
         })

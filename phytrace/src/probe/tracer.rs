@@ -250,7 +250,12 @@ impl Tracer {
     fn sync_modules(&mut self, out: &mut Vec<Event>) -> Result<()> {
         let text = std::fs::read_to_string(modules::PROC_MODULES)
             .with_context(|| format!("reading {}", modules::PROC_MODULES))?;
-        let loaded = modules::parse(&text);
+        let mut loaded = modules::parse(&text);
+        for (name, module) in &mut loaded {
+            if self.wanted(name) {
+                modules::identify(name, module);
+            }
+        }
         let gone: Vec<String> = self
             .attached
             .iter()
