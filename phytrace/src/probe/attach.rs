@@ -5,6 +5,7 @@ use aya::{
     programs::{KProbe, ProgramError, kprobe::KProbeLinkId},
 };
 
+use super::loader::explain_refusal;
 use crate::exit::{Failure, FailureKind};
 
 /// Loads (once) the kprobe program `program` and attaches it to `symbol`.
@@ -14,12 +15,9 @@ pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KP
         .ok_or_else(|| anyhow::anyhow!("the eBPF object has no program `{program}`"))?
         .try_into()?;
     if probe.fd().is_err() {
-        probe.load().map_err(|err| {
-            Failure::new(
-                FailureKind::TracingUnavailable,
-                format!("the kernel refused the `{program}` program: {err:#}"),
-            )
-        })?;
+        probe
+            .load()
+            .map_err(|err| explain_refusal(&format!("loading the `{program}` program"), &err))?;
     }
     probe
         .attach(symbol, 0)

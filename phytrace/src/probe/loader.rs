@@ -51,23 +51,23 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
 
 /// Turns a load error into a diagnosis.
 fn explain_load_error(err: &aya::EbpfError) -> Failure {
-    let text = format!("{err:#}");
-    let os_error = super::os_error(err);
-    let permission = matches!(os_error, Some(libc::EPERM | libc::EACCES))
+    explain_refusal("loading the eBPF programs", err)
+}
+
+/// A refusal by the kernel (`what` failed with `err`), with the fix when it is a matter of
+/// privileges.
+pub fn explain_refusal(what: &str, err: &(dyn std::error::Error + 'static)) -> Failure {
+    let text = format!("{err}");
+    let permission = matches!(super::os_error(err), Some(libc::EPERM | libc::EACCES))
         || text.contains("Operation not permitted")
         || text.contains("Permission denied");
-    if permission {
-        Failure::new(
-            FailureKind::TracingUnavailable,
-            format!(
-                "loading the eBPF programs was refused ({text}): run as root, or give phytrace \
-                 CAP_BPF and CAP_PERFMON (`setcap cap_bpf,cap_perfmon+ep $(command -v phytrace)`)"
-            ),
+    let message = if permission {
+        format!(
+            "{what} was refused ({text}): run as root, or give phytrace CAP_BPF and CAP_PERFMON \
+             (`setcap cap_bpf,cap_perfmon+ep $(command -v phytrace)`)"
         )
     } else {
-        Failure::new(
-            FailureKind::TracingUnavailable,
-            format!("loading the eBPF programs failed: {text} (run `phytrace doctor`)"),
-        )
-    }
+        format!("{what} failed: {text} (run `phytrace doctor`)")
+    };
+    Failure::new(FailureKind::TracingUnavailable, message)
 }
