@@ -50,10 +50,14 @@ fn fragment_path() -> PathBuf {
     paths::workspace().join("kernel/phytrace.config")
 }
 
-/// 64-bit FNV-1a: a stable hash for the cache key (std's hasher may change between releases).
-fn fnv1a(parts: &[String]) -> u64 {
+/// 64-bit FNV-1a over `parts`, each followed by a NUL: a stable hash for cache keys (std's
+/// hasher may change between releases).
+pub fn fnv1a<T: AsRef<[u8]>>(parts: &[T]) -> u64 {
     let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-    for byte in parts.iter().flat_map(|part| part.bytes().chain([0])) {
+    for &byte in parts
+        .iter()
+        .flat_map(|part| part.as_ref().iter().chain(&[0]))
+    {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -370,11 +374,8 @@ mod tests {
 
     #[test]
     fn cache_key_hash_is_stable() {
-        assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
-        assert_ne!(fnv1a(&["a".into()]), fnv1a(&["b".into()]));
-        assert_ne!(
-            fnv1a(&["ab".into(), "c".into()]),
-            fnv1a(&["a".into(), "bc".into()])
-        );
+        assert_eq!(fnv1a::<&str>(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(fnv1a(&["a"]), fnv1a(&["b"]));
+        assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
     }
 }

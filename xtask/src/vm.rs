@@ -352,13 +352,7 @@ fn initramfs() -> Result<PathBuf> {
     let busybox = fs::read(BUSYBOX).with_context(|| {
         format!("reading {BUSYBOX}: install busybox-static (`cargo xtask setup`)")
     })?;
-    let key = {
-        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-        for &byte in INIT_SCRIPT.as_bytes().iter().chain(&busybox) {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        hash
-    };
+    let key = crate::kernel::fnv1a(&[INIT_SCRIPT.as_bytes(), &busybox]);
     let image = paths::cache().join(format!("initramfs-{key:016x}.cpio"));
     if image.exists() {
         return Ok(image);

@@ -64,12 +64,13 @@ fn bound_phys() -> Vec<BoundPhy> {
 }
 
 pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
-    let found = symbols::read_kallsyms(Path::new(symbols::KALLSYMS)).map_err(|err| {
+    let kallsyms = fs::read_to_string(symbols::KALLSYMS).map_err(|err| {
         Failure::new(
             FailureKind::TracingUnavailable,
             format!("reading {}: {err}", symbols::KALLSYMS),
         )
     })?;
+    let found = symbols::parse_kallsyms(&kallsyms);
     let callbacks: Vec<_> = found
         .iter()
         .filter(|s| args.module.as_ref().is_none_or(|m| &s.module == m))
@@ -131,9 +132,8 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
     }
 
     println!();
-    let text = fs::read_to_string(symbols::KALLSYMS).unwrap_or_default();
     for function in ["__mdiobus_read", "__mdiobus_write"] {
-        let present = text
+        let present = kallsyms
             .lines()
             .any(|line| line.split_whitespace().nth(2) == Some(function));
         println!(

@@ -64,23 +64,22 @@ impl Decoder {
                 depth: raw.depth,
                 state: self.states.state(raw.state_before),
             },
-            RawKind::CallbackExit => EventKind::CallbackExit {
-                ret: if is_void(&self.callback(raw.func_ip).name) {
-                    0
-                } else {
-                    raw.ret
-                },
-                callback: self.callback(raw.func_ip),
-                depth: raw.depth,
-                latency_ns: raw.latency_ns,
-                state_before: self.states.state(raw.state_before),
-                state_after: self.states.state(raw.state_after),
-                link: LinkState {
-                    up: raw.link != 0,
-                    speed: raw.speed,
-                    duplex: Duplex::from_kernel(raw.duplex),
-                },
-            },
+            RawKind::CallbackExit => {
+                let callback = self.callback(raw.func_ip);
+                EventKind::CallbackExit {
+                    ret: if is_void(&callback.name) { 0 } else { raw.ret },
+                    callback,
+                    depth: raw.depth,
+                    latency_ns: raw.latency_ns,
+                    state_before: self.states.state(raw.state_before),
+                    state_after: self.states.state(raw.state_after),
+                    link: LinkState {
+                        up: raw.link != 0,
+                        speed: raw.speed,
+                        duplex: Duplex::from_kernel(raw.duplex),
+                    },
+                }
+            }
             kind @ (RawKind::MdioRead | RawKind::MdioWrite) => EventKind::Mdio {
                 op: if kind == RawKind::MdioRead {
                     MdioOp::Read

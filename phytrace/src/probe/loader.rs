@@ -46,12 +46,7 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         .override_global("SELFTEST_TGID", &options.selftest_tgid, true)
         .map_max_entries("EVENTS", options.ring_size)
         .load(EBPF_OBJECT)
-        .map_err(|err| explain_load_error(&err).into())
-}
-
-/// Turns a load error into a diagnosis.
-fn explain_load_error(err: &aya::EbpfError) -> Failure {
-    explain_refusal("loading the eBPF programs", err)
+        .map_err(|err| explain_refusal("loading the eBPF programs", &err).into())
 }
 
 /// A refusal by the kernel (`what` failed with `err`), with the fix when it is a matter of
