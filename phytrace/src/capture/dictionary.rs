@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use foldhash::HashMap as FastMap;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Callback, PhyRef, PhyState};
@@ -37,9 +38,9 @@ pub struct CallbackDef {
 /// Writer side: ids given so far, and the state names the reader will know.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
-    phys: HashMap<PhyRef, u32>,
-    callbacks: HashMap<Callback, u32>,
-    states: HashMap<u32, String>,
+    phys: FastMap<PhyRef, u32>,
+    callbacks: FastMap<Callback, u32>,
+    states: FastMap<u32, String>,
 }
 
 /// A definition the writer must emit before the event that needs it.

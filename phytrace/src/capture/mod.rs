@@ -3,6 +3,7 @@
 //! `docs/capture-format.md`.
 
 pub mod dictionary;
+mod emit;
 mod fast;
 pub mod format;
 pub mod reader;

@@ -14,7 +14,7 @@ use crate::event::{Event, EventKind};
 pub struct FlushPolicy {
     /// Flush after this many events.
     pub max_events: u64,
-    /// Flush when the oldest unflushed event is this old (checked when an event is written and
+    /// Flush when the oldest unflushed event is this old (checked every 64 events written and
     /// by [`Writer::flush_if_due`]).
     pub max_delay: Duration,
 }
@@ -121,7 +121,7 @@ impl<W: Write> Writer<W> {
         }
         self.definitions = definitions;
         self.line.clear();
-        serde_json::to_writer(&mut self.line, &wire)
+        wire.write_json(&mut self.line)
             .map_err(|e| self.fail(io::Error::new(io::ErrorKind::InvalidData, e)))?;
         self.line.push(b'\n');
         self.push_line()?;
@@ -131,9 +131,12 @@ impl<W: Write> Writer<W> {
             self.lost = self.lost.saturating_add(count);
         }
         self.unflushed += 1;
-        let now = Instant::now();
-        let oldest = *self.oldest_unflushed.get_or_insert(now);
-        if self.unflushed >= self.policy.max_events || now - oldest >= self.policy.max_delay {
+        // Reading the clock costs as much as encoding an event: look at it once per flush and
+        // then every 64 events.
+        let oldest = *self.oldest_unflushed.get_or_insert_with(Instant::now);
+        if self.unflushed >= self.policy.max_events
+            || (self.unflushed % 64 == 0 && oldest.elapsed() >= self.policy.max_delay)
+        {
             self.flush()?;
         }
         Ok(())

@@ -15,7 +15,10 @@ pub fn parse(record: &[u8]) -> Option<RawEvent> {
 /// A NUL-padded C string field as text.
 pub fn c_str(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
+    match std::str::from_utf8(&bytes[..end]) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(&bytes[..end]).into_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,10 @@ const MDIO_PROBES: &[(&str, &str, &str)] = &[
 /// How often module loads and drop counters are checked.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
+/// Most records [`Tracer::next_events`] takes in one call: under overload the caller writes
+/// as it reads, and memory stays bounded however fast the kernel produces.
+const MAX_BATCH: usize = 4096;
+
 /// What to trace.
 #[derive(Clone, Debug)]
 pub struct TracerOptions {
@@ -85,6 +89,8 @@ pub struct Tracer {
     ever_attached: Vec<String>,
     lost_reported: u64,
     last_poll: Instant,
+    /// The last batch stopped at [`MAX_BATCH`]: more records are waiting.
+    backlog: bool,
     states: PhyStates,
     startup: StartupTimings,
 }
@@ -153,6 +159,7 @@ impl Tracer {
             ever_attached: Vec::new(),
             lost_reported: 0,
             last_poll: Instant::now(),
+            backlog: false,
             states,
             startup,
         };
@@ -193,11 +200,16 @@ impl Tracer {
     /// Waits until records arrive or [`POLL_INTERVAL`] passes, then appends what happened:
     /// driver events, module (re)attachments, and lost-event counts. Cancel-safe.
     pub async fn next_events(&mut self, out: &mut Vec<Event>) -> Result<()> {
-        let wait = POLL_INTERVAL.saturating_sub(self.last_poll.elapsed());
-        if let Ok(guard) = tokio::time::timeout(wait, self.ring.readable_mut()).await {
-            guard?.clear_ready();
+        if self.backlog {
+            // Let the other tasks (signals, the writer's caller) run between batches.
+            tokio::task::yield_now().await;
+        } else {
+            let wait = POLL_INTERVAL.saturating_sub(self.last_poll.elapsed());
+            if let Ok(guard) = tokio::time::timeout(wait, self.ring.readable_mut()).await {
+                guard?.clear_ready();
+            }
         }
-        self.drain(out);
+        self.backlog = self.drain(out, MAX_BATCH);
         if self.last_poll.elapsed() >= POLL_INTERVAL {
             self.last_poll = Instant::now();
             self.sync_modules(out)?;
@@ -206,20 +218,31 @@ impl Tracer {
         Ok(())
     }
 
-    /// Appends every record already in the ring buffer, then any lost-event count.
+    /// Appends the records in the ring buffer (at most a full ring's worth, should the kernel
+    /// still be producing), then any lost-event count.
     pub fn flush(&mut self, out: &mut Vec<Event>) -> Result<()> {
-        self.drain(out);
+        self.drain(out, self.ring_capacity());
         self.report_drops(out)
     }
 
-    fn drain(&mut self, out: &mut Vec<Event>) {
+    /// How many records a full ring buffer holds.
+    fn ring_capacity(&self) -> usize {
+        self.options.ring_size as usize / size_of::<RawEvent>()
+    }
+
+    /// Appends up to `limit` records from the ring buffer; true if it stopped at the limit.
+    fn drain(&mut self, out: &mut Vec<Event>, limit: usize) -> bool {
         let ring = self.ring.get_mut();
-        while let Some(record) = ring.next() {
+        for _ in 0..limit {
+            let Some(record) = ring.next() else {
+                return false;
+            };
             if let Some(event) = raw::parse(&record).and_then(|r: RawEvent| self.decoder.decode(&r))
             {
                 out.push(event);
             }
         }
+        true
     }
 
     /// Events lost in the kernel so far (ring full or callback stack overflow).
@@ -264,7 +287,7 @@ impl Tracer {
             .collect();
         if !gone.is_empty() {
             // Records already in the ring happened before this moment: keep the stream in order.
-            self.drain(out);
+            self.drain(out, self.ring_capacity());
         }
         for name in gone {
             self.detach_module(&name);
@@ -284,7 +307,7 @@ impl Tracer {
         }
         let symbols = symbols::read_kallsyms(Path::new(symbols::KALLSYMS))
             .with_context(|| format!("reading {}", symbols::KALLSYMS))?;
-        self.drain(out);
+        self.drain(out, self.ring_capacity());
         for (name, instance) in fresh {
             let mine: Vec<CallbackSymbol> = symbols
                 .iter()

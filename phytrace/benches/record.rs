@@ -1,0 +1,105 @@
+//! The consumer side of `phytrace record`: ring-buffer records decoded into events and written
+//! to a capture, per event. Under software emulation in the VM this path bounds the drop-free
+//! rate (P3 in docs/benchmarks.md).
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use phytrace::capture::Writer;
+use phytrace::event::Callback;
+use phytrace::probe::{btf::PhyStates, decode::Decoder};
+use phytrace::synth;
+use phytrace_common::{RawEvent, RawKind};
+
+const EVENTS: usize = 100_000;
+const READ_STATUS: u64 = 0xffff_ffff_c000_1000;
+
+/// A busy PHY: mostly BMSR reads from `read_status`, between its entries and exits.
+fn raw_events() -> Vec<RawEvent> {
+    (0..EVENTS)
+        .map(|i| {
+            let mut raw = RawEvent::ZERO;
+            raw.ts_ns = 1_000_000 + i as u64 * 1000;
+            raw.tid = 42;
+            raw.phydev = 0xffff_8880_0000_1000;
+            raw.phy_id = 0x003b_1861;
+            raw.mdio_addr = 1;
+            raw.bus_id[..11].copy_from_slice(b"phy_sim-0\0\0");
+            raw.driver[..25].copy_from_slice(b"Asix Electronics AX88772A");
+            raw.state_before = 5;
+            raw.state_after = 5;
+            raw.kind = match i % 10 {
+                0 => RawKind::CallbackEnter,
+                9 => RawKind::CallbackExit,
+                _ => RawKind::MdioRead,
+            } as u8;
+            raw.func_ip = READ_STATUS;
+            raw.caller_ip = READ_STATUS;
+            raw.regnum = 1;
+            raw.value = 0x786d;
+            raw.latency_ns = 1200;
+            raw.depth = 1;
+            raw
+        })
+        .collect()
+}
+
+fn decoder() -> Decoder {
+    let states = PhyStates {
+        names: ["DOWN", "READY", "HALTED", "ERROR", "UP", "RUNNING", "NOLINK", "CABLETEST"]
+            .iter()
+            .enumerate()
+            .map(|(v, n)| (v as u32, (*n).to_owned()))
+            .collect(),
+    };
+    let mut decoder = Decoder::new(states);
+    decoder.add_callback(
+        READ_STATUS,
+        Callback {
+            name: "read_status".into(),
+            driver_type: "ax88796b_rust::PhyAX88772A".into(),
+        },
+    );
+    decoder
+}
+
+fn record(c: &mut Criterion) {
+    let raw = raw_events();
+    let decoder = decoder();
+    let events: Vec<_> = raw.iter().filter_map(|r| decoder.decode(r)).collect();
+    let mut group = c.benchmark_group("record");
+    group.throughput(Throughput::Elements(EVENTS as u64));
+    group.sample_size(20);
+    group.bench_function("decode", |b| {
+        b.iter(|| {
+            for r in &raw {
+                black_box(decoder.decode(r));
+            }
+        })
+    });
+    let mut sink = Vec::with_capacity(EVENTS * 200);
+    group.bench_function("write", |b| {
+        b.iter(|| {
+            sink.clear();
+            let mut w = Writer::new(&mut sink, "bench", &synth::header()).unwrap();
+            for e in &events {
+                w.write(e).unwrap();
+            }
+        })
+    });
+    group.bench_function("decode_and_write", |b| {
+        b.iter(|| {
+            sink.clear();
+            let mut w = Writer::new(&mut sink, "bench", &synth::header()).unwrap();
+            for r in &raw {
+                if let Some(e) = decoder.decode(r) {
+                    w.write(&e).unwrap();
+                }
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, record);
+criterion_main!(benches);
