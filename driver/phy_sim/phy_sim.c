@@ -523,11 +523,19 @@ static int sim_load_thread(void *data)
 	u64 t0 = ktime_get_ns(), end = t0 + (u64)l->secs * NSEC_PER_SEC;
 	u64 now, due;
 
-	/* Every 10 ms, catch up with rate * elapsed time. */
+	/*
+	 * Every 10 ms, catch up with rate * elapsed time, in slices of at most 10 ms worth of
+	 * reads so that a rate above what the bus can take ends on time: the thread then reads
+	 * back to back until the end.
+	 */
 	while (!kthread_should_stop() && (now = ktime_get_ns()) < end) {
 		due = mul_u64_u64_div_u64(l->rate, now - t0, NSEC_PER_SEC);
-		if (due > l->done)
-			sim_load_run(p, due - l->done, l);
+		if (due > l->done) {
+			sim_load_run(p, min(due - l->done, max_t(u64, l->rate / 100, 1)), l);
+			l->elapsed_ns = ktime_get_ns() - t0;
+			if (due - l->done > l->rate / 100)
+				continue;
+		}
 		l->elapsed_ns = ktime_get_ns() - t0;
 		schedule_timeout_interruptible(msecs_to_jiffies(10));
 	}

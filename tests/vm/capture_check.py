@@ -22,6 +22,9 @@ exits 1 with the offending events on failure):
                                   SPEED/DUPLEX (the AX88772A workaround, speed from BMCR)
   no-callbacks                    no callback events (C driver)
   no-loss                         no `lost` events
+  sessions MODULE N               MODULE attached N times, detached in between (each gap
+                                  bounded by a detached and an attached event), and callbacks
+                                  recorded in every session
 """
 import json
 import sys
@@ -253,6 +256,25 @@ def check_no_loss(events):
     ok("no events lost")
 
 
+def check_sessions(events, module, count):
+    marks = [e for e in events if e["kind"] in ("attached", "detached") and e["module"] == module]
+    want = ["attached", "detached"] * (int(count) - 1) + ["attached"]
+    got = [e["kind"] for e in marks]
+    if got[: len(want)] != want or len(got) > len(want) + 1:
+        fail(f"{module}: expected {count} sessions alternating attached/detached, got {got}", marks)
+    bounds = [e["ts_ns"] for e in marks] + [float("inf")]
+    empty = []
+    for i in range(0, len(marks), 2):
+        start, end = bounds[i], bounds[i + 1]
+        if not any(e["kind"] == "callback_exit" and start < e["ts_ns"] < end for e in events):
+            empty.append(marks[i])
+    if empty:
+        fail(f"{module}: {len(empty)} of {count} sessions recorded no callback", empty)
+    gaps = [(marks[i + 1]["ts_ns"] - marks[i]["ts_ns"]) / 1e6 for i in range(1, len(marks) - 1, 2)]
+    detail = f", gaps {min(gaps):.0f}-{max(gaps):.0f} ms" if gaps else ""
+    ok(f"{module}: {count} sessions, each with callbacks{detail}")
+
+
 CHECKS = {
     "attached": check_attached,
     "detached": check_detached,
@@ -266,6 +288,7 @@ CHECKS = {
     "lpa-quirk": check_lpa_quirk,
     "no-callbacks": check_no_callbacks,
     "no-loss": check_no_loss,
+    "sessions": check_sessions,
 }
 
 

@@ -149,12 +149,19 @@ setup() {
 
 cleanup() {
     local rc=$?
+    # Test-specific clean-up first (set with cleanup_also).
+    if [[ -n ${CLEANUP_EXTRA:-} ]]; then eval "$CLEANUP_EXTRA" || true; fi
+    # A recording started by start_record (record_lib.sh) must not outlive a failed test.
+    if [[ -n ${RECORD_PID:-} ]]; then kill -9 "$RECORD_PID" 2>/dev/null || true; fi
     unload_all || true
     return $rc
 }
 
 # Install the cleanup trap (unloads everything on exit).
 trap_cleanup() { trap cleanup EXIT; }
+
+# cleanup_also COMMANDS: run COMMANDS too on exit, before the modules are unloaded.
+cleanup_also() { CLEANUP_EXTRA=$1; }
 
 # --- the simulated PHYs ---
 
@@ -306,3 +313,26 @@ compare_outcomes() {
 }
 
 ensure_debugfs
+
+# --- phytrace's footprint in the kernel ---
+
+# probes_left: phytrace's kprobes, tracefs probe events and BPF programs still in the kernel.
+probes_left() {
+    grep -E '__mdiobus_(read|write)|_callback' /sys/kernel/debug/kprobes/list || true
+    grep -E '__mdiobus_(read|write)|_callback' /sys/kernel/tracing/kprobe_events || true
+    bpftool prog show 2>/dev/null | grep -E 'name (callback_e|mdio_(read|write)_e|selftest_e)' || true
+}
+
+# assert_no_probes_left WHAT: nothing of phytrace is left in the kernel (freed within 5 s).
+no_probes_left() { [[ -z $(probes_left) ]]; }
+assert_no_probes_left() {
+    wait_for 5 no_probes_left || fail "$1: left in the kernel: $(probes_left)"
+}
+
+# rss_kib PID / fds PID: resident memory and open file descriptors of a process.
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+
+# result JSON_FIELDS: appends {"test":"NAME",JSON_FIELDS} to $PHYTRACE_OUT/results.jsonl, the
+# figures `cargo xtask soak` puts in docs/reliability.md.
+result() { echo "{\"test\":\"$TEST_NAME\",$1}" >>"$PHYTRACE_OUT/results.jsonl"; }

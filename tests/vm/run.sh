@@ -1,12 +1,14 @@
 #!/bin/bash
 # The VM suite: runs every tests/vm/NN-*.sh in turn (as root, in the guest that
 # `cargo xtask test` boots), unloading test modules between them, and ends with one
-# "N passed, N failed" line. An argument keeps only the tests whose file name contains it.
+# "N passed, N failed" line. An argument keeps only the tests whose file name matches it (an extended regular
+# expression, e.g. `kill9|churn`). TEST_TIMEOUT is the limit per test in seconds (default 300).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 filter=${1:-}
 logs="$PHYTRACE_OUT/vm-tests"
 rm -rf "$logs" && mkdir -p "$logs"
+rm -f "$PHYTRACE_OUT/results.jsonl"
 passed=0 failed=0 failures=()
 unload_all() {
     for module in phy_sim ax88796b_rust ax88796b; do
@@ -16,11 +18,15 @@ unload_all() {
 dmesg -c >/dev/null
 for test in "$here"/[0-9][0-9]-*.sh; do
     name=$(basename "$test" .sh)
-    [[ -n "$filter" && "$name" != *"$filter"* ]] && continue
+    [[ -n "$filter" && ! "$name" =~ $filter ]] && continue
     start=$(date +%s.%N)
-    timeout --kill-after=5 300 bash "$test" >"$logs/$name.log" 2>&1
+    timeout --kill-after=5 "${TEST_TIMEOUT:-300}" bash "$test" >"$logs/$name.log" 2>&1
     status=$?
     secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+    if pkill -9 -f "^$PHYTRACE_BIN " 2>/dev/null; then
+        echo "$name left a phytrace process running" >>"$logs/$name.log"
+        status=98
+    fi
     unload_all
     if dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection|Call Trace'; then
         echo "kernel log after $name:" >>"$logs/$name.log"

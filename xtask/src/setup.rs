@@ -27,6 +27,7 @@ const APT_PACKAGES: &[&str] = &[
     "lld-19",
     "llvm-19",
     "bpftrace",
+    "bpftool",
     "iproute2",
     "ethtool",
     "tmux",

@@ -17,8 +17,9 @@ pub struct TestArgs {
     /// Only the VM suite.
     #[arg(long)]
     pub vm_only: bool,
-    /// Run only the VM tests whose file name contains this text.
-    #[arg(long, value_name = "TEXT")]
+    /// Run only the VM tests whose file name matches this extended regular expression
+    /// (e.g. `kill9|churn`).
+    #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
     #[command(flatten)]
     pub vm: vm::VmOptions,

@@ -14,6 +14,7 @@ $B mount -t proc proc /host/proc
 $B mount -t sysfs sys /host/sys
 $B mount -t devtmpfs dev /host/dev
 $B mkdir -p /host/dev/pts /host/dev/shm
+$B ln -sf /proc/self/fd /host/dev/fd
 $B mount -t devpts -o newinstance,ptmxmode=0666 devpts /host/dev/pts
 $B mount -t tmpfs tmpfs /host/dev/shm
 $B mount -t tracefs tracefs /host/sys/kernel/tracing

@@ -99,7 +99,7 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
         }
         if callbacks.iter().all(|s| s.address == 0) {
             println!(
-                "  (addresses are hidden from this user by kptr_restrict: run as root to see them)"
+                "  (addresses are hidden from this user by kptr_restrict: run as root, or with CAP_SYSLOG, to see them)"
             );
         }
         let mut per_type: BTreeMap<&str, usize> = BTreeMap::new();
