@@ -2,6 +2,10 @@
 //!
 //! Rust eBPF has no CO-RE, so the loader passes these offsets to the programs as a global.
 //! `enum phy_state` was renumbered in 6.5, so its names come from BTF too.
+//!
+//! vmlinux BTF holds ~100k types and phytrace needs five of them: its own reader
+//! (`btf/reader.rs`) indexes the blob in one pass, and the look-ups here decode only the types
+//! they walk through.
 
 use std::{fs, path::Path};
 
@@ -112,7 +116,9 @@ impl KernelBtf {
                 continue;
             }
             *budget = budget.checked_sub(1).with_context(|| {
-                format!("more than {MAX_ANONYMOUS} anonymous structs around `{member}` in the kernel's BTF")
+                format!(
+                    "the kernel's BTF nests `{member}` in over {MAX_ANONYMOUS} anonymous structs"
+                )
             })?;
             if let Some((place, ty)) = self.find_member(&inner, member, budget)? {
                 return Ok(Some((place.after(m.bit_offset)?, ty)));

@@ -317,7 +317,7 @@ fn malformed_types_are_errors() {
     let mut b = Builder::new();
     let looped = b.next_id();
     b.composite(false, "phy_device", 4, &[("", looped, 0, 0)]);
-    assert!(read_error(b.build()).contains("anonymous structs around `link`"));
+    assert!(read_error(b.build()).contains("nests `link` in over 256 anonymous structs"));
 }
 
 #[test]
