@@ -2,17 +2,41 @@
 //!
 //! Rust eBPF has no CO-RE, so the loader passes these offsets to the programs as a global.
 //! `enum phy_state` was renumbered in 6.5, so its names come from BTF too.
+//!
+//! vmlinux BTF holds ~100k types and phytrace needs five of them: its own reader
+//! (`btf/reader.rs`) indexes the blob in one pass, and the look-ups here decode only the types
+//! they walk through.
 
-use std::path::Path;
+use std::{fs, path::Path};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use btf_rs::{Btf, Type};
 use phytrace_common::KernelOffsets;
+use reader::{Btf, ENUM, ENUM64, INT, Member, STRUCT, Type, UNION};
 
 use crate::event::PhyState;
 
+#[cfg(test)]
+mod builder;
+mod reader;
+#[cfg(test)]
+mod tests;
+
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// The named types phytrace looks up: the structs [`KernelBtf::offsets`] starts from and
+/// `enum phy_state`.
+const WANTED: &[&str] = &[
+    "phy_device",
+    "mdio_device",
+    "mii_bus",
+    "phy_driver",
+    "phy_state",
+];
+
+/// How many anonymous structs and unions one member look-up may search before the BTF is taken
+/// for malformed (nested in a loop, say).
+const MAX_ANONYMOUS: u32 = 256;
 
 /// The kernel's BTF, with the look-ups phytrace needs.
 pub struct KernelBtf {
@@ -30,59 +54,95 @@ impl Place {
     fn byte(self) -> u32 {
         self.bits / 8
     }
+
+    /// This place shifted by `bits` (the offset of the struct it lies in).
+    fn after(self, bits: u32) -> Result<Self> {
+        let bits = self
+            .bits
+            .checked_add(bits)
+            .context("member offset overflows in the kernel's BTF")?;
+        Ok(Self { bits, ..self })
+    }
 }
 
 impl KernelBtf {
     /// Reads BTF from `path` (normally [`VMLINUX_BTF`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let btf = Btf::from_file(path)
-            .map_err(|err| anyhow!("reading BTF from {}: {err}", path.display()))?;
-        Ok(Self { btf })
+        let data =
+            fs::read(path).with_context(|| format!("reading BTF from {}", path.display()))?;
+        Self::parse(data).with_context(|| format!("reading BTF from {}", path.display()))
     }
 
-    fn struct_named(&self, name: &str) -> Result<btf_rs::Struct> {
-        let types = self.btf.resolve_types_by_name(name).map_err(|_| {
-            anyhow!("the kernel's BTF has no `struct {name}` (is CONFIG_PHYLIB enabled?)")
-        })?;
-        types
-            .into_iter()
-            .find_map(|ty| match ty {
-                Type::Struct(s) if !s.members.is_empty() => Some(s),
-                _ => None,
-            })
-            .ok_or_else(|| anyhow!("the kernel's BTF has no definition of `struct {name}`"))
+    /// Indexes the BTF blob `data`.
+    fn parse(data: Vec<u8>) -> Result<Self> {
+        Ok(Self {
+            btf: Btf::parse(data, WANTED)?,
+        })
     }
 
-    /// Finds `member` in `st`, looking inside anonymous structs and unions.
-    fn find_member(&self, st: &btf_rs::Struct, member: &str) -> Result<Option<(Place, Type)>> {
-        for m in &st.members {
-            let name = self.btf.resolve_name(m).unwrap_or_default();
-            let bitfield = m.bitfield_size().is_some_and(|size| size > 0);
-            let place = Place {
-                bits: m.bit_offset(),
-                bitfield,
-            };
+    fn struct_named(&self, name: &str) -> Result<Type> {
+        let ids = self.btf.named(name);
+        if ids.is_empty() {
+            bail!("the kernel's BTF has no `struct {name}` (is CONFIG_PHYLIB enabled?)");
+        }
+        for &id in ids {
+            let ty = self.btf.get(id)?;
+            if ty.kind == STRUCT && ty.vlen > 0 {
+                return Ok(ty);
+            }
+        }
+        bail!("the kernel's BTF has no definition of `struct {name}`")
+    }
+
+    /// Finds `member` in `st`, looking inside anonymous structs and unions (at most `budget`
+    /// more of them). Returns its place and its type, typedefs and qualifiers stripped.
+    fn find_member(
+        &self,
+        st: &Type,
+        member: &str,
+        budget: &mut u32,
+    ) -> Result<Option<(Place, Type)>> {
+        for m in self.btf.members(st)? {
+            let name = self.btf.name(m.name_off)?;
             if name == member {
-                let ty = self
-                    .btf
-                    .resolve_chained_type(m)
-                    .map_err(|e| anyhow!("{e}"))?;
-                return Ok(Some((place, ty)));
+                let ty = self.btf.resolve(m.type_id)?;
+                return Ok(Some((self.member_place(st, m, &ty)?, ty)));
             }
             if !name.is_empty() {
                 continue;
             }
-            if let Ok(Type::Struct(inner) | Type::Union(inner)) = self.btf.resolve_chained_type(m)
-                && let Some((inner_place, ty)) = self.find_member(&inner, member)?
-            {
-                let place = Place {
-                    bits: place.bits + inner_place.bits,
-                    ..inner_place
-                };
-                return Ok(Some((place, ty)));
+            let inner = self.btf.resolve(m.type_id)?;
+            if !matches!(inner.kind, STRUCT | UNION) {
+                continue;
+            }
+            *budget = budget.checked_sub(1).with_context(|| {
+                format!(
+                    "the kernel's BTF nests `{member}` in over {MAX_ANONYMOUS} anonymous structs"
+                )
+            })?;
+            if let Some((place, ty)) = self.find_member(&inner, member, budget)? {
+                return Ok(Some((place.after(m.bit_offset)?, ty)));
             }
         }
         Ok(None)
+    }
+
+    /// The place of member `m` of `st`, whose type is `ty`. A bitfield is flagged by its size
+    /// when `st` has `kind_flag` set, and otherwise by an int type narrower than its size.
+    fn member_place(&self, st: &Type, m: Member, ty: &Type) -> Result<Place> {
+        let place = Place {
+            bits: m.bit_offset,
+            bitfield: m.bitfield_size > 0,
+        };
+        if st.kflag || ty.kind != INT {
+            return Ok(place);
+        }
+        let (offset, bits) = self.btf.int_bits(ty)?;
+        let bitfield = offset != 0 || u64::from(bits) != u64::from(ty.size_or_type) * 8;
+        Ok(Place {
+            bitfield,
+            ..place.after(offset)?
+        })
     }
 
     /// The place of `path` (e.g. `["mdio", "bus"]`) inside `struct root`.
@@ -90,20 +150,19 @@ impl KernelBtf {
         let mut st = self.struct_named(root)?;
         let mut bits = 0;
         for (i, member) in path.iter().enumerate() {
-            let (place, ty) = self.find_member(&st, member)?.ok_or_else(|| {
+            let mut budget = MAX_ANONYMOUS;
+            let (place, ty) = self.find_member(&st, member, &mut budget)?.ok_or_else(|| {
                 anyhow!("`struct {root}` has no member `{}`", path[..=i].join("."))
             })?;
-            bits += place.bits;
+            let place = place.after(bits)?;
             if i + 1 == path.len() {
-                return Ok(Place {
-                    bits,
-                    bitfield: place.bitfield,
-                });
+                return Ok(place);
             }
-            st = match ty {
-                Type::Struct(inner) | Type::Union(inner) => inner,
-                _ => bail!("`{root}.{}` is not a struct", path[..=i].join(".")),
-            };
+            if !matches!(ty.kind, STRUCT | UNION) {
+                bail!("`{root}.{}` is not a struct", path[..=i].join("."));
+            }
+            bits = place.bits;
+            st = ty;
         }
         bail!("empty member path in `struct {root}`")
     }
@@ -141,18 +200,30 @@ impl KernelBtf {
 
     /// `enum phy_state` as this kernel defines it.
     pub fn phy_states(&self) -> Result<PhyStates> {
-        let types = self.btf.resolve_types_by_name("phy_state").map_err(|_| {
-            anyhow!("the kernel's BTF has no `enum phy_state` (is CONFIG_PHYLIB enabled?)")
-        })?;
-        let Some(Type::Enum(en)) = types.into_iter().find(|ty| matches!(ty, Type::Enum(_))) else {
+        let ids = self.btf.named("phy_state");
+        if ids.is_empty() {
+            bail!("the kernel's BTF has no `enum phy_state` (is CONFIG_PHYLIB enabled?)");
+        }
+        let mut en = None;
+        for &id in ids {
+            let ty = self.btf.get(id)?;
+            if matches!(ty.kind, ENUM | ENUM64) {
+                en = Some(ty);
+                break;
+            }
+        }
+        let Some(en) = en else {
             bail!("`phy_state` in the kernel's BTF is not an enum");
         };
-        let names = en
-            .members
-            .iter()
-            .map(|m| {
-                let name = self.btf.resolve_name(m).context("enumerator name")?;
-                Ok((m.val(), name.trim_start_matches("PHY_").to_owned()))
+        let names = self
+            .btf
+            .enumerators(&en)?
+            .into_iter()
+            .map(|(name_off, value)| {
+                let name = self.btf.name(name_off).context("enumerator name")?;
+                let value = u32::try_from(value)
+                    .map_err(|_| anyhow!("`enum phy_state` has {name} = {value}, not a u32"))?;
+                Ok((value, name.trim_start_matches("PHY_").to_owned()))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(PhyStates { names })

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use anyhow::{Context as _, Result};
+
 /// Where the kernel lists its modules.
 pub const PROC_MODULES: &str = "/proc/modules";
 
@@ -22,6 +24,24 @@ pub struct LoadedModule {
 pub fn identify(name: &str, module: &mut LoadedModule) {
     use std::os::unix::fs::MetadataExt as _;
     module.sysfs_inode = std::fs::metadata(format!("/sys/module/{name}")).map_or(0, |m| m.ino());
+}
+
+/// Whether `module` is one of `follow` (empty: any module).
+pub fn follows(follow: &[String], module: &str) -> bool {
+    follow.is_empty() || follow.iter().any(|m| m == module)
+}
+
+/// The loaded modules, from [`PROC_MODULES`], those in `follow` identified.
+pub fn read(follow: &[String]) -> Result<BTreeMap<String, LoadedModule>> {
+    let text =
+        std::fs::read_to_string(PROC_MODULES).with_context(|| format!("reading {PROC_MODULES}"))?;
+    let mut loaded = parse(&text);
+    for (name, module) in &mut loaded {
+        if follows(follow, name) {
+            identify(name, module);
+        }
+    }
+    Ok(loaded)
 }
 
 /// Parses `/proc/modules` text into name → module.

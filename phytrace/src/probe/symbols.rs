@@ -7,6 +7,8 @@
 
 use std::{fs, io, path::Path};
 
+use memchr::{memchr, memmem, memrchr};
+
 /// Where the kernel lists its symbols.
 pub const KALLSYMS: &str = "/proc/kallsyms";
 
@@ -34,7 +36,19 @@ pub fn read_kallsyms(path: &Path) -> io::Result<Vec<CallbackSymbol>> {
 
 /// Extracts the PHY driver callbacks from kallsyms text.
 pub fn parse_kallsyms(text: &str) -> Vec<CallbackSymbol> {
-    text.lines().filter_map(parse_line).collect()
+    // Only a line naming a `…_callback` can hold one: jump from one such name to the next
+    // rather than splitting every line (kallsyms has ~100k lines, a few hundred of these).
+    let finder = memmem::Finder::new("_callback");
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = finder.find(rest.as_bytes()) {
+        let (before, after) = rest.as_bytes().split_at(at);
+        let start = memrchr(b'\n', before).map_or(0, |i| i + 1);
+        let end = memchr(b'\n', after).map_or(rest.len(), |i| at + i);
+        found.extend(rest.get(start..end).and_then(parse_line));
+        rest = rest.get(end..).unwrap_or_default();
+    }
+    found
 }
 
 fn parse_line(line: &str) -> Option<CallbackSymbol> {
@@ -78,7 +92,12 @@ pub fn parse_adapter_path(demangled: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// `<kernel::net::phy::Adapter<ax88796b_rust::PhyAX88772A>>::read_status_callback`.
+    const MANGLED: &str = "_RNvMs_NtNtCs1234567890a_6kernel3net3phyINtB4_7AdapterNtCs0987654321b_13ax88796b_rust11PhyAX88772AE20read_status_callback";
 
     #[test]
     fn adapter_paths_are_split() {
@@ -135,11 +154,10 @@ mod tests {
 
     #[test]
     fn kallsyms_lines_are_filtered_and_demangled() {
-        let mangled = "_RNvMs_NtNtCs1234567890a_6kernel3net3phyINtB4_7AdapterNtCs0987654321b_13ax88796b_rust11PhyAX88772AE20read_status_callback";
         let text = format!(
-            "ffffffffc0002000 t {mangled}\t[ax88796b_rust]\n\
+            "ffffffffc0002000 t {MANGLED}\t[ax88796b_rust]\n\
              ffffffff81000000 T _stext\n\
-             ffffffffc0002100 d {mangled}\t[ax88796b_rust]\n"
+             ffffffffc0002100 d {MANGLED}\t[ax88796b_rust]\n"
         );
         let found = parse_kallsyms(&text);
         assert_eq!(found.len(), 1, "{found:?}");
@@ -148,6 +166,34 @@ mod tests {
         assert_eq!(cb.driver_type, "ax88796b_rust::PhyAX88772A");
         assert_eq!(cb.callback, "read_status");
         assert_eq!(cb.address, 0xffff_ffff_c000_2000);
-        assert_eq!(cb.symbol, mangled);
+        assert_eq!(cb.symbol, MANGLED);
+    }
+
+    /// Lines of kallsyms: callbacks, and look-alikes that name a `_callback` too.
+    fn sample_lines() -> Vec<String> {
+        vec![
+            format!("ffffffffc0002000 t {MANGLED}\t[ax88796b_rust]"),
+            format!("ffffffffc0002000 T {MANGLED}"),
+            format!("ffffffffc0002100 d {MANGLED}\t[ax88796b_rust]"),
+            "ffffffff81000000 T rcu_callback\t[_callback]".to_owned(),
+            "ffffffff81000000 T _stext".to_owned(),
+            "_callback".to_owned(),
+            String::new(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn skipping_to_callbacks_finds_what_reading_every_line_finds(
+            lines in prop::collection::vec(prop::sample::select(sample_lines()), 0..12),
+            trailing_newline in any::<bool>(),
+        ) {
+            let mut text = lines.join("\n");
+            if trailing_newline {
+                text.push('\n');
+            }
+            let every_line: Vec<CallbackSymbol> = text.lines().filter_map(parse_line).collect();
+            prop_assert_eq!(parse_kallsyms(&text), every_line);
+        }
     }
 }

@@ -58,7 +58,8 @@ pub struct StartupTimings {
     pub load: Duration,
     /// Attaching the MDIO kprobes and kretprobes.
     pub mdio: Duration,
-    /// Finding driver modules and attaching their callbacks.
+    /// Finding driver modules and attaching their callbacks (kallsyms is read meanwhile
+    /// during the phases before: only what is left of that is waited for here).
     pub modules: Duration,
 }
 
@@ -74,6 +75,42 @@ struct AttachedModule {
     instance: LoadedModule,
     links: Vec<(&'static str, KProbeLinkId)>,
     symbols: Vec<CallbackSymbol>,
+}
+
+/// Callbacks read from kallsyms just after the module list they hold for.
+struct Prefetched {
+    loaded: BTreeMap<String, LoadedModule>,
+    symbols: Vec<CallbackSymbol>,
+}
+
+impl Prefetched {
+    /// Reads the module list, then kallsyms if a live module in it is to be followed
+    /// (`follow`, empty for all); `None` if not or if reading fails.
+    fn read(follow: &[String]) -> Option<Self> {
+        let loaded = modules::read(follow).ok()?;
+        if !loaded
+            .iter()
+            .any(|(name, m)| m.state == "Live" && modules::follows(follow, name))
+        {
+            return None;
+        }
+        let symbols = read_callbacks().ok()?;
+        Some(Self { loaded, symbols })
+    }
+
+    /// The callbacks, if the module list they hold for has every one of `fresh` as it is now.
+    fn callbacks_for(self, fresh: &[(String, LoadedModule)]) -> Option<Vec<CallbackSymbol>> {
+        fresh
+            .iter()
+            .all(|(name, m)| self.loaded.get(name) == Some(m))
+            .then_some(self.symbols)
+    }
+}
+
+/// The driver callbacks in kallsyms.
+fn read_callbacks() -> Result<Vec<CallbackSymbol>> {
+    symbols::read_kallsyms(Path::new(symbols::KALLSYMS))
+        .with_context(|| format!("reading {}", symbols::KALLSYMS))
 }
 
 /// A running tracing session.
@@ -127,6 +164,13 @@ impl Tracer {
             phase = Instant::now();
             elapsed
         };
+        // Reading kallsyms takes about as long as loading the programs in a slow guest: read
+        // it meanwhile on another thread (no thread, no harm: it is read when needed).
+        let follow = options.modules.clone();
+        let prefetch = std::thread::Builder::new()
+            .name("phytrace-kallsyms".into())
+            .spawn(move || Prefetched::read(&follow))
+            .ok();
         let kernel_btf = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))?;
         let offsets = kernel_btf.offsets()?;
         let states = kernel_btf.phy_states()?;
@@ -163,8 +207,9 @@ impl Tracer {
             states,
             startup,
         };
+        let prefetched = prefetch.and_then(|thread| thread.join().ok().flatten());
         let mut events = Vec::new();
-        tracer.sync_modules(&mut events)?;
+        tracer.sync_modules(prefetched, &mut events)?;
         tracer.startup.modules = lap();
         Ok((tracer, events))
     }
@@ -212,7 +257,7 @@ impl Tracer {
         self.backlog = self.drain(out, MAX_BATCH);
         if self.last_poll.elapsed() >= POLL_INTERVAL {
             self.last_poll = Instant::now();
-            self.sync_modules(out)?;
+            self.sync_modules(None, out)?;
             self.report_drops(out)?;
         }
         Ok(())
@@ -265,20 +310,10 @@ impl Tracer {
         Ok(())
     }
 
-    fn wanted(&self, module: &str) -> bool {
-        self.options.modules.is_empty() || self.options.modules.iter().any(|m| m == module)
-    }
-
     /// Attaches to driver modules that appeared, detaches from those that went away.
-    fn sync_modules(&mut self, out: &mut Vec<Event>) -> Result<()> {
-        let text = std::fs::read_to_string(modules::PROC_MODULES)
-            .with_context(|| format!("reading {}", modules::PROC_MODULES))?;
-        let mut loaded = modules::parse(&text);
-        for (name, module) in &mut loaded {
-            if self.wanted(name) {
-                modules::identify(name, module);
-            }
-        }
+    /// Callbacks in `prefetched` serve if it lists the new modules as they are now.
+    fn sync_modules(&mut self, prefetched: Option<Prefetched>, out: &mut Vec<Event>) -> Result<()> {
+        let loaded = modules::read(&self.options.modules)?;
         let gone: Vec<String> = self
             .attached
             .iter()
@@ -297,7 +332,7 @@ impl Tracer {
             .into_iter()
             .filter(|(name, m)| {
                 m.state == "Live"
-                    && self.wanted(name)
+                    && modules::follows(&self.options.modules, name)
                     && !self.attached.contains_key(name)
                     && self.ignored.get(name) != Some(m)
             })
@@ -305,8 +340,10 @@ impl Tracer {
         if fresh.is_empty() {
             return Ok(());
         }
-        let symbols = symbols::read_kallsyms(Path::new(symbols::KALLSYMS))
-            .with_context(|| format!("reading {}", symbols::KALLSYMS))?;
+        let symbols = match prefetched.and_then(|p| p.callbacks_for(&fresh)) {
+            Some(symbols) => symbols,
+            None => read_callbacks()?,
+        };
         self.drain(out, self.ring_capacity());
         for (name, instance) in fresh {
             let mine: Vec<CallbackSymbol> = symbols
@@ -376,5 +413,47 @@ impl Tracer {
         }
         self.decoder
             .remove_callbacks(module.symbols.iter().map(|s| s.address));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instance(sysfs_inode: u64) -> LoadedModule {
+        LoadedModule {
+            state: "Live".to_owned(),
+            base: 0xffff_ffff_c000_0000,
+            sysfs_inode,
+        }
+    }
+
+    #[test]
+    fn prefetched_callbacks_serve_only_the_module_instances_they_were_read_for() {
+        let callback = CallbackSymbol {
+            module: "ax88796b_rust".to_owned(),
+            driver_type: "ax88796b_rust::PhyAX88772A".to_owned(),
+            callback: "read_status".to_owned(),
+            address: 0xffff_ffff_c000_2000,
+            symbol: "_R…".to_owned(),
+            demangled: "…".to_owned(),
+        };
+        let prefetched = || Prefetched {
+            loaded: BTreeMap::from([("ax88796b_rust".to_owned(), instance(7))]),
+            symbols: vec![callback.clone()],
+        };
+        let fresh = |name: &str, inode| vec![(name.to_owned(), instance(inode))];
+        assert_eq!(
+            prefetched().callbacks_for(&fresh("ax88796b_rust", 7)),
+            Some(vec![callback.clone()])
+        );
+        // Reloaded since (at the same address), or loaded since.
+        assert_eq!(prefetched().callbacks_for(&fresh("ax88796b_rust", 8)), None);
+        assert_eq!(prefetched().callbacks_for(&fresh("other", 7)), None);
+    }
+
+    #[test]
+    fn nothing_is_prefetched_without_a_module_to_follow() {
+        assert!(Prefetched::read(&["phytrace_no_such_module".to_owned()]).is_none());
     }
 }

@@ -1,0 +1,337 @@
+//! A lean reader of the BTF format (`include/uapi/linux/btf.h`, `Documentation/bpf/btf.rst`).
+//!
+//! [`Btf::parse`] walks the type section once, recording where each type's record starts and
+//! which struct, union, enum and forward declarations carry one of the names asked for.
+//! Everything else (members, enumerators, names) is decoded on demand. Every read is bounds
+//! checked: malformed input gives an error, never a panic. Only native byte order is read,
+//! which is what the running kernel publishes.
+
+use std::ops::Range;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+
+/// `btf_header.magic` in native byte order.
+const MAGIC: u16 = 0xeb9f;
+/// The only BTF version there is.
+const VERSION: u8 = 1;
+/// Size of `struct btf_header` (version 1).
+const HEADER_LEN: usize = 24;
+/// Size of `struct btf_type`, the part every type record starts with.
+const TYPE_LEN: usize = 12;
+/// Longest typedef/const/volatile chain followed before giving up (a loop in malformed input).
+const MAX_CHAIN: usize = 64;
+
+// The `BTF_KIND_*` values (bits 24–28 of `btf_type.info`).
+pub const INT: u32 = 1;
+const PTR: u32 = 2;
+const ARRAY: u32 = 3;
+pub const STRUCT: u32 = 4;
+pub const UNION: u32 = 5;
+pub const ENUM: u32 = 6;
+const FWD: u32 = 7;
+const TYPEDEF: u32 = 8;
+const VOLATILE: u32 = 9;
+const CONST: u32 = 10;
+const RESTRICT: u32 = 11;
+const FUNC: u32 = 12;
+const FUNC_PROTO: u32 = 13;
+const VAR: u32 = 14;
+const DATASEC: u32 = 15;
+const FLOAT: u32 = 16;
+const DECL_TAG: u32 = 17;
+const TYPE_TAG: u32 = 18;
+pub const ENUM64: u32 = 19;
+
+/// A BTF blob with an index of its type records.
+pub struct Btf {
+    data: Vec<u8>,
+    types: Range<usize>,
+    strings: Range<usize>,
+    /// Offset in the type section of the record of type id `i + 1` (id 0 is `void`).
+    records: Vec<u32>,
+    named: Named,
+}
+
+/// For each wanted name, the ids of the struct/union/enum/fwd types carrying it.
+type Named = Vec<(String, Vec<u32>)>;
+
+/// One type record, decoded from its fixed part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Type {
+    /// The type id.
+    pub id: u32,
+    /// `BTF_KIND_*`.
+    pub kind: u32,
+    /// `kind_flag`: bitfield encoding in members for structs and unions, signedness for enums.
+    pub kflag: bool,
+    /// Number of members, enumerators or parameters.
+    pub vlen: u32,
+    /// Offset of the name in the string section (0: anonymous).
+    pub name_off: u32,
+    /// Size in bytes (ints, structs, unions, enums) or the referenced type id (typedef, ...).
+    pub size_or_type: u32,
+    /// Offset in the type section of the data following the fixed part.
+    body: usize,
+}
+
+/// One member of a struct or union.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// Offset of the name in the string section (0: anonymous).
+    pub name_off: u32,
+    /// The member's type id.
+    pub type_id: u32,
+    /// Offset from the start of the struct, in bits.
+    pub bit_offset: u32,
+    /// Width of a bitfield in bits; 0 when not a bitfield, or when the struct's `kind_flag` is
+    /// clear (then the member's int type holds the width).
+    pub bitfield_size: u32,
+}
+
+/// The `u32` at `at` in `bytes`, in native byte order.
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let end = at.checked_add(4)?;
+    Some(u32::from_ne_bytes(bytes.get(at..end)?.try_into().ok()?))
+}
+
+/// Bytes following the fixed part of a record of `kind` with `vlen` entries, `None` for a kind
+/// this reader does not know.
+fn trailing_len(kind: u32, vlen: u32) -> Option<usize> {
+    let vlen = vlen as usize;
+    Some(match kind {
+        INT | VAR | DECL_TAG => 4,
+        ARRAY => 12,
+        STRUCT | UNION | DATASEC | ENUM64 => 12 * vlen,
+        ENUM | FUNC_PROTO => 8 * vlen,
+        PTR | FWD | TYPEDEF | VOLATILE | CONST | RESTRICT | FUNC | FLOAT | TYPE_TAG => 0,
+        _ => return None,
+    })
+}
+
+/// Whether the NUL-terminated string at `off` in `strings` is `want`.
+fn name_is(strings: &[u8], off: usize, want: &str) -> bool {
+    let want = want.as_bytes();
+    strings
+        .get(off..)
+        .is_some_and(|rest| rest.starts_with(want) && rest.get(want.len()) == Some(&0))
+}
+
+/// The section `off`, `len` (relative to the end of the header) checked against `data`.
+fn section(data: &[u8], header_len: usize, off: u32, len: u32, what: &str) -> Result<Range<usize>> {
+    let start = header_len.checked_add(off as usize);
+    let end = start.and_then(|start| start.checked_add(len as usize));
+    match (start, end) {
+        (Some(start), Some(end)) if end <= data.len() => Ok(start..end),
+        _ => bail!(
+            "the {what} section ({len} bytes at {off}) lies outside the {} bytes of BTF",
+            data.len()
+        ),
+    }
+}
+
+/// The single pass over the type section `types`: where each type's record starts (by id,
+/// from 1) and, for each `wanted` name, the ids of the structs, unions, enums and forward
+/// declarations carrying it (names are in `strings`).
+fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Named)> {
+    let mut records = Vec::with_capacity(types.len() / TYPE_LEN);
+    let mut named: Named = wanted
+        .iter()
+        .map(|name| (name.to_string(), Vec::new()))
+        .collect();
+    let mut at = 0;
+    while at < types.len() {
+        let id = records.len() + 1;
+        let (Some(name_off), Some(info)) = (u32_at(types, at), u32_at(types, at + 4)) else {
+            bail!("BTF type {id} is cut off by the end of the type section");
+        };
+        let kind = (info >> 24) & 0x1f;
+        let trailing = trailing_len(kind, info & 0xffff)
+            .ok_or_else(|| anyhow!("BTF type {id} has unknown kind {kind}"))?;
+        let end = at + TYPE_LEN + trailing;
+        if end > types.len() {
+            bail!("BTF type {id} is cut off by the end of the type section");
+        }
+        if matches!(kind, STRUCT | UNION | ENUM | ENUM64 | FWD) && name_off != 0 {
+            for (name, ids) in &mut named {
+                if name_is(strings, name_off as usize, name) {
+                    ids.push(id as u32);
+                }
+            }
+        }
+        // The type section is at most `u32::MAX` bytes long.
+        records.push(at as u32);
+        at = end;
+    }
+    Ok((records, named))
+}
+
+impl Btf {
+    /// Checks the header of `data` and indexes its types, noting the ids of the structs,
+    /// unions, enums and forward declarations named in `wanted`.
+    pub fn parse(data: Vec<u8>, wanted: &[&str]) -> Result<Self> {
+        let header = data
+            .get(..HEADER_LEN)
+            .ok_or_else(|| anyhow!("{} bytes are too short for a BTF header", data.len()))?;
+        let magic = u16::from_ne_bytes([header[0], header[1]]);
+        if magic == MAGIC.swap_bytes() {
+            bail!("the BTF is in foreign byte order");
+        }
+        if magic != MAGIC {
+            bail!("not BTF (magic {magic:#06x}, expected {MAGIC:#06x})");
+        }
+        if header[2] != VERSION {
+            bail!(
+                "BTF version {} is not supported (only {VERSION})",
+                header[2]
+            );
+        }
+        let field = |at| u32_at(header, at).unwrap_or_default();
+        let header_len = field(4) as usize;
+        if header_len < HEADER_LEN || header_len > data.len() {
+            bail!("BTF header length {header_len} is out of range");
+        }
+        let types = section(&data, header_len, field(8), field(12), "type")?;
+        let strings = section(&data, header_len, field(16), field(20), "string")?;
+        let (records, named) = index(
+            data.get(types.clone()).unwrap_or_default(),
+            data.get(strings.clone()).unwrap_or_default(),
+            wanted,
+        )?;
+        Ok(Self {
+            data,
+            types,
+            strings,
+            records,
+            named,
+        })
+    }
+
+    fn type_section(&self) -> &[u8] {
+        self.data.get(self.types.clone()).unwrap_or_default()
+    }
+
+    fn string_section(&self) -> &[u8] {
+        self.data.get(self.strings.clone()).unwrap_or_default()
+    }
+
+    /// Ids of the structs, unions, enums and forward declarations called `name`, in id order
+    /// (empty unless `name` was asked for in [`Btf::parse`]).
+    pub fn named(&self, name: &str) -> &[u32] {
+        self.named
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&[], |(_, ids)| ids)
+    }
+
+    /// The type `id`.
+    pub fn get(&self, id: u32) -> Result<Type> {
+        let at = id
+            .checked_sub(1)
+            .and_then(|index| self.records.get(index as usize))
+            .ok_or_else(|| anyhow!("BTF type id {id} does not exist"))?;
+        let at = *at as usize;
+        let types = self.type_section();
+        let field = |n: usize| u32_at(types, at + 4 * n).context("BTF type record out of bounds");
+        let info = field(1)?;
+        Ok(Type {
+            id,
+            kind: (info >> 24) & 0x1f,
+            kflag: info >> 31 == 1,
+            vlen: info & 0xffff,
+            name_off: field(0)?,
+            size_or_type: field(2)?,
+            body: at + TYPE_LEN,
+        })
+    }
+
+    /// The type `id` with typedefs, qualifiers and type tags stripped.
+    pub fn resolve(&self, id: u32) -> Result<Type> {
+        let mut ty = self.get(id)?;
+        for _ in 0..MAX_CHAIN {
+            if !matches!(ty.kind, TYPEDEF | VOLATILE | CONST | RESTRICT | TYPE_TAG) {
+                return Ok(ty);
+            }
+            ty = self.get(ty.size_or_type)?;
+        }
+        bail!("BTF type {id} is a chain of more than {MAX_CHAIN} typedefs or qualifiers")
+    }
+
+    /// The NUL-terminated string at `off` in the string section.
+    pub fn name(&self, off: u32) -> Result<&str> {
+        let rest = self
+            .string_section()
+            .get(off as usize..)
+            .ok_or_else(|| anyhow!("BTF string offset {off} is out of bounds"))?;
+        let len = memchr::memchr(0, rest)
+            .ok_or_else(|| anyhow!("BTF string at {off} is not terminated"))?;
+        std::str::from_utf8(&rest[..len]).with_context(|| format!("BTF string at {off}"))
+    }
+
+    /// The `u32` at `index` of the data following the fixed part of `ty`.
+    fn body_u32(&self, ty: &Type, index: usize) -> Result<u32> {
+        u32_at(self.type_section(), ty.body + 4 * index)
+            .ok_or_else(|| anyhow!("BTF type {} is cut off", ty.id))
+    }
+
+    /// The members of struct or union `ty`.
+    pub fn members(&self, ty: &Type) -> Result<Vec<Member>> {
+        if !matches!(ty.kind, STRUCT | UNION) {
+            bail!("BTF type {} is not a struct or union", ty.id);
+        }
+        (0..ty.vlen as usize)
+            .map(|i| {
+                let offset = self.body_u32(ty, 3 * i + 2)?;
+                let (bit_offset, bitfield_size) = if ty.kflag {
+                    (offset & 0xff_ffff, offset >> 24)
+                } else {
+                    (offset, 0)
+                };
+                Ok(Member {
+                    name_off: self.body_u32(ty, 3 * i)?,
+                    type_id: self.body_u32(ty, 3 * i + 1)?,
+                    bit_offset,
+                    bitfield_size,
+                })
+            })
+            .collect()
+    }
+
+    /// The bit offset and width of int `ty` (`BTF_INT_OFFSET`, `BTF_INT_BITS`).
+    pub fn int_bits(&self, ty: &Type) -> Result<(u32, u32)> {
+        if ty.kind != INT {
+            bail!("BTF type {} is not an int", ty.id);
+        }
+        let encoding = self.body_u32(ty, 0)?;
+        Ok(((encoding >> 16) & 0xff, encoding & 0xff))
+    }
+
+    /// The enumerators of enum or enum64 `ty`: name offset and value, signed if `kind_flag`
+    /// says so.
+    pub fn enumerators(&self, ty: &Type) -> Result<Vec<(u32, i128)>> {
+        let (stride, wide) = match ty.kind {
+            ENUM => (2, false),
+            ENUM64 => (3, true),
+            _ => bail!("BTF type {} is not an enum", ty.id),
+        };
+        (0..ty.vlen as usize)
+            .map(|i| {
+                let name_off = self.body_u32(ty, stride * i)?;
+                let low = self.body_u32(ty, stride * i + 1)?;
+                let value = match (wide, ty.kflag) {
+                    (false, false) => i128::from(low),
+                    (false, true) => i128::from(low as i32),
+                    (true, signed) => {
+                        let raw =
+                            u64::from(self.body_u32(ty, stride * i + 2)?) << 32 | u64::from(low);
+                        if signed {
+                            i128::from(raw as i64)
+                        } else {
+                            i128::from(raw)
+                        }
+                    }
+                };
+                Ok((name_off, value))
+            })
+            .collect()
+    }
+}

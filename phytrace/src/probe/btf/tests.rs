@@ -1,0 +1,523 @@
+use proptest::prelude::*;
+
+use super::{builder::Builder, *};
+
+/// How `struct phy_device` and `enum phy_state` are encoded in [`phylib`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    /// As pahole writes them today: bitfield sizes in the members (`kind_flag` set).
+    Plain,
+    /// Bitfields as narrow int types, `kind_flag` clear.
+    IntBitfields,
+    /// `enum phy_state` as an ENUM64.
+    Enum64,
+}
+
+const STATES: [(&str, i32); 8] = [
+    ("PHY_DOWN", 0),
+    ("PHY_READY", 1),
+    ("PHY_HALTED", 2),
+    ("PHY_ERROR", 3),
+    ("PHY_UP", 4),
+    ("PHY_RUNNING", 5),
+    ("PHY_NOLINK", 6),
+    ("PHY_CABLETEST", 7),
+];
+
+/// Adds a type of every other kind, so that the index must skip each record's trailing data.
+fn fillers(b: &mut Builder, int: u32) {
+    b.raw("", 13, false, 2, int, &[0, int, 0, int]); // FUNC_PROTO
+    b.raw("f", 12, false, 0, b.next_id() - 1, &[]); // FUNC
+    b.raw("v", 14, false, 0, int, &[1]); // VAR
+    b.raw(".data", 15, false, 1, 8, &[b.next_id() - 1, 0, 4]); // DATASEC
+    b.raw("tag", 17, false, 0, int, &[u32::MAX]); // DECL_TAG
+    b.raw("double", 16, false, 0, 8, &[]); // FLOAT
+    b.raw("user", 18, false, 0, int, &[]); // TYPE_TAG
+    b.raw("", 11, false, 0, int, &[]); // RESTRICT
+    b.enum64("other", false, &[("BIG", u64::MAX)]);
+    b.fwd("phy_device");
+    // Same names, other kinds: not what is looked up.
+    b.composite(true, "phy_device", 4, &[("x", int, 0, 0)]);
+    b.typedef("phy_state", int);
+    b.composite(false, "phy_driver", 0, &[]);
+}
+
+/// A BTF blob with the phylib types phytrace reads, laid out as [`expected`] says.
+fn phylib(variant: Variant) -> Vec<u8> {
+    let mut b = Builder::new();
+    let int = b.int("int", 4, 0, 32);
+    let uint = b.int("unsigned int", 4, 0, 32);
+    let char = b.int("char", 1, 0, 8);
+    fillers(&mut b, int);
+    let u32_ = b.typedef("u32", uint);
+    let phy_id = b.volatile(u32_);
+    let phy_id = b.constant(phy_id);
+    let states = if variant == Variant::Enum64 {
+        let wide = STATES.map(|(name, value)| (name, value as u64));
+        b.enum64("phy_state", false, &wide)
+    } else {
+        b.enum32("phy_state", false, &STATES)
+    };
+    let state = b.typedef("phy_state_t", states);
+    let mii_bus = b.fwd("mii_bus");
+    let bus_ptr = b.ptr(mii_bus);
+    let mdio_device = b.composite(
+        false,
+        "mdio_device",
+        64,
+        &[
+            ("dev", int, 0, 0),
+            ("bus", bus_ptr, 64, 0),
+            ("addr", int, 128, 0),
+            ("flags", int, 160, 0),
+        ],
+    );
+    let char_ptr = b.ptr(char);
+    let phy_driver = b.composite(
+        false,
+        "phy_driver",
+        16,
+        &[("mdiodrv", int, 0, 0), ("name", char_ptr, 64, 0)],
+    );
+    let drv = b.ptr(phy_driver);
+    let inner = b.composite(false, "", 8, &[("pad", int, 0, 0), ("state", state, 32, 0)]);
+    let inner = b.typedef("inner_t", inner);
+    let union = b.composite(true, "", 8, &[("phy_id", phy_id, 0, 0), ("", inner, 0, 0)]);
+    let plain = [
+        ("mdio", mdio_device, 0, 0),
+        ("drv", drv, 64 * 8, 0),
+        ("", union, 72 * 8, 0),
+        ("speed", int, 80 * 8, 0),
+        ("duplex", int, 84 * 8, 0),
+    ];
+    if variant == Variant::IntBitfields {
+        let autoneg = b.int("unsigned int", 4, 2, 1);
+        let link = b.int("unsigned int", 4, 3, 1);
+        let mut members = plain.to_vec();
+        members.extend([("autoneg", autoneg, 88 * 8, 0), ("link", link, 88 * 8, 0)]);
+        b.composite_with(false, "phy_device", 96, false, &members);
+    } else {
+        let mut members = plain.to_vec();
+        members.extend([
+            ("autoneg", uint, 88 * 8 + 2, 1),
+            ("link", uint, 88 * 8 + 3, 1),
+        ]);
+        b.composite(false, "phy_device", 96, &members);
+    }
+    let array = b.array(char, int, 61);
+    let map = b.ptr(mdio_device);
+    let map = b.array(map, int, 32);
+    b.composite(
+        false,
+        "mii_bus",
+        384,
+        &[
+            ("owner", char_ptr, 0, 0),
+            ("id", array, 64, 0),
+            ("mdio_map", map, 128 * 8, 0),
+        ],
+    );
+    b.build()
+}
+
+/// The offsets [`phylib`] lays out.
+fn expected() -> KernelOffsets {
+    KernelOffsets {
+        phy_bus: 8,
+        phy_addr: 16,
+        phy_id: 72,
+        phy_drv: 64,
+        phy_state: 76,
+        phy_speed: 80,
+        phy_duplex: 84,
+        phy_link_byte: 88,
+        phy_link_bit: 3,
+        drv_name: 8,
+        bus_id: 8,
+        bus_mdio_map: 128,
+        mdio_flags: 20,
+    }
+}
+
+fn expected_states() -> PhyStates {
+    PhyStates {
+        names: STATES
+            .iter()
+            .map(|(name, value)| (*value as u32, name["PHY_".len()..].to_owned()))
+            .collect(),
+    }
+}
+
+#[test]
+fn a_built_blob_gives_its_offsets_and_states() {
+    for variant in [Variant::Plain, Variant::IntBitfields, Variant::Enum64] {
+        let btf = KernelBtf::parse(phylib(variant)).unwrap();
+        assert_eq!(btf.offsets().unwrap(), expected());
+        assert_eq!(btf.phy_states().unwrap(), expected_states());
+    }
+}
+
+#[test]
+fn bitfields_have_no_byte_offset() {
+    let btf = KernelBtf::parse(phylib(Variant::Plain)).unwrap();
+    let err = btf.offset("phy_device", &["link"]).unwrap_err();
+    assert!(format!("{err}").contains("is a bitfield"), "{err}");
+    let btf = KernelBtf::parse(phylib(Variant::IntBitfields)).unwrap();
+    assert!(btf.offset("phy_device", &["autoneg"]).is_err());
+    assert_eq!(
+        btf.place("phy_device", &["autoneg"]).unwrap(),
+        Place {
+            bits: 88 * 8 + 2,
+            bitfield: true
+        }
+    );
+}
+
+#[test]
+fn missing_types_and_members_are_named() {
+    let offsets_error = |phy_device: &dyn Fn(&mut Builder, u32)| {
+        let mut b = Builder::new();
+        let int = b.int("int", 4, 0, 32);
+        phy_device(&mut b, int);
+        let btf = KernelBtf::parse(b.build()).unwrap();
+        format!("{:#}", btf.offsets().unwrap_err())
+    };
+    let err = offsets_error(&|_, _| {});
+    assert!(
+        err.contains("no `struct phy_device` (is CONFIG_PHYLIB enabled?)"),
+        "{err}"
+    );
+    let err = offsets_error(&|b, _| {
+        b.fwd("phy_device");
+    });
+    assert!(
+        err.contains("no definition of `struct phy_device`"),
+        "{err}"
+    );
+    let err = offsets_error(&|b, int| {
+        b.composite(false, "phy_device", 4, &[("link", int, 0, 1)]);
+    });
+    assert!(
+        err.contains("`struct phy_device` has no member `mdio`"),
+        "{err}"
+    );
+    let err = offsets_error(&|b, int| {
+        b.composite(
+            false,
+            "phy_device",
+            4,
+            &[("link", int, 0, 1), ("mdio", int, 0, 0)],
+        );
+    });
+    assert!(err.contains("`phy_device.mdio` is not a struct"), "{err}");
+
+    let states_error = |b: &Builder| {
+        format!(
+            "{}",
+            KernelBtf::parse(b.build())
+                .unwrap()
+                .phy_states()
+                .unwrap_err()
+        )
+    };
+    let mut b = Builder::new();
+    let err = states_error(&b);
+    assert!(
+        err.contains("no `enum phy_state` (is CONFIG_PHYLIB enabled?)"),
+        "{err}"
+    );
+    let int = b.int("int", 4, 0, 32);
+    b.composite(false, "phy_state", 4, &[("x", int, 0, 0)]);
+    let err = states_error(&b);
+    assert!(
+        err.contains("`phy_state` in the kernel's BTF is not an enum"),
+        "{err}"
+    );
+}
+
+#[test]
+fn enum_values_must_fit_in_u32() {
+    let mut b = Builder::new();
+    b.enum32("phy_state", true, &[("PHY_DOWN", -1)]);
+    let err = KernelBtf::parse(b.build())
+        .unwrap()
+        .phy_states()
+        .unwrap_err();
+    assert!(format!("{err}").contains("DOWN = -1"), "{err}");
+    let mut b = Builder::new();
+    b.enum32("phy_state", false, &[("PHY_DOWN", -1)]);
+    let states = KernelBtf::parse(b.build()).unwrap().phy_states().unwrap();
+    assert_eq!(states.names, [(u32::MAX, "DOWN".to_owned())]);
+    let mut b = Builder::new();
+    b.enum64("phy_state", false, &[("PHY_DOWN", 1 << 32)]);
+    assert!(KernelBtf::parse(b.build()).unwrap().phy_states().is_err());
+}
+
+/// The error of parsing `blob` and reading both offsets and states.
+fn read(blob: Vec<u8>) -> Result<(KernelOffsets, PhyStates)> {
+    let btf = KernelBtf::parse(blob)?;
+    Ok((btf.offsets()?, btf.phy_states()?))
+}
+
+fn read_error(blob: Vec<u8>) -> String {
+    format!("{:#}", read(blob).unwrap_err())
+}
+
+/// `blob` with the `u32` at `at` replaced.
+fn patched(mut blob: Vec<u8>, at: usize, value: u32) -> Vec<u8> {
+    blob[at..at + 4].copy_from_slice(&value.to_ne_bytes());
+    blob
+}
+
+#[test]
+fn malformed_headers_are_errors() {
+    let good = phylib(Variant::Plain);
+    assert!(read_error(good[..10].to_vec()).contains("too short"));
+    let mut swapped = good.clone();
+    swapped.swap(0, 1);
+    assert!(read_error(swapped).contains("foreign byte order"));
+    assert!(read_error(patched(good.clone(), 0, 0x1234)).contains("not BTF"));
+    let mut version = good.clone();
+    version[2] = 2;
+    assert!(read_error(version).contains("version 2"));
+    for header_len in [0, 23, u32::MAX] {
+        let err = read_error(patched(good.clone(), 4, header_len));
+        assert!(err.contains("header length"), "{err}");
+    }
+    let err = read_error(patched(good.clone(), 8, u32::MAX));
+    assert!(err.contains("type section"), "{err}");
+    let err = read_error(patched(good.clone(), 20, good.len() as u32));
+    assert!(err.contains("string section"), "{err}");
+    let err = read_error(good[..good.len() - 1].to_vec());
+    assert!(err.contains("string section"), "{err}");
+}
+
+#[test]
+fn malformed_types_are_errors() {
+    let mut b = Builder::new();
+    b.int("int", 4, 0, 32);
+    b.raw("odd", 25, false, 0, 0, &[]);
+    assert!(read_error(b.build()).contains("type 2 has unknown kind 25"));
+
+    let mut b = Builder::new();
+    b.composite(false, "phy_device", 4, &[("link", 9, 0, 0)]);
+    assert!(read_error(b.build()).contains("type id 9 does not exist"));
+
+    // The type section ends inside the members of type 1.
+    let blob = patched(phylib(Variant::Plain), 12, 10);
+    assert!(read_error(blob).contains("type 1 is cut off"));
+
+    let mut b = Builder::new();
+    let first = b.next_id();
+    b.typedef("a", first + 1);
+    b.typedef("b", first);
+    b.composite(false, "phy_device", 4, &[("link", first, 0, 0)]);
+    assert!(read_error(b.build()).contains("chain of more than"));
+
+    let mut b = Builder::new();
+    let looped = b.next_id();
+    b.composite(false, "phy_device", 4, &[("", looped, 0, 0)]);
+    assert!(read_error(b.build()).contains("nests `link` in over 256 anonymous structs"));
+}
+
+#[test]
+fn malformed_strings_are_errors() {
+    let mut b = Builder::new();
+    let int = b.int("int", 4, 0, 32);
+    b.composite(false, "phy_device", 4, &[("link", int, 0, 0)]);
+    b.typedef("last", int);
+    let blob = b.build();
+    // The member's name offset, just after the int and the struct's fixed part.
+    let member_name = 24 + 16 + 12;
+    let err = read_error(patched(blob.clone(), member_name, 1000));
+    assert!(err.contains("string offset 1000 is out of bounds"), "{err}");
+    // The member named `last`, whose NUL falls outside the shortened string section.
+    let strings = u32::from_ne_bytes(blob[20..24].try_into().unwrap());
+    let unterminated = patched(blob, 20, strings - 1);
+    let err = read_error(patched(unterminated, member_name, strings - 5));
+    assert!(err.contains("not terminated"), "{err}");
+}
+
+/// Reads `blob` every way phytrace does; only panics matter.
+fn read_anything(blob: Vec<u8>) {
+    if let Ok(btf) = KernelBtf::parse(blob) {
+        let _ = btf.offsets();
+        let _ = btf.phy_states();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn truncated_blobs_do_not_panic(len in 0usize..2_000) {
+        let blob = phylib(Variant::Plain);
+        read_anything(blob[..len.min(blob.len())].to_vec());
+    }
+
+    #[test]
+    fn truncated_type_sections_do_not_panic(len in 0u32..2_000) {
+        let blob = phylib(Variant::Plain);
+        let types = u32::from_ne_bytes(blob[12..16].try_into().unwrap());
+        let len = len.min(types);
+        // The header, the type section cut to `len` bytes, the whole string section.
+        let mut cut = blob[..24 + len as usize].to_vec();
+        cut.extend_from_slice(&blob[24 + types as usize..]);
+        read_anything(patched(patched(cut, 12, len), 16, len));
+    }
+
+    #[test]
+    fn damaged_blobs_do_not_panic(
+        variant in prop::sample::select(vec![Variant::Plain, Variant::IntBitfields, Variant::Enum64]),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+    ) {
+        let mut blob = phylib(variant);
+        for (at, byte) in edits {
+            let at = at.index(blob.len());
+            blob[at] = byte;
+        }
+        read_anything(blob);
+    }
+
+    #[test]
+    fn random_bytes_do_not_panic(body in prop::collection::vec(any::<u8>(), 0..512)) {
+        let mut blob = phylib(Variant::Plain)[..24].to_vec();
+        blob.extend(body.iter().copied());
+        read_anything(blob.clone());
+        read_anything(body);
+    }
+}
+
+/// What phytrace read with the `btf-rs` crate before having its own reader: the reference the
+/// running kernel's BTF is checked against.
+mod btf_rs_reference {
+    use anyhow::{Result, anyhow, bail};
+    use btf_rs::{Btf, Struct, Type};
+    use phytrace_common::KernelOffsets;
+
+    fn struct_named(btf: &Btf, name: &str) -> Result<Struct> {
+        btf.resolve_types_by_name(name)
+            .map_err(|e| anyhow!("{e}"))?
+            .into_iter()
+            .find_map(|ty| match ty {
+                Type::Struct(s) if !s.members.is_empty() => Some(s),
+                _ => None,
+            })
+            .ok_or_else(|| anyhow!("no struct {name}"))
+    }
+
+    /// Bit offset, bitfield, type of `member`, searched in anonymous members too.
+    fn find_member(btf: &Btf, st: &Struct, member: &str) -> Option<(u32, bool, Type)> {
+        for m in &st.members {
+            let name = btf.resolve_name(m).unwrap_or_default();
+            let bitfield = m.bitfield_size().is_some_and(|size| size > 0);
+            if name == member {
+                return Some((m.bit_offset(), bitfield, btf.resolve_chained_type(m).ok()?));
+            }
+            if name.is_empty()
+                && let Ok(Type::Struct(inner) | Type::Union(inner)) = btf.resolve_chained_type(m)
+                && let Some((bits, bitfield, ty)) = find_member(btf, &inner, member)
+            {
+                return Some((m.bit_offset() + bits, bitfield, ty));
+            }
+        }
+        None
+    }
+
+    /// Bit offset of `path` in `struct root`, and whether it is a bitfield.
+    fn place(btf: &Btf, root: &str, path: &[&str]) -> Result<(u32, bool)> {
+        let mut st = struct_named(btf, root)?;
+        let mut total = 0;
+        for (i, member) in path.iter().enumerate() {
+            let (bits, bitfield, ty) =
+                find_member(btf, &st, member).ok_or_else(|| anyhow!("no {member}"))?;
+            total += bits;
+            if i + 1 == path.len() {
+                return Ok((total, bitfield));
+            }
+            st = match ty {
+                Type::Struct(inner) | Type::Union(inner) => inner,
+                _ => bail!("{member} is not a struct"),
+            };
+        }
+        bail!("empty path")
+    }
+
+    fn offset(btf: &Btf, root: &str, path: &[&str]) -> Result<u32> {
+        match place(btf, root, path)? {
+            (bits, false) if bits % 8 == 0 => Ok(bits / 8),
+            _ => bail!("bitfield"),
+        }
+    }
+
+    pub fn offsets(btf: &Btf) -> Result<KernelOffsets> {
+        let (link, _) = place(btf, "phy_device", &["link"])?;
+        Ok(KernelOffsets {
+            phy_bus: offset(btf, "phy_device", &["mdio", "bus"])?,
+            phy_addr: offset(btf, "phy_device", &["mdio", "addr"])?,
+            phy_id: offset(btf, "phy_device", &["phy_id"])?,
+            phy_drv: offset(btf, "phy_device", &["drv"])?,
+            phy_state: offset(btf, "phy_device", &["state"])?,
+            phy_speed: offset(btf, "phy_device", &["speed"])?,
+            phy_duplex: offset(btf, "phy_device", &["duplex"])?,
+            phy_link_byte: link / 8,
+            phy_link_bit: link % 8,
+            drv_name: offset(btf, "phy_driver", &["name"])?,
+            bus_id: offset(btf, "mii_bus", &["id"])?,
+            bus_mdio_map: offset(btf, "mii_bus", &["mdio_map"])?,
+            mdio_flags: offset(btf, "mdio_device", &["flags"])?,
+        })
+    }
+
+    /// `enum phy_state`: (value, name without `PHY_`).
+    pub fn phy_states(btf: &Btf) -> Result<Vec<(u32, String)>> {
+        let types = btf
+            .resolve_types_by_name("phy_state")
+            .map_err(|e| anyhow!("{e}"))?;
+        let Some(Type::Enum(en)) = types.into_iter().find(|ty| matches!(ty, Type::Enum(_))) else {
+            bail!("not an enum");
+        };
+        en.members
+            .iter()
+            .map(|m| {
+                let name = btf.resolve_name(m).map_err(|e| anyhow!("{e}"))?;
+                Ok((m.val(), name.trim_start_matches("PHY_").to_owned()))
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn the_running_kernels_btf_reads_as_btf_rs_reads_it() {
+    let path = Path::new(VMLINUX_BTF);
+    if !path.exists() {
+        eprintln!("skipped: {VMLINUX_BTF} is missing");
+        return;
+    }
+    let btf = KernelBtf::open(path).unwrap();
+    let reference = btf_rs::Btf::from_file(path).unwrap();
+    let offsets = btf.offsets();
+    let states = btf.phy_states();
+    match (&offsets, btf_rs_reference::offsets(&reference)) {
+        (Ok(ours), Ok(theirs)) => assert_eq!(*ours, theirs),
+        (Err(_), Err(_)) => eprintln!("this kernel has no phylib types: {offsets:?}"),
+        (ours, theirs) => panic!("ours: {ours:?}\nbtf-rs: {theirs:?}"),
+    }
+    match (&states, btf_rs_reference::phy_states(&reference)) {
+        (Ok(ours), Ok(theirs)) => assert_eq!(ours.names, theirs),
+        (Err(_), Err(_)) => {}
+        (ours, theirs) => panic!("ours: {ours:?}\nbtf-rs: {theirs:?}"),
+    }
+    if let (Ok(offsets), Ok(states)) = (offsets, states) {
+        // `mdio` comes first in `struct phy_device`, and every field lies inside the struct.
+        assert!(offsets.phy_bus < offsets.phy_drv, "{offsets:?}");
+        assert!(offsets.phy_addr < offsets.phy_drv, "{offsets:?}");
+        assert!(offsets.phy_state > offsets.phy_id && offsets.phy_speed > offsets.phy_state);
+        assert_eq!(offsets.phy_duplex, offsets.phy_speed + 4);
+        assert!(offsets.phy_link_bit < 8);
+        let names: Vec<&str> = states.names.iter().map(|(_, n)| n.as_str()).collect();
+        for state in ["DOWN", "READY", "HALTED", "UP", "RUNNING", "NOLINK"] {
+            assert!(names.contains(&state), "{names:?}");
+        }
+    }
+}
