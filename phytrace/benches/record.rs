@@ -46,11 +46,20 @@ fn raw_events() -> Vec<RawEvent> {
 
 fn decoder() -> Decoder {
     let states = PhyStates {
-        names: ["DOWN", "READY", "HALTED", "ERROR", "UP", "RUNNING", "NOLINK", "CABLETEST"]
-            .iter()
-            .enumerate()
-            .map(|(v, n)| (v as u32, (*n).to_owned()))
-            .collect(),
+        names: [
+            "DOWN",
+            "READY",
+            "HALTED",
+            "ERROR",
+            "UP",
+            "RUNNING",
+            "NOLINK",
+            "CABLETEST",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(v, n)| (v as u32, (*n).to_owned()))
+        .collect(),
     };
     let mut decoder = Decoder::new(states);
     decoder.add_callback(
@@ -65,7 +74,7 @@ fn decoder() -> Decoder {
 
 fn record(c: &mut Criterion) {
     let raw = raw_events();
-    let decoder = decoder();
+    let mut decoder = decoder();
     let events: Vec<_> = raw.iter().filter_map(|r| decoder.decode(r)).collect();
     let mut group = c.benchmark_group("record");
     group.throughput(Throughput::Elements(EVENTS as u64));

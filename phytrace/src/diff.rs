@@ -100,7 +100,7 @@ pub fn accesses<'a>(events: &'a [Event], opts: &Options) -> BTreeMap<String, Phy
                 error: *error,
             },
             value: *value,
-            caller: caller.as_ref().map(|c| c.name.as_str()),
+            caller: caller.as_ref().map(|c| c.name.as_ref()),
         });
     }
     phys
@@ -324,7 +324,7 @@ mod tests {
                 bus: bus.into(),
                 addr: 1,
                 phy_id,
-                driver: String::new(),
+                driver: Default::default(),
             }),
             kind: EventKind::Mdio {
                 op,

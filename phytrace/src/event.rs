@@ -4,7 +4,17 @@
 //! addresses are resolved to callbacks and its strings decoded (see `probe::decode`). A capture
 //! file stores `Event`s, so a replay feeds the same type to the same code.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+
+/// Immutable shared text (bus ids, driver, callback and state names): copying an event copies
+/// a reference count, not the text, which keeps `record`'s per-event cost down.
+pub type Text = Arc<str>;
+
+fn is_empty(text: &Text) -> bool {
+    text.is_empty()
+}
 
 /// One thing that happened, with when and where.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,14 +37,14 @@ pub struct Event {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PhyRef {
     /// `mii_bus.id`, e.g. `phy_sim-0` or `usb-001:004`.
-    pub bus: String,
+    pub bus: Text,
     /// MDIO address on that bus.
     pub addr: u8,
     /// `phy_device.phy_id` (0 when unknown, e.g. an access to an address without a PHY).
     pub phy_id: u32,
     /// Name of the bound `phy_driver`, empty when none is bound.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub driver: String,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub driver: Text,
 }
 
 impl PhyRef {
@@ -48,10 +58,10 @@ impl PhyRef {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Callback {
     /// The `phy_driver` operation, e.g. `read_status` (the `_callback` suffix removed).
-    pub name: String,
+    pub name: Text,
     /// The Rust type implementing it, e.g. `ax88796b_rust::PhyAX88772A`. Several drivers may
     /// share it: identical code is merged, so the PHY is told by [`Event::phy`].
-    pub driver_type: String,
+    pub driver_type: Text,
 }
 
 /// A `phy_state` value with its name as the traced kernel's BTF spells it (e.g. `NOLINK`).
@@ -60,7 +70,7 @@ pub struct PhyState {
     /// Numeric value of `enum phy_state`.
     pub value: u32,
     /// Enumerator name without the `PHY_` prefix.
-    pub name: String,
+    pub name: Text,
 }
 
 /// Direction of an MDIO access.

@@ -69,7 +69,7 @@ pub fn link(link: &LinkState) -> String {
 
 fn state_change(from: &PhyState, to: &PhyState) -> String {
     if from == to {
-        to.name.clone()
+        to.name.to_string()
     } else {
         format!("{}→{}", from.name, to.name)
     }
@@ -124,7 +124,7 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
             caller,
             ..
         } => {
-            let caller = caller.as_ref().map_or("(phylib)", |c| c.name.as_str());
+            let caller = caller.as_ref().map_or("(phylib)", |c| c.name.as_ref());
             let op = match op {
                 MdioOp::Read => "read ",
                 MdioOp::Write => "write",

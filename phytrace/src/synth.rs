@@ -84,7 +84,7 @@ pub fn phy_state(value: u32) -> PhyState {
         .map_or("UNKNOWN", |(_, n)| n);
     PhyState {
         value,
-        name: name.to_owned(),
+        name: name.into(),
     }
 }
 
@@ -164,10 +164,10 @@ impl Synth {
             .enumerate()
             .map(|(i, &(bus, addr, phy_id, driver, ty))| SimPhy {
                 phy: PhyRef {
-                    bus: bus.to_owned(),
+                    bus: bus.into(),
                     addr,
                     phy_id,
-                    driver: driver.to_owned(),
+                    driver: driver.into(),
                 },
                 driver_type: format!("{MODULE}::{ty}"),
                 tid: 120 + i as u32,
@@ -213,8 +213,8 @@ impl Synth {
     fn enter(&mut self, p: usize, name: &str) {
         self.ts_ns += 2_000 + self.below(3_000);
         let callback = Callback {
-            name: name.to_owned(),
-            driver_type: self.phys[p].driver_type.clone(),
+            name: name.into(),
+            driver_type: self.phys[p].driver_type.as_str().into(),
         };
         let state = self.phys[p].state;
         self.stack.push((callback.clone(), self.ts_ns, state));

@@ -183,7 +183,7 @@ fn no_color_uses_no_colours_but_keeps_markers() {
         } = &event.kind
         {
             link_lost |=
-                callback.name == "read_status" && !link.up && state_before.name == "RUNNING";
+                &*callback.name == "read_status" && !link.up && &*state_before.name == "RUNNING";
         }
         keep
     });

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use foldhash::HashMap as FastMap;
 use serde::{Deserialize, Serialize};
 
-use crate::event::{Callback, PhyRef, PhyState};
+use crate::event::{Callback, PhyRef, PhyState, Text};
 
 /// Most ids of one table a reader accepts (bounds its memory on a corrupt file).
 pub const MAX_IDS: u32 = 1 << 16;
@@ -40,7 +40,7 @@ pub struct CallbackDef {
 pub(crate) struct Interner {
     phys: FastMap<PhyRef, u32>,
     callbacks: FastMap<Callback, u32>,
-    states: FastMap<u32, String>,
+    states: FastMap<u32, Text>,
 }
 
 /// A definition the writer must emit before the event that needs it.
@@ -103,7 +103,7 @@ impl Interner {
 pub(crate) struct Tables {
     phys: Vec<Option<PhyRef>>,
     callbacks: Vec<Option<Callback>>,
-    states: HashMap<u32, String>,
+    states: HashMap<u32, Text>,
 }
 
 impl Tables {

@@ -118,7 +118,11 @@ mod tests {
     use super::*;
 
     fn duplexes() -> impl Strategy<Value = Duplex> {
-        prop_oneof![Just(Duplex::Half), Just(Duplex::Full), Just(Duplex::Unknown)]
+        prop_oneof![
+            Just(Duplex::Half),
+            Just(Duplex::Full),
+            Just(Duplex::Unknown)
+        ]
     }
 
     fn wire_events() -> impl Strategy<Value = WireEvent<'static>> {

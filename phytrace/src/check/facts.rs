@@ -81,7 +81,7 @@ impl<'a> PhyFacts<'a> {
 
     /// Records `state` as current, with a fact if it changed.
     fn observe(&mut self, event: usize, ts_ns: u64, state: &'a PhyState, inside: &[&'a str]) {
-        let to = state.name.as_str();
+        let to = state.name.as_ref();
         if self.state != Some(to) {
             let from = self.state.replace(to);
             self.push(event, ts_ns, FactKind::State { from, to }, inside);
@@ -135,7 +135,7 @@ impl<'a> PhyFacts<'a> {
                 if let Some(stack) = self.stacks.get_mut(&tid)
                     && let Some(pos) = stack
                         .iter()
-                        .rposition(|&(n, d)| n == callback.name && d == *depth)
+                        .rposition(|&(n, d)| n == &*callback.name && d == *depth)
                 {
                     stack.truncate(pos);
                 }
@@ -159,7 +159,7 @@ impl<'a> PhyFacts<'a> {
             } => {
                 let mut inside = self.stack(tid);
                 if let Some(caller) = caller
-                    && !inside.contains(&caller.name.as_str())
+                    && !inside.contains(&caller.name.as_ref())
                 {
                     inside.push(&caller.name);
                 }

@@ -83,7 +83,7 @@ pub fn trace(capture: &Capture) -> Value {
                 value: json!({"ph": "C", "name": "phy_state", "ts": us(ts), "pid": pid,
                               "tid": pid, "args": {"state": t.to.value}}),
             });
-            let from = t.from.as_ref().map_or("?", |s| s.name.as_str());
+            let from = t.from.as_ref().map_or("?", |s| s.name.as_ref());
             let args = json!({"from": from, "to": t.to.name, "during": t.during});
             entries.push(instant(format!("state {}", t.to.name), pid, "t", args));
         }
@@ -120,7 +120,7 @@ pub fn trace(capture: &Capture) -> Value {
                 let mut args = json!({
                     "register": reg_name,
                     "reg": reg,
-                    "caller": caller.as_ref().map_or("(phylib)", |c| c.name.as_str()),
+                    "caller": caller.as_ref().map_or("(phylib)", |c| c.name.as_ref()),
                 });
                 match error {
                     Some(err) => args["error"] = json!(render::errno(i64::from(*err))),
@@ -163,7 +163,7 @@ pub fn trace(capture: &Capture) -> Value {
         }
     }
     for (key, &pid) in &pids {
-        let driver = model.phy(key).map_or("", |p| p.phy.driver.as_str());
+        let driver = model.phy(key).map_or("", |p| p.phy.driver.as_ref());
         let name = if driver.is_empty() {
             key.clone()
         } else {

@@ -103,7 +103,7 @@ impl PhyModel {
             ts_ns,
             from: self.state.replace(state.clone()),
             to: state.clone(),
-            during: during.map(|c| c.name.clone()),
+            during: during.map(|c| c.name.to_string()),
         };
         self.state_history.push(transition.clone());
         Some(transition)
@@ -158,11 +158,11 @@ impl PhyModel {
             accesses,
             accesses_dropped,
         };
-        match self.last_calls.get_mut(&exit.callback.name) {
+        match self.last_calls.get_mut(&*exit.callback.name) {
             Some(last) => *last = closed.clone(),
             None => {
                 self.last_calls
-                    .insert(exit.callback.name.clone(), closed.clone());
+                    .insert(exit.callback.name.to_string(), closed.clone());
             }
         }
         let link_change = (self.link.as_ref() != Some(exit.link)).then(|| {

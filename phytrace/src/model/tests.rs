@@ -100,7 +100,7 @@ fn registers_callbacks_and_link_are_tracked() {
 
     let p = m.phy("phy_sim-0:10").unwrap();
     assert_eq!(p.registers[&0x01].value, 0x786d);
-    assert_eq!(p.state.as_ref().unwrap().name, "RUNNING");
+    assert_eq!(p.state.as_ref().unwrap().name.as_ref(), "RUNNING");
     assert_eq!(
         p.state_history.len(),
         2,
@@ -258,7 +258,7 @@ fn synthetic_stream_balances() {
     let states: Vec<_> = m.phys["phy_sim-0:10"]
         .state_history
         .iter()
-        .map(|t| t.to.name.as_str())
+        .map(|t| t.to.name.as_ref())
         .collect();
     assert!(states.windows(2).any(|w| w == ["NOLINK", "RUNNING"]));
     assert!(states.windows(2).any(|w| w == ["RUNNING", "NOLINK"]));

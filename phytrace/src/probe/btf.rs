@@ -244,7 +244,7 @@ impl PhyStates {
             .iter()
             .map(|(value, name)| PhyState {
                 value: *value,
-                name: name.clone(),
+                name: name.as_str().into(),
             })
             .collect()
     }
@@ -256,6 +256,9 @@ impl PhyStates {
             .iter()
             .find(|(v, _)| *v == value)
             .map_or_else(|| format!("UNKNOWN_{value}"), |(_, name)| name.clone());
-        PhyState { value, name }
+        PhyState {
+            value,
+            name: name.into(),
+        }
     }
 }

@@ -2,10 +2,12 @@
 
 use std::collections::HashMap;
 
+use foldhash::HashMap as FastMap;
+
 use phytrace_common::{RawEvent, RawKind};
 
-use super::{btf::PhyStates, raw::c_str};
-use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef};
+use super::btf::PhyStates;
+use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef, Text};
 
 /// `phy_driver` operations that return nothing: their "return value" is a stale register.
 fn is_void(callback: &str) -> bool {
@@ -17,14 +19,39 @@ fn is_void(callback: &str) -> bool {
 pub struct Decoder {
     callbacks: HashMap<u64, Callback>,
     states: PhyStates,
+    texts: Texts,
+}
+
+/// The NUL-padded C strings of records (bus ids, driver names) as shared [`Text`]: the same
+/// few come with every record, so each is decoded once.
+#[derive(Default)]
+struct Texts(FastMap<Box<[u8]>, Text>);
+
+impl Texts {
+    /// Most strings kept, which bounds memory should records carry garbage.
+    const MAX: usize = 256;
+
+    fn get(&mut self, field: &[u8]) -> Text {
+        let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+        let bytes = &field[..end];
+        if let Some(text) = self.0.get(bytes) {
+            return text.clone();
+        }
+        if self.0.len() >= Self::MAX {
+            self.0.clear();
+        }
+        let text: Text = String::from_utf8_lossy(bytes).into();
+        self.0.insert(bytes.into(), text.clone());
+        text
+    }
 }
 
 impl Decoder {
     /// A decoder naming states with `states`.
     pub fn new(states: PhyStates) -> Self {
         Self {
-            callbacks: HashMap::new(),
             states,
+            ..Self::default()
         }
     }
 
@@ -45,18 +72,18 @@ impl Decoder {
             .get(&address)
             .cloned()
             .unwrap_or_else(|| Callback {
-                name: format!("unknown@{address:#x}"),
-                driver_type: String::new(),
+                name: format!("unknown@{address:#x}").into(),
+                driver_type: Text::default(),
             })
     }
 
     /// Decodes one record; `None` for kinds that are not driver events (the self-test).
-    pub fn decode(&self, raw: &RawEvent) -> Option<Event> {
+    pub fn decode(&mut self, raw: &RawEvent) -> Option<Event> {
         let phy = (raw.phydev != 0 || raw.bus_id[0] != 0).then(|| PhyRef {
-            bus: c_str(&raw.bus_id),
+            bus: self.texts.get(&raw.bus_id),
             addr: raw.mdio_addr,
             phy_id: raw.phy_id,
-            driver: c_str(&raw.driver),
+            driver: self.texts.get(&raw.driver),
         });
         let kind = match RawKind::from_u8(raw.kind)? {
             RawKind::CallbackEnter => EventKind::CallbackEnter {
@@ -149,12 +176,12 @@ mod tests {
         };
         assert_eq!((op, reg, value, error), (MdioOp::Read, 1, 0x786d, None));
         assert_eq!(caller, Some(callback));
-        assert_eq!(state.unwrap().name, "NOLINK");
+        assert_eq!(&*state.unwrap().name, "NOLINK");
     }
 
     #[test]
     fn failed_accesses_carry_their_errno() {
-        let decoder = Decoder::new(states());
+        let mut decoder = Decoder::new(states());
         let mut raw = RawEvent::ZERO;
         raw.kind = RawKind::MdioWrite as u8;
         raw.ret = -5;
@@ -172,7 +199,7 @@ mod tests {
 
     #[test]
     fn unknown_addresses_and_states_are_named_not_dropped() {
-        let decoder = Decoder::new(states());
+        let mut decoder = Decoder::new(states());
         let mut raw = RawEvent::ZERO;
         raw.kind = RawKind::CallbackEnter as u8;
         raw.func_ip = 0xabc;
@@ -183,7 +210,7 @@ mod tests {
         else {
             panic!("not a callback event");
         };
-        assert_eq!(callback.name, "unknown@0xabc");
-        assert_eq!(state.name, "UNKNOWN_9");
+        assert_eq!(&*callback.name, "unknown@0xabc");
+        assert_eq!(&*state.name, "UNKNOWN_9");
     }
 }

@@ -12,15 +12,6 @@ pub fn parse(record: &[u8]) -> Option<RawEvent> {
     Some(unsafe { std::ptr::read_unaligned(record.as_ptr().cast::<RawEvent>()) })
 }
 
-/// A NUL-padded C string field as text.
-pub fn c_str(bytes: &[u8]) -> String {
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    match std::str::from_utf8(&bytes[..end]) {
-        Ok(text) => text.to_owned(),
-        Err(_) => String::from_utf8_lossy(&bytes[..end]).into_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,6 +32,6 @@ mod tests {
         };
         let parsed = parse(bytes).unwrap();
         assert_eq!(parsed.ts_ns, 42);
-        assert_eq!(c_str(&parsed.bus_id), "sim");
+        assert_eq!(&parsed.bus_id[..4], b"sim\0");
     }
 }

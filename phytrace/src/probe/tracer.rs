@@ -384,8 +384,8 @@ impl Tracer {
             self.decoder.add_callback(
                 symbol.address,
                 Callback {
-                    name: symbol.callback.clone(),
-                    driver_type: symbol.driver_type.clone(),
+                    name: symbol.callback.as_str().into(),
+                    driver_type: symbol.driver_type.as_str().into(),
                 },
             );
         }

@@ -44,7 +44,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 Some(l) => (render::link(l), theme.bad()),
                 None => ("?".to_owned(), theme.dim()),
             };
-            let state = phy.state.as_ref().map_or("?", |s| s.name.as_str());
+            let state = phy.state.as_ref().map_or("?", |s| s.name.as_ref());
             let marker = if is_selected { "▶ " } else { "  " };
             let row = Row::new(vec![
                 Line::from(format!("{marker}{key}")),
@@ -52,7 +52,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 Line::from(Span::styled(name, theme.name())),
                 Line::from(Span::styled(link, link_style)),
                 Line::from(state.to_owned()),
-                Line::from(phy.phy.driver.clone()),
+                Line::from(phy.phy.driver.to_string()),
             ]);
             if is_selected {
                 row.style(theme.selected())

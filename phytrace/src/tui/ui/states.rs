@@ -25,8 +25,8 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         .skip(back)
         .take(height)
         .map(|t| {
-            let from = t.from.as_ref().map_or("?", |s| s.name.as_str());
-            let style = if matches!(t.to.name.as_str(), "NOLINK" | "ERROR" | "HALTED") {
+            let from = t.from.as_ref().map_or("?", |s| s.name.as_ref());
+            let style = if matches!(t.to.name.as_ref(), "NOLINK" | "ERROR" | "HALTED") {
                 theme.bad()
             } else {
                 theme.good()
@@ -34,7 +34,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             Line::from(vec![
                 Span::styled(format!("{:>7} ", short_time(app, t.ts_ns)), theme.dim()),
                 Span::raw(format!("{from}→")),
-                Span::styled(t.to.name.clone(), style),
+                Span::styled(t.to.name.to_string(), style),
                 Span::styled(
                     format!(" {}", t.during.as_deref().unwrap_or("phylib")),
                     theme.dim(),

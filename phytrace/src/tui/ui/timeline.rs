@@ -117,7 +117,7 @@ fn detail_lines<'a>(app: &App, call: &'a ClosedCallback) -> Vec<Line<'a>> {
         |t| format!("entered {}", time(app, t)),
     );
     let mut lines = vec![Line::from(vec![
-        Span::styled(call.callback.name.clone(), theme.name()),
+        Span::styled(call.callback.name.to_string(), theme.name()),
         Span::raw(format!(
             "  {entered}  {}  ret={}  {}→{}  link {}",
             render::duration(call.latency_ns),
