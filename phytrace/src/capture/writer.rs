@@ -135,7 +135,7 @@ impl<W: Write> Writer<W> {
         // then every 64 events.
         let oldest = *self.oldest_unflushed.get_or_insert_with(Instant::now);
         if self.unflushed >= self.policy.max_events
-            || (self.unflushed % 64 == 0 && oldest.elapsed() >= self.policy.max_delay)
+            || (self.unflushed.is_multiple_of(64) && oldest.elapsed() >= self.policy.max_delay)
         {
             self.flush()?;
         }
