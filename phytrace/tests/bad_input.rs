@@ -326,6 +326,20 @@ fn full_disk_on_standard_output() {
 }
 
 #[test]
+fn full_disk_for_probes() {
+    // probes reads /proc/kallsyms first, and exits 3 without it.
+    if fs::File::open("/proc/kallsyms").is_err() {
+        eprintln!("skipped: /proc/kallsyms is not readable");
+        return;
+    }
+    assert_error(
+        &phytrace_to_full_disk(&["probes"]),
+        OUTPUT,
+        &["cannot write to standard output: No space left on device"],
+    );
+}
+
+#[test]
 fn full_disk_on_an_output_file() {
     let capture = data("rust-plug-unplug.ptrace");
     let out = phytrace(&["export", &capture, "-o", "/dev/full"]);
