@@ -12,6 +12,7 @@ pub mod event;
 pub mod exit;
 pub mod export;
 pub mod model;
+pub mod output;
 pub mod probe;
 pub mod registers;
 pub mod render;

@@ -6,18 +6,23 @@ use std::process::ExitCode;
 use clap::{CommandFactory as _, Parser as _};
 use phytrace::{
     cli::{Cli, Command},
-    commands, exit,
+    commands,
+    exit::{self, FailureKind},
+    output,
 };
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return clap_exit(&err),
+    };
     let command = match cli.command {
         Some(command) => command,
         None if std::io::stdout().is_terminal() => Command::Tui(Default::default()),
         None => {
             return match Cli::command().print_help() {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(_) => ExitCode::from(exit::EXIT_OTHER),
+                Err(e) => output_failed(&e),
             };
         }
     };
@@ -36,4 +41,19 @@ fn main() -> ExitCode {
         eprintln!("phytrace: error: {err:#}");
         exit::code_for(&err)
     })
+}
+
+/// Prints clap's help, version or usage error (exit 2) as clap would, but help that cannot be
+/// written (a full disk) is an output failure (exit 4), not a success.
+fn clap_exit(err: &clap::Error) -> ExitCode {
+    match err.print() {
+        Err(e) if !err.use_stderr() => output_failed(&e),
+        _ => ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(exit::EXIT_OTHER)),
+    }
+}
+
+/// Reports that standard output could not be written.
+fn output_failed(err: &std::io::Error) -> ExitCode {
+    eprintln!("phytrace: error: {}", output::stdout_failure(err));
+    ExitCode::from(FailureKind::Output.code())
 }

@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod fuzz;
 mod kernel;
 mod modules;
 mod paths;
@@ -56,6 +57,11 @@ enum Command {
     ///
     /// Example: `cargo xtask test` (or `cargo xtask test --host-only`)
     Test(test::TestArgs),
+    /// Fuzz the capture reader and the spec parser with libFuzzer (cargo-fuzz, installed if
+    /// missing), from the seeds in fuzz/seeds; fails on a crash or a short run.
+    ///
+    /// Example: `cargo xtask fuzz` (or `cargo xtask fuzz --runs 100000 --target spec_parser`)
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +74,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args).map(|_| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

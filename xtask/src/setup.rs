@@ -146,7 +146,8 @@ pub fn ebpf_toolchain() -> Result<String> {
     toolchain_channel(&paths::workspace().join("phytrace-ebpf/rust-toolchain.toml"))
 }
 
-fn toolchains() -> Result<()> {
+/// Installs the workspace's toolchain and the eBPF nightly, with their components, if missing.
+pub fn toolchains() -> Result<()> {
     for (toolchain, components) in [
         (
             workspace_toolchain()?,
@@ -194,18 +195,24 @@ fn toolchains() -> Result<()> {
 
 fn cargo_tools() -> Result<()> {
     for &(binary, krate, version) in CARGO_TOOLS {
-        let current = run::probe(binary, ["--version"]).unwrap_or_default();
-        if current.split_whitespace().any(|word| word == version) {
-            eprintln!("    {binary} {version}: present");
-            continue;
-        }
-        eprintln!("    cargo install {krate}@{version} (takes a few minutes)");
-        run::status(
-            Command::new("cargo")
-                .env("LIBCLANG_PATH", LIBCLANG_PATH)
-                .args(["install", "--locked", &format!("{krate}@{version}")]),
-        )
-        .with_context(|| format!("installing {krate} failed: see the compiler output above"))?;
+        cargo_tool(binary, krate, version)?;
     }
     Ok(())
+}
+
+/// Installs `krate@version` with `cargo install --locked` unless `binary --version` already
+/// names that version.
+pub fn cargo_tool(binary: &str, krate: &str, version: &str) -> Result<()> {
+    let current = run::probe(binary, ["--version"]).unwrap_or_default();
+    if current.split_whitespace().any(|word| word == version) {
+        eprintln!("    {binary} {version}: present");
+        return Ok(());
+    }
+    eprintln!("    cargo install {krate}@{version} (takes a few minutes)");
+    run::status(
+        Command::new("cargo")
+            .env("LIBCLANG_PATH", LIBCLANG_PATH)
+            .args(["install", "--locked", &format!("{krate}@{version}")]),
+    )
+    .with_context(|| format!("installing {krate} failed: see the compiler output above"))
 }

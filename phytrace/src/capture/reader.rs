@@ -134,6 +134,9 @@ struct Lines<R> {
     line: u64,
     /// Offset of the byte after it.
     offset: u64,
+    /// Whether an overlong line is read to its end, so that reading can go on after it
+    /// (records), or given up at once (the header, fatal then: `/dev/zero` has no end).
+    skip_long: bool,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -188,6 +191,9 @@ impl<R: BufRead> Lines<R> {
                 None => (available, available.len(), false),
             };
             if too_long || self.buf.len() + chunk.len() > MAX_RECORD_BYTES {
+                if !self.skip_long {
+                    return Ok(Some(LineEnd::TooLong));
+                }
                 too_long = true;
                 self.buf = Vec::new();
             } else {
@@ -319,6 +325,7 @@ impl<R: BufRead> Reader<R> {
             buf: Vec::new(),
             line: 0,
             offset: 0,
+            skip_long: false,
         };
         let bad = |reason: String| OpenError::BadHeader {
             path: path.clone(),
@@ -347,6 +354,7 @@ impl<R: BufRead> Reader<R> {
             });
         }
         let tables = Tables::new(&header.phy_states);
+        lines.skip_long = true;
         Ok(Self {
             lines,
             path,

@@ -197,6 +197,14 @@ fn bad_headers_are_fatal() {
         Reader::new(other.as_bytes(), "x"),
         Err(OpenError::BadHeader { .. })
     ));
+    // A source without a newline, as `phytrace dump /dev/zero`, is refused without reading on.
+    let e = Reader::new(std::io::BufReader::new(std::io::repeat(0)), "/dev/zero").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "/dev/zero: line 1 (byte 0): not a phytrace capture header: longer than {MAX_RECORD_BYTES} bytes"
+        )
+    );
     let e = Reader::open("/nonexistent/capture.jsonl").unwrap_err();
     assert!(e.to_string().contains("/nonexistent/capture.jsonl"), "{e}");
 }

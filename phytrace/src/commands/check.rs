@@ -10,6 +10,7 @@ use super::record::{self, RecordArgs};
 use crate::capture::{Capture, Problem};
 use crate::check::{self, junit, report, report::Checked, spec::Spec};
 use crate::exit::{EXIT_VIOLATION, Failure, FailureKind};
+use crate::output;
 use crate::probe::loader::DEFAULT_RING_SIZE;
 
 /// Most read issues printed per capture; the rest are counted.
@@ -23,8 +24,9 @@ const MAX_WARNINGS: usize = 10;
   sudo phytrace check --spec specs/ax88796b.spec -o run.ptrace -- ./plug-unplug.sh
 
 The rule language is described in docs/check.md. Exit status: 0 when every rule holds, 1 when
-a rule is violated, 2 for a bad spec (its line and column are shown) or an unreadable capture;
-with COMMAND, COMMAND's own status when it fails and every rule holds.")]
+a rule is violated, 2 for a bad spec (its line and column are shown) or an unreadable capture,
+4 when the report cannot be written; with COMMAND, COMMAND's own status when it fails and every
+rule holds.")]
 pub struct CheckArgs {
     /// The rules to check (see docs/check.md).
     #[arg(long, value_name = "SPEC")]
@@ -54,7 +56,7 @@ fn bad_input(message: String) -> anyhow::Error {
 pub fn load_spec(path: &Path) -> anyhow::Result<Spec> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input(format!("cannot read spec {}: {e}", path.display())))?;
-    check::parse(&text).map_err(|e| {
+    let spec = check::parse(&text).map_err(|e| {
         bad_input(format!(
             "{}:{}:{}: {}",
             path.display(),
@@ -62,7 +64,15 @@ pub fn load_spec(path: &Path) -> anyhow::Result<Spec> {
             e.column,
             e.message
         ))
-    })
+    })?;
+    if spec.rules.is_empty() {
+        // Nothing to check would pass every capture: surely not what CI meant.
+        return Err(bad_input(format!(
+            "{}: no rules (a spec needs at least one `rule` line, see docs/check.md)",
+            path.display()
+        )));
+    }
+    Ok(spec)
 }
 
 /// Reads a capture, reporting damage on `err`; fails if nothing in it is usable.
@@ -170,20 +180,16 @@ pub fn check(
         })
         .collect();
     let spec_name = args.spec.display().to_string();
-    for (i, run) in runs.iter().enumerate() {
-        if i > 0 {
-            writeln!(out)?;
-        }
-        out.write_all(report::text(&spec_name, spec, run).as_bytes())?;
-    }
-    out.flush()?;
+    let text = runs
+        .iter()
+        .map(|run| report::text(&spec_name, spec, run))
+        .collect::<Vec<_>>()
+        .join("\n");
+    output::to_stdout(out, text.as_bytes())?;
+    output::flush_stdout(out)?;
     if let Some(path) = &args.junit {
-        std::fs::write(path, junit::document(&spec_name, spec, &runs)).map_err(|e| {
-            Failure::new(
-                FailureKind::Output,
-                format!("cannot write {}: {e}", path.display()),
-            )
-        })?;
+        let document = junit::document(&spec_name, spec, &runs);
+        output::to_file(path, |out| out.write_all(document.as_bytes()))?;
     }
     Ok(if runs.iter().any(|r| r.failures() > 0) {
         ExitCode::from(EXIT_VIOLATION)

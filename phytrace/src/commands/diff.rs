@@ -1,12 +1,13 @@
 //! `phytrace diff`: where the MDIO register sequences of two captures diverge.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::capture::Capture;
 use crate::diff::{self, Options};
 use crate::exit::{EXIT_VIOLATION, Failure, FailureKind};
+use crate::output;
 use crate::registers;
 
 /// Compare the MDIO register sequences of two captures, PHY by PHY.
@@ -17,7 +18,8 @@ use crate::registers;
   phytrace diff --ignore-value BMSR,LPA a.ptrace b.ptrace
 
 PHYs are matched by bus:addr key, else by PHY ID. Timing is ignored. Exit status: 0 when the
-sequences are equal, 1 when they differ, 2 when a capture cannot be read.")]
+sequences are equal, 1 when they differ, 2 when a capture cannot be read, 4 when the output
+cannot be written.")]
 pub struct DiffArgs {
     /// First capture (A, lines marked `-`).
     pub a: PathBuf,
@@ -64,27 +66,23 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         diff::accesses(&b.events, &opts),
     );
     let diffs = diff::compare(&pa, &pb);
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "phytrace diff: A = {}, B = {} (MDIO accesses per PHY, timing ignored)",
+    let mut text = format!(
+        "phytrace diff: A = {}, B = {} (MDIO accesses per PHY, timing ignored)\n",
         args.a.display(),
         args.b.display()
-    )?;
+    );
     for d in &diffs {
-        writeln!(out)?;
-        out.write_all(diff::render(d, &pa, &pb).as_bytes())?;
+        text.push('\n');
+        text += &diff::render(d, &pa, &pb);
     }
     let differing = diffs.iter().filter(|d| d.differs()).count();
-    writeln!(
-        out,
-        "\n{}",
-        match differing {
-            0 => format!("equal: {} PHYs", diffs.len()),
-            n => format!("differ: {n} of {} PHYs", diffs.len()),
-        }
-    )?;
-    out.flush()?;
+    text += &match differing {
+        0 => format!("\nequal: {} PHYs\n", diffs.len()),
+        n => format!("\ndiffer: {n} of {} PHYs\n", diffs.len()),
+    };
+    let mut out = io::stdout().lock();
+    output::to_stdout(&mut out, text.as_bytes())?;
+    output::flush_stdout(&mut out)?;
     Ok(if differing > 0 {
         ExitCode::from(EXIT_VIOLATION)
     } else {

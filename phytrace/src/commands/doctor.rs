@@ -1,10 +1,12 @@
 //! `phytrace doctor`: can this machine trace a Rust PHY driver? Each check says what it found
 //! and, when it fails, how to fix it.
 
-use std::{fs, path::Path, process::ExitCode};
+use std::fmt::Write as _;
+use std::{fs, io, path::Path, process::ExitCode};
 
 use crate::{
     exit::FailureKind,
+    output,
     probe::{attach, btf, loader, selftest, symbols},
 };
 
@@ -101,6 +103,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         Check::skipped("pipeline self-test", why)
     });
 
+    let mut out = String::new();
     for check in &checks {
         let mark = match check.status {
             Status::Ok => "ok  ",
@@ -108,19 +111,28 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             Status::Fail => "FAIL",
             Status::Skipped => "skip",
         };
-        println!("[{mark}] {:<26} {}", check.name, check.detail);
+        writeln!(out, "[{mark}] {:<26} {}", check.name, check.detail)?;
         if let Some(fix) = &check.fix {
-            println!("       {:<26} fix: {fix}", "");
+            writeln!(out, "       {:<26} fix: {fix}", "")?;
         }
     }
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
     if failed == 0 {
-        println!("phytrace can trace on this machine.");
-        Ok(ExitCode::SUCCESS)
+        writeln!(out, "phytrace can trace on this machine.")?;
     } else {
-        println!("phytrace cannot trace on this machine: {failed} check(s) failed.");
-        Ok(ExitCode::from(FailureKind::TracingUnavailable.code()))
+        writeln!(
+            out,
+            "phytrace cannot trace on this machine: {failed} check(s) failed."
+        )?;
     }
+    let mut stdout = io::stdout().lock();
+    output::to_stdout(&mut stdout, out.as_bytes())?;
+    output::flush_stdout(&mut stdout)?;
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FailureKind::TracingUnavailable.code())
+    })
 }
 
 fn kernel_release() -> Check {

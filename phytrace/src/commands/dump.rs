@@ -2,7 +2,8 @@
 //!
 //! Exit codes (see `docs/capture-format.md`): 0 when the capture was read, even with damaged
 //! records (each reported on stderr); 2 when the file cannot be opened, its header is
-//! unreadable, or records were damaged and not one event could be read.
+//! unreadable, or records were damaged and not one event could be read; 4 when the output
+//! cannot be written.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use anyhow::Context as _;
 use crate::capture::{Problem, Reader};
 use crate::event::{Event, EventKind};
 use crate::model::Model;
+use crate::output;
 use crate::render;
 
 /// Most read issues printed; the rest are counted.
@@ -26,7 +28,8 @@ const MAX_WARNINGS: u64 = 20;
   phytrace dump capture.jsonl --format json | jq 'select(.kind == \"mdio\")'
 
 Damaged records (e.g. after a crash) are reported on stderr and skipped. Exit status: 0 when the
-capture was read, 2 when it could not be (missing file, bad header, nothing readable).")]
+capture was read, 2 when it could not be (missing file, bad header, nothing readable), 4 when
+the output cannot be written (a full disk).")]
 pub struct DumpArgs {
     /// Capture file to read (written by `phytrace record`).
     pub file: PathBuf,
@@ -147,7 +150,7 @@ pub fn dump(
             }
         }
         line.push(b'\n');
-        if !write_out(&mut out, &line)? {
+        if !output::to_stdout(&mut out, &line)? {
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -169,16 +172,11 @@ pub fn dump(
             t.lost,
             t.dropped
         );
-        if !write_out(&mut out, summary.as_bytes())? {
+        if !output::to_stdout(&mut out, summary.as_bytes())? {
             return Ok(ExitCode::SUCCESS);
         }
     }
-    match out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            return Err(e).context("writing the dump");
-        }
-        _ => {}
-    }
+    output::flush_stdout(&mut out)?;
     if damaged > 0 && reader.events_read() == 0 {
         writeln!(
             err,
@@ -187,14 +185,4 @@ pub fn dump(
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `bytes`; `false` when the reader went away (`dump | head`), which ends the dump
-/// quietly.
-fn write_out(out: &mut impl Write, bytes: &[u8]) -> anyhow::Result<bool> {
-    match out.write_all(bytes) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(e).context("writing the dump"),
-    }
 }

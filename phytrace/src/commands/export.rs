@@ -1,12 +1,12 @@
 //! `phytrace export`: convert a capture for another tool.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::capture::Capture;
 use crate::exit::{Failure, FailureKind};
 use crate::export::perfetto;
+use crate::output;
 
 /// Convert a capture for another tool (Perfetto).
 #[derive(Clone, Debug, clap::Args)]
@@ -41,15 +41,6 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let trace = match args.format {
         Format::Perfetto => perfetto::trace(&capture),
     };
-    let output_failure = |e: &dyn std::fmt::Display| {
-        Failure::new(
-            FailureKind::Output,
-            format!("cannot write {}: {e}", args.output.display()),
-        )
-    };
-    let file = std::fs::File::create(&args.output).map_err(|e| output_failure(&e))?;
-    let mut out = std::io::BufWriter::new(file);
-    serde_json::to_writer(&mut out, &trace).map_err(|e| output_failure(&e))?;
-    out.flush().map_err(|e| output_failure(&e))?;
+    output::to_file(&args.output, |out| Ok(serde_json::to_writer(out, &trace)?))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use std::{io, process::ExitCode};
 use anyhow::Result;
 use clap::CommandFactory as _;
 
-use crate::cli::Cli;
+use crate::{cli::Cli, output};
 
 /// What to generate.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -31,18 +31,23 @@ pub struct GenerateArgs {
     pub artifact: Artifact,
 }
 
+/// Runs `phytrace generate`. The artifact is rendered in memory first: clap_complete panics
+/// when its output fails, and a full disk deserves an error (exit 4) instead.
 pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
     let mut command = Cli::command();
-    let mut out = io::stdout().lock();
+    let mut text = Vec::new();
     let shell = match args.artifact {
-        Artifact::Man => {
-            clap_mangen::Man::new(command).render(&mut out)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        Artifact::Bash => clap_complete::Shell::Bash,
-        Artifact::Zsh => clap_complete::Shell::Zsh,
-        Artifact::Fish => clap_complete::Shell::Fish,
+        Artifact::Man => None,
+        Artifact::Bash => Some(clap_complete::Shell::Bash),
+        Artifact::Zsh => Some(clap_complete::Shell::Zsh),
+        Artifact::Fish => Some(clap_complete::Shell::Fish),
     };
-    clap_complete::generate(shell, &mut command, "phytrace", &mut out);
+    match shell {
+        None => clap_mangen::Man::new(command).render(&mut text)?,
+        Some(shell) => clap_complete::generate(shell, &mut command, "phytrace", &mut text),
+    }
+    let mut out = io::stdout().lock();
+    output::to_stdout(&mut out, &text)?;
+    output::flush_stdout(&mut out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,13 @@
 //! `phytrace probes`: what phytrace would probe on this kernel, and why something is missing.
 
-use std::{collections::BTreeMap, fs, path::Path, process::ExitCode};
+use std::fmt::Write as _;
+use std::{collections::BTreeMap, fs, io, path::Path, process::ExitCode};
 
 use anyhow::Result;
 
 use crate::{
     exit::{Failure, FailureKind},
+    output,
     probe::{btf, symbols},
 };
 
@@ -76,83 +78,101 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
         .filter(|s| args.module.as_ref().is_none_or(|m| &s.module == m))
         .collect();
 
-    println!(
+    let mut out = String::new();
+    writeln!(
+        out,
         "Driver callbacks (kernel::net::phy::Adapter<T>::*_callback in {}):",
         symbols::KALLSYMS
-    );
+    )?;
     if callbacks.is_empty() {
         let which = args.module.as_deref().unwrap_or("Rust PHY driver");
-        println!(
+        writeln!(
+            out,
             "  none: no {which} module is loaded. `modprobe ax88796b_rust` (or insmod your .ko);"
-        );
-        println!("  `phytrace record` and `phytrace tui` wait for it and attach when it loads.");
+        )?;
+        writeln!(
+            out,
+            "  `phytrace record` and `phytrace tui` wait for it and attach when it loads."
+        )?;
     } else {
-        println!(
+        writeln!(
+            out,
             "  {:<15} {:<30} {:<20} {:<18} SYMBOL",
             "MODULE", "DRIVER TYPE", "CALLBACK", "ADDRESS"
-        );
+        )?;
         for s in &callbacks {
-            println!(
+            writeln!(
+                out,
                 "  {:<15} {:<30} {:<20} {:<18x} {}",
                 s.module, s.driver_type, s.callback, s.address, s.demangled
-            );
+            )?;
         }
         if callbacks.iter().all(|s| s.address == 0) {
-            println!(
+            writeln!(
+                out,
                 "  (addresses are hidden from this user by kptr_restrict: run as root, or with CAP_SYSLOG, to see them)"
-            );
+            )?;
         }
         let mut per_type: BTreeMap<&str, usize> = BTreeMap::new();
         for s in &callbacks {
             *per_type.entry(&s.driver_type).or_default() += 1;
         }
         for (driver_type, count) in per_type {
-            println!("  {driver_type}: {count} callbacks");
+            writeln!(out, "  {driver_type}: {count} callbacks")?;
         }
     }
 
-    println!();
-    println!("PHY devices ({MDIO_BUS_DEVICES}):");
+    writeln!(out)?;
+    writeln!(out, "PHY devices ({MDIO_BUS_DEVICES}):")?;
     let phys = bound_phys();
     if phys.is_empty() {
-        println!(
+        writeln!(
+            out,
             "  none: no MDIO bus has a PHY (plug the device, or load the simulator: insmod phy_sim.ko)"
-        );
+        )?;
     } else {
-        println!("  {:<22} {:<11} {:<32} MODULE", "PHY", "PHY ID", "DRIVER");
+        writeln!(
+            out,
+            "  {:<22} {:<11} {:<32} MODULE",
+            "PHY", "PHY ID", "DRIVER"
+        )?;
         for phy in &phys {
-            println!(
+            writeln!(
+                out,
                 "  {:<22} {:<11} {:<32} {}",
                 phy.name, phy.phy_id, phy.driver, phy.module
-            );
+            )?;
         }
-        println!(
+        writeln!(
+            out,
             "  (Rust driver types sharing code are told apart by the PHY in each event, not by symbol)"
-        );
+        )?;
     }
 
-    println!();
+    writeln!(out)?;
     for function in ["__mdiobus_read", "__mdiobus_write"] {
         let present = kallsyms
             .lines()
             .any(|line| line.split_whitespace().nth(2) == Some(function));
-        println!(
+        writeln!(
+            out,
             "MDIO probe {function}: {}",
             if present {
                 "present"
             } else {
                 "MISSING (kernel without CONFIG_PHYLIB?)"
             }
-        );
+        )?;
     }
 
-    println!();
+    writeln!(out)?;
     match btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
         .and_then(|b| Ok((b.offsets()?, b.phy_states()?)))
     {
         Ok((offsets, states)) => {
-            println!("Struct offsets from {}:", btf::VMLINUX_BTF);
-            println!(
+            writeln!(out, "Struct offsets from {}:", btf::VMLINUX_BTF)?;
+            writeln!(
+                out,
                 "  phy_device: mdio.bus +{} mdio.addr +{} phy_id +{} drv +{} state +{} speed +{} duplex +{} link +{}.{}",
                 offsets.phy_bus,
                 offsets.phy_addr,
@@ -163,19 +183,23 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
                 offsets.phy_duplex,
                 offsets.phy_link_byte,
                 offsets.phy_link_bit
-            );
-            println!(
+            )?;
+            writeln!(
+                out,
                 "  phy_driver: name +{}  mii_bus: id +{} mdio_map +{}  mdio_device: flags +{}",
                 offsets.drv_name, offsets.bus_id, offsets.bus_mdio_map, offsets.mdio_flags
-            );
+            )?;
             let names: Vec<String> = states
                 .names
                 .iter()
                 .map(|(v, n)| format!("{v}={n}"))
                 .collect();
-            println!("  enum phy_state: {}", names.join(" "));
+            writeln!(out, "  enum phy_state: {}", names.join(" "))?;
         }
-        Err(err) => println!("Struct offsets: unavailable: {err:#}"),
+        Err(err) => writeln!(out, "Struct offsets: unavailable: {err:#}")?,
     }
+    let mut stdout = io::stdout().lock();
+    output::to_stdout(&mut stdout, out.as_bytes())?;
+    output::flush_stdout(&mut stdout)?;
     Ok(ExitCode::SUCCESS)
 }

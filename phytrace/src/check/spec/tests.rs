@@ -276,10 +276,33 @@ const VOCABULARY: &[&str] = &[
     "0x",
 ];
 
+/// Checks that a parse error points into `text` (a real line, a column on it or just after its
+/// end) and says something.
+fn error_points_into(text: &str, e: &SpecError) -> Result<(), TestCaseError> {
+    let line = text.lines().nth(e.line.wrapping_sub(1));
+    prop_assert!(line.is_some(), "{e}: no line {} in {text:?}", e.line);
+    let chars = line.unwrap_or_default().chars().count();
+    prop_assert!(
+        (1..=chars + 1).contains(&e.column),
+        "{e}: column {} outside a line of {chars} characters",
+        e.column
+    );
+    prop_assert!(!e.message.trim().is_empty(), "empty message at {e}");
+    let position = format!("line {}, column {}: ", e.line, e.column);
+    prop_assert!(e.to_string().starts_with(&position), "{e}");
+    Ok(())
+}
+
 proptest! {
     #[test]
-    fn parser_never_panics_on_arbitrary_text(text in "\\PC{0,200}") {
-        let _ = parse(&text);
+    fn parser_never_panics_on_arbitrary_text(
+        lines in prop::collection::vec("\\PC{0,80}", 0..4),
+        crlf in any::<bool>(),
+    ) {
+        let text = lines.join(if crlf { "\r\n" } else { "\n" });
+        if let Err(e) = parse(&text) {
+            error_points_into(&text, &e)?;
+        }
     }
 
     #[test]
@@ -289,8 +312,7 @@ proptest! {
     ) {
         let text = words.join(if newline { "\n" } else { " " });
         if let Err(e) = parse(&text) {
-            prop_assert!(e.line >= 1 && e.column >= 1);
-            prop_assert!(e.line <= text.lines().count().max(1));
+            error_points_into(&text, &e)?;
         }
     }
 }
