@@ -8,6 +8,7 @@ mod modules;
 mod paths;
 mod run;
 mod setup;
+mod soak;
 mod test;
 mod vm;
 
@@ -62,6 +63,13 @@ enum Command {
     ///
     /// Example: `cargo xtask fuzz` (or `cargo xtask fuzz --runs 100000 --target spec_parser`)
     Fuzz(fuzz::FuzzArgs),
+    /// The long reliability runs: fuzzing (10^6 inputs per target), then in one VM boot 100
+    /// driver reloads while recording, 20 SIGKILLs, 30 s of MDIO overload, a full disk, the
+    /// privilege checks and an hour of link flapping with `record` and the TUI. Writes the
+    /// figures to docs/reliability.md and docs/reliability.json.
+    ///
+    /// Example: `cargo xtask soak` (or `cargo xtask soak --minutes 10 --fuzz-runs 0`)
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +83,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Fuzz(args) => fuzz::run(&args).map(|_| ExitCode::SUCCESS),
+        Command::Soak(args) => soak::run(&args),
     };
     match result {
         Ok(code) => code,
