@@ -1,7 +1,8 @@
 #!/bin/bash
 # `phytrace diff` of the C and the Rust driver on the same scenario (check_scenario.sh): the
 # MDIO sequences per PHY are aligned and compared. Both drivers implement the same behaviour, so
-# the register traffic of all three PHYs must be equal (timing ignored).
+# what they write to all three PHYs must be equal (timing ignored). Reads are compared too, for
+# the log only: how often phylib polls a PHY while the scenario runs depends on timing.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 trap_cleanup
@@ -12,7 +13,9 @@ for driver in c rust; do
         bash "$PHYTRACE_ROOT/tests/vm/check_scenario.sh" >/dev/null 2>&1 || fail "recording with the $driver driver failed"
 done
 set +e
-"$PHYTRACE_BIN" diff "$PHYTRACE_OUT/diff-c.ptrace" "$PHYTRACE_OUT/diff-rust.ptrace" >"$PHYTRACE_OUT/diff.txt" 2>&1
+"$PHYTRACE_BIN" diff "$PHYTRACE_OUT/diff-c.ptrace" "$PHYTRACE_OUT/diff-rust.ptrace" || true
+"$PHYTRACE_BIN" diff --ignore-reads "$PHYTRACE_OUT/diff-c.ptrace" "$PHYTRACE_OUT/diff-rust.ptrace" \
+    >"$PHYTRACE_OUT/diff.txt" 2>&1
 status=$?
 set -e
 cat "$PHYTRACE_OUT/diff.txt"
@@ -20,4 +23,4 @@ expect_eq "diff status (0: equal)" 0 "$status"
 grep -q "equal: 3 PHYs" "$PHYTRACE_OUT/diff.txt" || fail "not all three PHYs compared equal"
 "$PHYTRACE_BIN" diff "$PHYTRACE_OUT/diff-rust.ptrace" "$PHYTRACE_OUT/diff-rust.ptrace" >/dev/null ||
     fail "a capture differs from itself"
-ok "C and Rust drivers: equal MDIO traffic on all three PHYs; a capture equals itself"
+ok "C and Rust drivers: equal MDIO writes on all three PHYs; a capture equals itself"

@@ -356,16 +356,21 @@ impl Tracer {
                 continue;
             }
             let callbacks = mine.len();
+            // Stamped before the first probe is armed, so that its callbacks come after it.
+            let arming = monotonic_ns();
             self.attach_module(&name, instance, mine)?;
             let reattached = self.ever_attached.contains(&name);
             if !reattached {
                 self.ever_attached.push(name.clone());
             }
-            out.push(own_event(EventKind::Attached {
-                module: name,
-                callbacks,
-                reattached,
-            }));
+            out.push(Event {
+                ts_ns: arming,
+                ..own_event(EventKind::Attached {
+                    module: name,
+                    callbacks,
+                    reattached,
+                })
+            });
         }
         Ok(())
     }
