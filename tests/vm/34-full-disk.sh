@@ -32,7 +32,7 @@ ok "record stopped on the full disk with exit 4; $events events read back"
 result "\"events\":$events"
 
 rm -f "$disk/cap.ptrace"
-head -c 250k /dev/zero >"$disk/filler"
+head -c 1M /dev/zero >"$disk/filler" 2>/dev/null || true # fills it up
 for cmd in "export --format perfetto $data/rust-plug-unplug.ptrace -o $disk/out.json" \
     "check --spec $PHYTRACE_ROOT/specs/ax88796b.spec --junit $disk/junit.xml $data/c-plug-unplug.ptrace"; do
     # shellcheck disable=SC2086  # word splitting intended
