@@ -129,8 +129,8 @@ fn table(date: &str, fuzzed: &[fuzz::FuzzReport], rows: &[Value]) -> Result<Stri
     for report in fuzzed {
         writeln!(
             md,
-            "| fuzz `{}` | {} inputs in {} s, no crash | `cargo xtask fuzz --runs {}` |",
-            report.target, report.runs, report.seconds, report.runs
+            "| fuzz `{}` | {} inputs in {} s, no crash | `cargo xtask fuzz --target {}` |",
+            report.target, report.runs, report.seconds, report.target
         )?;
     }
     let churn = result(rows, "module-churn")?;
@@ -165,7 +165,7 @@ fn table(date: &str, fuzzed: &[fuzz::FuzzReport], rows: &[Value]) -> Result<Stri
     result(rows, "unprivileged")?;
     writeln!(
         md,
-        "| privileges | record, probes, doctor exit 3 naming the capability; dump, check, diff, export, tui --replay work | `cargo xtask test --vm-only --filter unprivileged` |"
+        "| privileges | record, doctor and the live TUI exit 3 naming the capabilities; probes works and names CAP_SYSLOG for addresses; dump, check, diff, export, tui --replay work | `cargo xtask test --vm-only --filter unprivileged` |"
     )?;
     let soak = result(rows, "flap-soak")?;
     let rss = |who: &str| {
