@@ -58,7 +58,7 @@ fn decoder() -> Decoder {
         ]
         .iter()
         .enumerate()
-        .map(|(v, n)| (v as u32, (*n).to_owned()))
+        .map(|(v, n)| (v as u32, (*n).into()))
         .collect(),
     };
     let mut decoder = Decoder::new(states);

@@ -123,7 +123,10 @@ fn result<'a>(rows: &'a [Value], test: &str) -> Result<&'a Value> {
 /// The results table, in Markdown.
 fn table(date: &str, fuzzed: &[fuzz::FuzzReport], rows: &[Value]) -> Result<String> {
     let mut md = String::new();
-    writeln!(md, "\nLast soak: {date}, `cargo xtask soak` (release build, TCG).\n")?;
+    writeln!(
+        md,
+        "\nLast soak: {date}, `cargo xtask soak` (release build, TCG).\n"
+    )?;
     writeln!(md, "| test | result | rerun |")?;
     writeln!(md, "|---|---|---|")?;
     for report in fuzzed {

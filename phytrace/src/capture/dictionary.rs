@@ -41,6 +41,10 @@ pub(crate) struct Interner {
     phys: FastMap<PhyRef, u32>,
     callbacks: FastMap<Callback, u32>,
     states: FastMap<u32, Text>,
+    /// The last PHY and callback looked up: events come in runs from the same PHY and
+    /// callback, and comparing shared names is cheaper than hashing them.
+    last_phy: Option<(PhyRef, u32)>,
+    last_callback: Option<(Callback, u32)>,
 }
 
 /// A definition the writer must emit before the event that needs it.
@@ -63,29 +67,47 @@ impl Interner {
 
     /// The id of `phy`, pushing its definition to `new` the first time.
     pub fn phy(&mut self, phy: &PhyRef, new: &mut Vec<Definition>) -> u32 {
-        if let Some(&id) = self.phys.get(phy) {
-            return id;
+        if let Some((last, id)) = &self.last_phy
+            && last == phy
+        {
+            return *id;
         }
-        let id = self.phys.len() as u32;
-        self.phys.insert(phy.clone(), id);
-        new.push(Definition::Phy(PhyDef {
-            id,
-            phy: phy.clone(),
-        }));
+        let id = match self.phys.get(phy) {
+            Some(&id) => id,
+            None => {
+                let id = self.phys.len() as u32;
+                self.phys.insert(phy.clone(), id);
+                new.push(Definition::Phy(PhyDef {
+                    id,
+                    phy: phy.clone(),
+                }));
+                id
+            }
+        };
+        self.last_phy = Some((phy.clone(), id));
         id
     }
 
     /// The id of `callback`, pushing its definition to `new` the first time.
     pub fn callback(&mut self, callback: &Callback, new: &mut Vec<Definition>) -> u32 {
-        if let Some(&id) = self.callbacks.get(callback) {
-            return id;
+        if let Some((last, id)) = &self.last_callback
+            && last == callback
+        {
+            return *id;
         }
-        let id = self.callbacks.len() as u32;
-        self.callbacks.insert(callback.clone(), id);
-        new.push(Definition::Callback(CallbackDef {
-            id,
-            callback: callback.clone(),
-        }));
+        let id = match self.callbacks.get(callback) {
+            Some(&id) => id,
+            None => {
+                let id = self.callbacks.len() as u32;
+                self.callbacks.insert(callback.clone(), id);
+                new.push(Definition::Callback(CallbackDef {
+                    id,
+                    callback: callback.clone(),
+                }));
+                id
+            }
+        };
+        self.last_callback = Some((callback.clone(), id));
         id
     }
 

@@ -1,6 +1,7 @@
 //! Event records as JSON, written field by field: byte for byte what `serde_json` makes of a
 //! [`WireEvent`] (the tests hold it to that), at a fraction of the cost. This is the hot path
-//! of `phytrace record`, whose speed bounds the event rate it can keep up with.
+//! of `phytrace record`, whose speed bounds the event rate it can keep up with. The helpers
+//! are always inlined so that each key is copied with its length known at compile time.
 
 use super::format::WireEvent;
 use crate::event::{Duplex, MdioOp};
@@ -17,40 +18,58 @@ impl<'a> Object<'a> {
     }
 
     /// `key` is the quoted key and its colon, `"ts":`, to be copied in one go.
+    #[inline(always)]
     fn key(&mut self, key: &str) {
         self.out.push(if self.first { b'{' } else { b',' });
         self.first = false;
         self.out.extend_from_slice(key.as_bytes());
     }
 
+    #[inline(always)]
     fn int(&mut self, key: &str, value: impl itoa::Integer) {
         self.key(key);
         self.out
             .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     }
 
+    #[inline(always)]
     fn opt_int(&mut self, key: &str, value: Option<impl itoa::Integer>) {
         if let Some(value) = value {
             self.int(key, value);
         }
     }
 
+    #[inline(always)]
     fn raw(&mut self, key: &str, json: &str) {
         self.key(key);
         self.out.extend_from_slice(json.as_bytes());
     }
 
+    #[inline(always)]
     fn string(&mut self, key: &str, value: &str) -> serde_json::Result<()> {
         self.key(key);
-        serde_json::to_writer(&mut *self.out, value)
+        // Kinds and module names are identifiers: nothing to escape.
+        if value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            self.out.push(b'"');
+            self.out.extend_from_slice(value.as_bytes());
+            self.out.push(b'"');
+            Ok(())
+        } else {
+            serde_json::to_writer(&mut *self.out, value)
+        }
     }
 
+    #[inline(always)]
     fn bool(&mut self, key: &str, value: Option<bool>) {
         if let Some(value) = value {
             self.raw(key, if value { "true" } else { "false" });
         }
     }
 
+    #[inline(always)]
     fn end(self) {
         self.out.push(b'}');
     }

@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use phytrace_common::KernelOffsets;
 use reader::{Btf, ENUM, ENUM64, INT, Member, STRUCT, Type, UNION};
 
-use crate::event::PhyState;
+use crate::event::{PhyState, Text};
 
 #[cfg(test)]
 mod builder;
@@ -223,7 +223,7 @@ impl KernelBtf {
                 let name = self.btf.name(name_off).context("enumerator name")?;
                 let value = u32::try_from(value)
                     .map_err(|_| anyhow!("`enum phy_state` has {name} = {value}, not a u32"))?;
-                Ok((value, name.trim_start_matches("PHY_").to_owned()))
+                Ok((value, name.trim_start_matches("PHY_").into()))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(PhyStates { names })
@@ -234,7 +234,7 @@ impl KernelBtf {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PhyStates {
     /// (value, name without `PHY_`), in declaration order.
-    pub names: Vec<(u32, String)>,
+    pub names: Vec<(u32, Text)>,
 }
 
 impl PhyStates {
@@ -244,21 +244,17 @@ impl PhyStates {
             .iter()
             .map(|(value, name)| PhyState {
                 value: *value,
-                name: name.as_str().into(),
+                name: name.clone(),
             })
             .collect()
     }
 
     /// The state `value`, named (`UNKNOWN_7` for a value the enum does not have).
     pub fn state(&self, value: u32) -> PhyState {
-        let name = self
-            .names
-            .iter()
-            .find(|(v, _)| *v == value)
-            .map_or_else(|| format!("UNKNOWN_{value}"), |(_, name)| name.clone());
-        PhyState {
-            value,
-            name: name.into(),
-        }
+        let name = self.names.iter().find(|(v, _)| *v == value).map_or_else(
+            || format!("UNKNOWN_{value}").into(),
+            |(_, name)| name.clone(),
+        );
+        PhyState { value, name }
     }
 }

@@ -1,10 +1,7 @@
 //! [`RawEvent`] → [`Event`]: resolve addresses to callbacks, decode strings and states.
-
-use std::collections::HashMap;
-
 use foldhash::HashMap as FastMap;
 
-use phytrace_common::{RawEvent, RawKind};
+use phytrace_common::{BUS_ID_LEN, DRIVER_NAME_LEN, RawEvent, RawKind};
 
 use super::btf::PhyStates;
 use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef, Text};
@@ -17,9 +14,20 @@ fn is_void(callback: &str) -> bool {
 /// What the decoder needs to know about the probes: address → callback.
 #[derive(Default)]
 pub struct Decoder {
-    callbacks: HashMap<u64, Callback>,
+    callbacks: FastMap<u64, Callback>,
     states: PhyStates,
     texts: Texts,
+    /// The last record's PHY, raw and decoded: records come in runs from the same PHY.
+    last_phy: Option<(RawIdentity, PhyRef)>,
+}
+
+/// The fields of a record that identify its PHY.
+#[derive(PartialEq, Eq)]
+struct RawIdentity {
+    bus_id: [u8; BUS_ID_LEN],
+    driver: [u8; DRIVER_NAME_LEN],
+    addr: u8,
+    phy_id: u32,
 }
 
 /// The NUL-padded C strings of records (bus ids, driver names) as shared [`Text`]: the same
@@ -77,14 +85,31 @@ impl Decoder {
             })
     }
 
-    /// Decodes one record; `None` for kinds that are not driver events (the self-test).
-    pub fn decode(&mut self, raw: &RawEvent) -> Option<Event> {
-        let phy = (raw.phydev != 0 || raw.bus_id[0] != 0).then(|| PhyRef {
+    fn phy(&mut self, raw: &RawEvent) -> PhyRef {
+        let identity = RawIdentity {
+            bus_id: raw.bus_id,
+            driver: raw.driver,
+            addr: raw.mdio_addr,
+            phy_id: raw.phy_id,
+        };
+        if let Some((last, phy)) = &self.last_phy
+            && *last == identity
+        {
+            return phy.clone();
+        }
+        let phy = PhyRef {
             bus: self.texts.get(&raw.bus_id),
             addr: raw.mdio_addr,
             phy_id: raw.phy_id,
             driver: self.texts.get(&raw.driver),
-        });
+        };
+        self.last_phy = Some((identity, phy.clone()));
+        phy
+    }
+
+    /// Decodes one record; `None` for kinds that are not driver events (the self-test).
+    pub fn decode(&mut self, raw: &RawEvent) -> Option<Event> {
+        let phy = (raw.phydev != 0 || raw.bus_id[0] != 0).then(|| self.phy(raw));
         let kind = match RawKind::from_u8(raw.kind)? {
             RawKind::CallbackEnter => EventKind::CallbackEnter {
                 callback: self.callback(raw.func_ip),

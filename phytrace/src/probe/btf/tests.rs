@@ -143,7 +143,7 @@ fn expected_states() -> PhyStates {
     PhyStates {
         names: STATES
             .iter()
-            .map(|(name, value)| (*value as u32, name["PHY_".len()..].to_owned()))
+            .map(|(name, value)| (*value as u32, name["PHY_".len()..].into()))
             .collect(),
     }
 }
@@ -247,7 +247,7 @@ fn enum_values_must_fit_in_u32() {
     let mut b = Builder::new();
     b.enum32("phy_state", false, &[("PHY_DOWN", -1)]);
     let states = KernelBtf::parse(b.build()).unwrap().phy_states().unwrap();
-    assert_eq!(states.names, [(u32::MAX, "DOWN".to_owned())]);
+    assert_eq!(states.names, [(u32::MAX, "DOWN".into())]);
     let mut b = Builder::new();
     b.enum64("phy_state", false, &[("PHY_DOWN", 1 << 32)]);
     assert!(KernelBtf::parse(b.build()).unwrap().phy_states().is_err());
@@ -504,7 +504,14 @@ fn the_running_kernels_btf_reads_as_btf_rs_reads_it() {
         (ours, theirs) => panic!("ours: {ours:?}\nbtf-rs: {theirs:?}"),
     }
     match (&states, btf_rs_reference::phy_states(&reference)) {
-        (Ok(ours), Ok(theirs)) => assert_eq!(ours.names, theirs),
+        (Ok(ours), Ok(theirs)) => {
+            let ours: Vec<(u32, String)> = ours
+                .names
+                .iter()
+                .map(|(v, n)| (*v, n.to_string()))
+                .collect();
+            assert_eq!(ours, theirs)
+        }
         (Err(_), Err(_)) => {}
         (ours, theirs) => panic!("ours: {ours:?}\nbtf-rs: {theirs:?}"),
     }
@@ -515,7 +522,7 @@ fn the_running_kernels_btf_reads_as_btf_rs_reads_it() {
         assert!(offsets.phy_state > offsets.phy_id && offsets.phy_speed > offsets.phy_state);
         assert_eq!(offsets.phy_duplex, offsets.phy_speed + 4);
         assert!(offsets.phy_link_bit < 8);
-        let names: Vec<&str> = states.names.iter().map(|(_, n)| n.as_str()).collect();
+        let names: Vec<&str> = states.names.iter().map(|(_, n)| n.as_ref()).collect();
         for state in ["DOWN", "READY", "HALTED", "UP", "RUNNING", "NOLINK"] {
             assert!(names.contains(&state), "{names:?}");
         }
