@@ -137,7 +137,7 @@ fn fuzz_target(target: &Target, args: &FuzzArgs, nightly: &str) -> Result<FuzzRe
     for dir in [&corpus, &logs] {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let log_path = logs.join(format!("{}.log", target.name));
+    let log_path = log_path(target);
     let log = File::create(&log_path)
         .with_context(|| format!("creating the log {}", log_path.display()))?;
     let mut cmd = Command::new("cargo");
@@ -195,6 +195,31 @@ fn fuzz_target(target: &Target, args: &FuzzArgs, nightly: &str) -> Result<FuzzRe
         failure,
         input: outcome.input,
     })
+}
+
+/// What the last run of each target did, read back from its log (for reports written later).
+pub fn logged() -> Vec<FuzzReport> {
+    TARGETS
+        .iter()
+        .filter_map(|target| {
+            let text = fs::read_to_string(log_path(target)).ok()?;
+            let outcome = Outcome::parse(&text);
+            let (runs, seconds) = outcome.done?;
+            Some(FuzzReport {
+                target: target.name,
+                runs,
+                seconds,
+                failure: outcome.error,
+                input: outcome.input,
+            })
+        })
+        .collect()
+}
+
+fn log_path(target: &Target) -> PathBuf {
+    paths::target()
+        .join("fuzz")
+        .join(format!("{}.log", target.name))
 }
 
 /// Shows the end of a failed run's log.

@@ -28,6 +28,9 @@ pub struct SoakArgs {
     /// Inputs per fuzz target (0: no fuzzing).
     #[arg(long, default_value_t = 1_000_000)]
     pub fuzz_runs: u64,
+    /// Only write the report again from the last soak's results (target/vm-out, target/fuzz).
+    #[arg(long)]
+    pub report_only: bool,
     #[command(flatten)]
     pub vm: vm::VmOptions,
 }
@@ -37,15 +40,17 @@ const BEGIN: &str = "<!-- soak results: written by `cargo xtask soak` -->";
 const END: &str = "<!-- end of soak results -->";
 
 pub fn run(args: &SoakArgs) -> Result<std::process::ExitCode> {
-    let fuzzed = if args.fuzz_runs > 0 {
+    if args.report_only {
+        report()?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    if args.fuzz_runs > 0 {
         fuzz::run(&fuzz::FuzzArgs {
             runs: args.fuzz_runs,
             targets: Vec::new(),
             max_len: 4096,
-        })?
-    } else {
-        Vec::new()
-    };
+        })?;
+    }
     let mut options = args.vm.clone();
     let flap_secs = args.minutes * 60;
     // The flapping test, the rest of the suite and the boot, with room to spare.
@@ -70,9 +75,17 @@ pub fn run(args: &SoakArgs) -> Result<std::process::ExitCode> {
     let started = run::step("soak: booting the test kernel");
     let code = vm::boot(&kernel, &options, &command)?;
     run::done("soak", started);
+    // The report says which tests failed, so it is written either way.
+    report()?;
     if code != 0 {
         bail!("the soak failed in the guest (exit status {code}); logs in target/vm-out/vm-tests");
     }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Writes `docs/reliability.json` and the results block of `docs/reliability.md` from the
+/// last soak's files.
+fn report() -> Result<()> {
     let results = paths::vm_out().join("results.jsonl");
     let text =
         fs::read_to_string(&results).with_context(|| format!("reading {}", results.display()))?;
@@ -81,14 +94,24 @@ pub fn run(args: &SoakArgs) -> Result<std::process::ExitCode> {
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
         .context("parsing the guest's results")?;
+    let samples_path = paths::vm_out().join("soak-samples.jsonl");
+    let samples: Vec<Value> = fs::read_to_string(&samples_path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let failed = failed_tests()?;
+    let fuzzed = fuzz::logged();
     let date = run::output(Command::new("date").arg("-u").arg("+%Y-%m-%d %H:%M UTC"))?;
     let json = serde_json::json!({
         "date": date,
         "fuzz": fuzzed
             .iter()
-            .map(|r| serde_json::json!({ "target": r.target, "inputs": r.runs, "seconds": r.seconds }))
+            .map(|r| serde_json::json!({ "target": r.target, "inputs": r.runs, "seconds": r.seconds, "failure": r.failure }))
             .collect::<Vec<_>>(),
         "vm": rows,
+        "failed": failed,
+        "soak_samples": samples,
     });
     let docs = paths::workspace().join("docs");
     fs::write(
@@ -97,9 +120,26 @@ pub fn run(args: &SoakArgs) -> Result<std::process::ExitCode> {
     )?;
     let page = docs.join("reliability.md");
     let old = fs::read_to_string(&page).with_context(|| format!("reading {}", page.display()))?;
-    fs::write(&page, replace_block(&old, &table(&date, &fuzzed, &rows)?)?)?;
+    let block = table(&date, &fuzzed, &rows, &failed, &samples)?;
+    fs::write(&page, replace_block(&old, &block)?)?;
     eprintln!("==> soak: results in docs/reliability.md and docs/reliability.json");
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// Tests of the last run whose log has a failed check, with that check.
+fn failed_tests() -> Result<Vec<(String, String)>> {
+    let logs = paths::vm_out().join("vm-tests");
+    let mut failed = Vec::new();
+    for entry in fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))? {
+        let path = entry?.path();
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains("FAIL")) {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            failed.push((name.into_owned(), line.trim().to_owned()));
+        }
+    }
+    failed.sort();
+    Ok(failed)
 }
 
 /// `page` with the text between [`BEGIN`] and [`END`] replaced by `block`.
@@ -114,14 +154,47 @@ fn replace_block(page: &str, block: &str) -> Result<String> {
     ))
 }
 
-fn result<'a>(rows: &'a [Value], test: &str) -> Result<&'a Value> {
-    rows.iter()
-        .find(|r| r["test"].as_str().is_some_and(|t| t.contains(test)))
-        .with_context(|| format!("no result from the {test} test"))
+/// One row per test: its figures if it passed, else the check that failed.
+struct Rows<'a> {
+    results: &'a [Value],
+    failed: &'a [(String, String)],
+    md: String,
+}
+
+impl Rows<'_> {
+    fn row(&mut self, what: &str, test: &str, rerun: &str, text: impl Fn(&Value) -> String) {
+        let outcome = match (
+            self.failed.iter().find(|(name, _)| name.contains(test)),
+            self.results
+                .iter()
+                .find(|r| r["test"].as_str().is_some_and(|t| t.contains(test))),
+        ) {
+            (Some((_, why)), _) => format!("**FAILED**: {}", why.replace('|', "/")),
+            (None, Some(result)) => text(result),
+            (None, None) => "not run".to_owned(),
+        };
+        let _ = writeln!(self.md, "| {what} | {outcome} | `{rerun}` |");
+    }
+}
+
+/// `RSS KiB at minute 0, 10, 20, …` of `who` in the flapping soak's samples.
+fn rss_series(samples: &[Value], who: &str) -> String {
+    samples
+        .iter()
+        .filter(|s| s["t"].as_u64().is_some_and(|t| t % 600 < 60))
+        .map(|s| format!("{}", s[format!("{who}_rss_kib")]))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The results table, in Markdown.
-fn table(date: &str, fuzzed: &[fuzz::FuzzReport], rows: &[Value]) -> Result<String> {
+fn table(
+    date: &str,
+    fuzzed: &[fuzz::FuzzReport],
+    results: &[Value],
+    failed: &[(String, String)],
+    samples: &[Value],
+) -> Result<String> {
     let mut md = String::new();
     writeln!(
         md,
@@ -130,69 +203,64 @@ fn table(date: &str, fuzzed: &[fuzz::FuzzReport], rows: &[Value]) -> Result<Stri
     writeln!(md, "| test | result | rerun |")?;
     writeln!(md, "|---|---|---|")?;
     for report in fuzzed {
+        let outcome = report.failure.as_deref().unwrap_or("no crash");
         writeln!(
             md,
-            "| fuzz `{}` | {} inputs in {} s, no crash | `cargo xtask fuzz --target {}` |",
+            "| fuzz `{}` | {} inputs in {} s, {outcome} | `cargo xtask fuzz --target {}` |",
             report.target, report.runs, report.seconds, report.target
         )?;
     }
-    let churn = result(rows, "module-churn")?;
-    writeln!(
+    let mut rows = Rows {
+        results,
+        failed,
         md,
-        "| module churn | {} reloads in {} s while flapping, every one re-attached, {} events, no loss, dmesg clean | `cargo xtask soak` (short: `cargo xtask test --vm-only --filter churn`) |",
-        churn["rounds"], churn["secs"], churn["events"]
-    )?;
-    let overload = result(rows, "overload")?;
-    writeln!(
-        md,
-        "| overload | {} s: {} generated = {} recorded + {} lost (exact); RSS ≤ {} KiB; {} reads after it, none lost | `cargo xtask soak` (short: `--filter overload`) |",
-        overload["secs"],
-        overload["generated"],
-        overload["recorded"],
-        overload["lost"],
-        overload["rss_max_kib"],
-        overload["recovery_reads"]
-    )?;
-    let kills = result(rows, "kill9")?;
-    writeln!(
-        md,
-        "| kill -9 | {} kills at random moments: every capture read back ({} events), truncation reported, nothing left in the kernel | `cargo xtask test --vm-only --filter kill9` |",
-        kills["rounds"], kills["events"]
-    )?;
-    let disk = result(rows, "full-disk")?;
-    writeln!(
-        md,
-        "| full disk | record exits 4 naming the file; {} events read back from the cut capture; export, check, dump exit 4 | `cargo xtask test --vm-only --filter full-disk` |",
-        disk["events"]
-    )?;
-    result(rows, "unprivileged")?;
-    writeln!(
-        md,
-        "| privileges | record, doctor and the live TUI exit 3 naming the capabilities; probes works and names CAP_SYSLOG for addresses; dump, check, diff, export, tui --replay work | `cargo xtask test --vm-only --filter unprivileged` |"
-    )?;
-    let soak = result(rows, "flap-soak")?;
-    let rss = |who: &str| {
-        format!(
-            "RSS {}→{} KiB (second half {}–{}), fds {}",
-            soak[who]["rss_first_kib"],
-            soak[who]["rss_end_kib"],
-            soak[who]["rss_late_min_kib"],
-            soak[who]["rss_late_max_kib"],
-            soak[who]["fds"]
-        )
     };
+    rows.row("module churn", "module-churn", "cargo xtask test --vm-only --filter churn", |r| {
+        format!(
+            "{} reloads in {} s while flapping, every one re-attached, {} events, no loss, dmesg clean",
+            r["rounds"], r["secs"], r["events"]
+        )
+    });
+    rows.row("overload", "overload", "cargo xtask test --vm-only --filter overload", |r| {
+        format!(
+            "{} s: {} generated = {} recorded + {} lost (exact); RSS ≤ {} KiB; {} reads after it, none lost",
+            r["secs"], r["generated"], r["recorded"], r["lost"], r["rss_max_kib"], r["recovery_reads"]
+        )
+    });
+    rows.row("kill -9", "kill9", "cargo xtask test --vm-only --filter kill9", |r| {
+        format!(
+            "{} kills at random moments: every capture read back ({} events), truncation reported, nothing left in the kernel",
+            r["rounds"], r["events"]
+        )
+    });
+    rows.row("full disk", "full-disk", "cargo xtask test --vm-only --filter full-disk", |r| {
+        format!(
+            "record exits 4 naming the file; {} events read back from the cut capture; export, check, dump exit 4",
+            r["events"]
+        )
+    });
+    rows.row("privileges", "unprivileged", "cargo xtask test --vm-only --filter unprivileged", |_| {
+        "record, doctor and the live TUI exit 3 naming the capabilities; probes works and names CAP_SYSLOG for addresses; dump, check, diff, export, tui --replay work".to_owned()
+    });
+    rows.row("flapping soak", "flap-soak", "cargo xtask soak", |r| {
+        format!(
+            "{} min, {} events, none lost; record and TUI RSS and fds flat over the second half",
+            r["secs"].as_u64().unwrap_or(0) / 60,
+            r["events"]
+        )
+    });
+    let mut md = rows.md;
+    if !samples.is_empty() {
+        writeln!(
+            md,
+            "\nFlapping soak, RSS in KiB every 10 minutes: record {}; TUI (`--keep 20000`) {}.",
+            rss_series(samples, "record"),
+            rss_series(samples, "tui")
+        )?;
+    }
     writeln!(
         md,
-        "| flapping soak | {} min, {} events, none lost; record: {}; TUI: {} | `cargo xtask soak --minutes {}` |",
-        soak["secs"].as_u64().unwrap_or(0) / 60,
-        soak["events"],
-        rss("record"),
-        rss("tui"),
-        soak["secs"].as_u64().unwrap_or(0) / 60,
-    )?;
-    writeln!(
-        md,
-        "\nPer-minute samples of the flapping soak: `target/vm-out/soak-samples.jsonl`; all figures: `docs/reliability.json`."
+        "\nPer-minute samples: `target/vm-out/soak-samples.jsonl`; all figures: `docs/reliability.json`."
     )?;
     Ok(md)
 }
