@@ -133,7 +133,7 @@ fn failed_tests() -> Result<Vec<(String, String)>> {
     for entry in fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))? {
         let path = entry?.path();
         let text = fs::read_to_string(&path).unwrap_or_default();
-        if let Some(line) = text.lines().find(|l| l.contains("FAIL")) {
+        if let Some(line) = text.lines().find(|l| l.contains("FAIL: ")) {
             let name = path.file_stem().unwrap_or_default().to_string_lossy();
             failed.push((name.into_owned(), line.trim().to_owned()));
         }
