@@ -38,13 +38,48 @@ pub struct CallbackDef {
 /// Writer side: ids given so far, and the state names the reader will know.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
-    phys: FastMap<PhyRef, u32>,
-    callbacks: FastMap<Callback, u32>,
+    phys: Ids<PhyRef>,
+    callbacks: Ids<Callback>,
     states: FastMap<u32, Text>,
-    /// The last PHY and callback looked up: events come in runs from the same PHY and
-    /// callback, and comparing shared names is cheaper than hashing them.
-    last_phy: Option<(PhyRef, u32)>,
-    last_callback: Option<(Callback, u32)>,
+}
+
+/// Ids given to one kind of definition, in order of first use.
+#[derive(Debug)]
+struct Ids<K> {
+    ids: FastMap<K, u32>,
+    /// The last key looked up: events come in runs from the same PHY and callback, and
+    /// comparing shared names is cheaper than hashing them.
+    last: Option<(K, u32)>,
+}
+
+impl<K> Default for Ids<K> {
+    fn default() -> Self {
+        Self {
+            ids: FastMap::default(),
+            last: None,
+        }
+    }
+}
+
+impl<K: Clone + Eq + std::hash::Hash> Ids<K> {
+    /// The id of `key`, and whether it was given just now.
+    fn get(&mut self, key: &K) -> (u32, bool) {
+        if let Some((last, id)) = &self.last
+            && last == key
+        {
+            return (*id, false);
+        }
+        let (id, fresh) = match self.ids.get(key) {
+            Some(&id) => (id, false),
+            None => {
+                let id = self.ids.len() as u32;
+                self.ids.insert(key.clone(), id);
+                (id, true)
+            }
+        };
+        self.last = Some((key.clone(), id));
+        (id, fresh)
+    }
 }
 
 /// A definition the writer must emit before the event that needs it.
@@ -67,47 +102,25 @@ impl Interner {
 
     /// The id of `phy`, pushing its definition to `new` the first time.
     pub fn phy(&mut self, phy: &PhyRef, new: &mut Vec<Definition>) -> u32 {
-        if let Some((last, id)) = &self.last_phy
-            && last == phy
-        {
-            return *id;
+        let (id, fresh) = self.phys.get(phy);
+        if fresh {
+            new.push(Definition::Phy(PhyDef {
+                id,
+                phy: phy.clone(),
+            }));
         }
-        let id = match self.phys.get(phy) {
-            Some(&id) => id,
-            None => {
-                let id = self.phys.len() as u32;
-                self.phys.insert(phy.clone(), id);
-                new.push(Definition::Phy(PhyDef {
-                    id,
-                    phy: phy.clone(),
-                }));
-                id
-            }
-        };
-        self.last_phy = Some((phy.clone(), id));
         id
     }
 
     /// The id of `callback`, pushing its definition to `new` the first time.
     pub fn callback(&mut self, callback: &Callback, new: &mut Vec<Definition>) -> u32 {
-        if let Some((last, id)) = &self.last_callback
-            && last == callback
-        {
-            return *id;
+        let (id, fresh) = self.callbacks.get(callback);
+        if fresh {
+            new.push(Definition::Callback(CallbackDef {
+                id,
+                callback: callback.clone(),
+            }));
         }
-        let id = match self.callbacks.get(callback) {
-            Some(&id) => id,
-            None => {
-                let id = self.callbacks.len() as u32;
-                self.callbacks.insert(callback.clone(), id);
-                new.push(Definition::Callback(CallbackDef {
-                    id,
-                    callback: callback.clone(),
-                }));
-                id
-            }
-        };
-        self.last_callback = Some((callback.clone(), id));
         id
     }
 
