@@ -2,9 +2,10 @@
 # bench: what `cargo xtask bench` runs in the guest. Measures, side by side in one boot, on the
 # simulated AX88772A with the Rust driver (links down: no phylib polling adds noise):
 #   P1 cost per MDIO access: N synchronous mdiobus_read()s untraced, with `phytrace record`,
-#      and with a bpftrace script doing the same work (kprobe+kretprobe on __mdiobus_read and
-#      __mdiobus_write: timestamp, bus, address, register, value, latency, ring buffer output);
-#   P2 start-to-attached: process start until the first event can be recorded;
+#      and with a bpftrace script attaching the same probes and doing the same work
+#      (scenarios/bench.bt: kprobe+kretprobe on __mdiobus_read and __mdiobus_write and on the
+#      driver's callbacks);
+#   P2 start-to-attached: process start until the first event can be recorded, same probes;
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring) loses nothing,
 #      and exact loss accounting above it (recorded + lost = generated);
 #   TUI CPU share idle and at 10k / 100k events/s.
@@ -24,6 +25,15 @@ now_ns() { date +%s%N; }
 
 ensure_loaded
 dev=$(simdev ax88772a)
+
+# bpftrace gets the callbacks phytrace finds: the driver's `_callback` symbols in kallsyms.
+mapfile -t callbacks < <(awk '$4 == "[ax88796b_rust]" && $3 ~ /_callback/ { print $3 }' /proc/kallsyms)
+((${#callbacks[@]} > 0)) || fail "no ax88796b_rust callbacks in /proc/kallsyms"
+entries=$(printf 'kprobe:%s, ' "${callbacks[@]}")
+returns=$(printf 'kretprobe:%s, ' "${callbacks[@]}")
+sed "s/@ENTRIES@/${entries%, }/; s/@RETURNS@/${returns%, }/" "$PHYTRACE_ROOT/scenarios/bench.bt" \
+    >"$work/bench.bt"
+emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]}}"
 
 # ns per read of one synchronous burst of READS reads, as the simulator measured it.
 burst_ns() {
@@ -46,7 +56,7 @@ start_tracer() {
         done
         ;;
     bpftrace)
-        bpftrace -B line "$PHYTRACE_ROOT/scenarios/bench-mdio.bt" >"$work/bpftrace.out" \
+        bpftrace -B line "$work/bench.bt" >"$work/bpftrace.out" \
             2>"$work/tracer.err" &
         TRACER_PID=$!
         until grep -q "^ready" "$work/bpftrace.out" 2>/dev/null; do
@@ -77,28 +87,43 @@ for ((r = 1; r <= REPEATS; r++)); do
     done
 done
 
-log "P3: drop-free rate with the default ring"
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+# load_done: the simulator's load has finished. Bash builtins only, and it is polled only once
+# the load should be over: every exec costs tens of ms of CPU in a TCG guest, which would be
+# taken from the consumer being measured.
+load_done() {
+    local line
+    read -r line <"$SIM_DBG/$dev/load"
+    [[ $line == *running=0* ]]
+}
+
+log "P3: drop-free rate with the default ring, $REPEATS rounds per rate"
 for rate in $RATES; do
-    reset_counters
-    "$BIN" record -o "$work/rate.ptrace" 2>"$work/rate.err" &
-    pid=$!
-    until grep -q "recording to" "$work/rate.err" 2>/dev/null; do sleep 0.01; done
-    sim_set "$dev" load "rate $rate $SECS BMSR"
-    wait_for $((SECS + 60)) grep -q "running=0" "$SIM_DBG/$dev/load" || fail "load did not finish"
-    achieved=$(sim_get "$dev" load | sed 's/.*reads=\([0-9]*\).*elapsed_ns=\([0-9]*\).*/\1 \2/')
-    sleep 1
-    kill -INT "$pid"
-    wait "$pid"
-    generated=$(counter "$dev" BMSR reads)
-    recorded=$("$BIN" dump --format json "$work/rate.ptrace" --kind mdio | grep -c '"reg":1,' || true)
-    lost=$(sed -n 's/.*lost in the kernel: \([0-9]*\).*/\1/p' "$work/rate.err")
-    read -r reads elapsed <<<"$achieved"
-    emit "{\"bench\":\"p3\",\"rate\":$rate,\"achieved_per_s\":$((reads * 1000000000 / elapsed)),\"generated\":$generated,\"recorded\":$recorded,\"lost\":$lost}"
+    for ((r = 1; r <= REPEATS; r++)); do
+        reset_counters
+        "$BIN" record -o "$work/rate.ptrace" 2>"$work/rate.err" &
+        pid=$!
+        until grep -q "recording to" "$work/rate.err" 2>/dev/null; do sleep 0.01; done
+        ticks=$(cpu_ticks "$pid")
+        sim_set "$dev" load "rate $rate $SECS BMSR"
+        sleep "$SECS"
+        wait_for 60 load_done || fail "load did not finish"
+        achieved=$(sim_get "$dev" load | sed 's/.*reads=\([0-9]*\).*elapsed_ns=\([0-9]*\).*/\1 \2/')
+        sleep 1
+        ticks=$(($(cpu_ticks "$pid") - ticks))
+        kill -INT "$pid"
+        wait "$pid"
+        generated=$(counter "$dev" BMSR reads)
+        recorded=$("$BIN" dump --format json "$work/rate.ptrace" --kind mdio | grep -c '"reg":1,' || true)
+        lost=$(sed -n 's/.*lost in the kernel: \([0-9]*\).*/\1/p' "$work/rate.err")
+        read -r reads elapsed <<<"$achieved"
+        emit "{\"bench\":\"p3\",\"rate\":$rate,\"round\":$r,\"achieved_per_s\":$((reads * 1000000000 / elapsed)),\"generated\":$generated,\"recorded\":$recorded,\"lost\":$lost,\"consumer_ns_per_event\":$((ticks * 1000000000 / hz / (recorded > 0 ? recorded : 1)))}"
+    done
 done
 
 log "TUI CPU share"
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 sock=$work/tmux
 tmux -S "$sock" new-session -d -x 100 -y 30 "$BIN tui"
 sleep 4
@@ -110,7 +135,7 @@ for rate in 0 10000 100000; do
     sleep "$SECS"
     t1=$(cpu_ticks "$tui_pid")
     emit "{\"bench\":\"tui\",\"rate\":$rate,\"cpu_percent\":$(((t1 - t0) * 100 * 100 / hz / SECS / 100))}"
-    wait_for 30 grep -q "running=0" "$SIM_DBG/$dev/load" || true
+    wait_for 30 load_done || true
 done
 tmux -S "$sock" send-keys q
 sleep 1

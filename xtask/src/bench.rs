@@ -9,7 +9,7 @@ use crate::{paths, run, vm};
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Rounds of P1/P2 (each runs untraced, phytrace and bpftrace once).
+    /// Rounds of P1/P2 (each runs untraced, phytrace and bpftrace once) and of each P3 rate.
     #[arg(long, default_value_t = 5)]
     pub repeats: u32,
     /// MDIO reads per P1 burst.
@@ -53,6 +53,48 @@ impl Spread {
     fn cell(&self) -> String {
         format!("{:.0} ({:.0}–{:.0})", self.median, self.min, self.max)
     }
+}
+
+/// The P3 rounds at one asked rate.
+struct RateRuns {
+    rate: u64,
+    achieved: Spread,
+    generated: Spread,
+    lost: Vec<u64>,
+    consumer_ns: Spread,
+}
+
+impl RateRuns {
+    /// Rounds grouped by asked rate, in the order the rates were run.
+    fn group(p3: &[&serde_json::Value]) -> Vec<Self> {
+        let mut rates: Vec<u64> = p3.iter().filter_map(|r| r["rate"].as_u64()).collect();
+        rates.dedup();
+        rates
+            .into_iter()
+            .filter_map(|rate| {
+                let rounds: Vec<_> = p3.iter().filter(|r| r["rate"] == rate).collect();
+                let values = |field: &str| -> Vec<f64> {
+                    rounds.iter().filter_map(|r| r[field].as_f64()).collect()
+                };
+                Some(Self {
+                    rate,
+                    achieved: Spread::of(values("achieved_per_s"))?,
+                    generated: Spread::of(values("generated"))?,
+                    lost: rounds.iter().filter_map(|r| r["lost"].as_u64()).collect(),
+                    consumer_ns: Spread::of(values("consumer_ns_per_event"))?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// `0, 0, 12` for a table cell.
+fn join(values: &[u64]) -> String {
+    values
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -116,16 +158,22 @@ fn report(
     let attach_bpftrace = spread("p2", "bpftrace", "attach_ms")?;
     let attach_ratio = attach_bpftrace.median / attach_phytrace.median;
     let p3: Vec<&serde_json::Value> = rows.iter().filter(|r| r["bench"] == "p3").collect();
-    let drop_free = p3
+    let rates = RateRuns::group(&p3);
+    let drop_free = rates
         .iter()
-        .filter(|r| r["lost"] == 0)
-        .filter_map(|r| r["achieved_per_s"].as_u64())
-        .max()
-        .unwrap_or(0);
+        .filter(|r| r.lost.iter().all(|&l| l == 0))
+        .map(|r| r.achieved.median)
+        .fold(0.0, f64::max);
     let exact = p3.iter().all(|r| {
         r["generated"].as_u64()
             == Some(r["recorded"].as_u64().unwrap_or(0) + r["lost"].as_u64().unwrap_or(0))
     });
+    let callbacks = rows
+        .iter()
+        .find(|r| r["bench"] == "probes")
+        .and_then(|r| r["callbacks"].as_u64())
+        .context("no probe count in the results")?;
+    let kprobes = 2 * (2 + callbacks);
     let tui: BTreeMap<u64, u64> = rows
         .iter()
         .filter(|r| r["bench"] == "tui")
@@ -144,8 +192,9 @@ fn report(
         "repeats": args.repeats, "reads_per_burst": args.reads,
         "p1_ns_per_access": { "none": none.json(), "phytrace": phytrace.json(), "bpftrace": bpftrace.json() },
         "p1_added_ns": { "phytrace": added_phytrace, "bpftrace": added_bpftrace, "ratio": cost_ratio },
+        "p2_kprobes": kprobes,
         "p2_attach_ms": { "phytrace": attach_phytrace.json(), "bpftrace": attach_bpftrace.json(), "bpftrace_over_phytrace": attach_ratio },
-        "p3": p3, "p3_drop_free_per_s": drop_free, "p3_loss_counted_exactly": exact,
+        "p3": p3, "p3_drop_free_per_s": drop_free.round(), "p3_loss_counted_exactly": exact,
         "tui_cpu_percent": tui,
     });
 
@@ -176,7 +225,7 @@ fn report(
     )?;
     writeln!(
         md,
-        "`phytrace record` runs, and while `scenarios/bench-mdio.bt` (the same probes and work) runs.\n"
+        "`phytrace record` runs, and while `scenarios/bench.bt` (the same probes and work) runs.\n"
     )?;
     writeln!(md, "| tracing | ns per access | added ns |\n|---|---|---|")?;
     writeln!(md, "| none | {} | – |", none.cell())?;
@@ -202,7 +251,11 @@ fn report(
     )?;
     writeln!(
         md,
-        "printed after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms.\n"
+        "printed after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms."
+    )?;
+    writeln!(
+        md,
+        "Both attach the same {kprobes} probes: entry and return of `__mdiobus_read`, `__mdiobus_write`\nand the driver's {callbacks} callbacks (found in `/proc/kallsyms`: by phytrace as it starts, for\nbpftrace by `bench.sh` beforehand).\n"
     )?;
     writeln!(md, "| tool | ms |\n|---|---|")?;
     writeln!(md, "| phytrace | {} |", attach_phytrace.cell())?;
@@ -217,36 +270,44 @@ fn report(
         md,
         "MDIO reads at a set rate from a simulator kernel thread while `phytrace record` runs;"
     )?;
-    writeln!(md, "`generated` is the simulator's own count.\n")?;
     writeln!(
         md,
-        "| asked /s | achieved /s | generated | recorded | lost |\n|---|---|---|---|---|"
+        "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded."
     )?;
-    for r in &p3 {
+    writeln!(md, "{} rounds per rate.\n", args.repeats)?;
+    writeln!(
+        md,
+        "| asked /s | achieved /s | generated per round | lost per round | consumer ns/event |\n|---|---|---|---|---|"
+    )?;
+    for r in &rates {
         writeln!(
             md,
             "| {} | {} | {} | {} | {} |",
-            r["rate"], r["achieved_per_s"], r["generated"], r["recorded"], r["lost"]
+            r.rate,
+            r.achieved.cell(),
+            r.generated.cell(),
+            join(&r.lost),
+            r.consumer_ns.cell()
         )?;
     }
     writeln!(
         md,
-        "\nHighest rate without loss: **{drop_free} events/s**. Loss counted exactly (recorded + lost = generated) in every run: {}.",
+        "\nHighest rate without loss in any round: **{drop_free:.0} events/s**. Loss counted exactly (recorded + lost = generated) in every round: {}.",
         if exact { "yes" } else { "NO" }
     )?;
-    if let Some(top) = p3.last() {
-        writeln!(
-            md,
-            "At the highest rate one CPU generates (reads back to back, {} /s), {} of {} events were lost (goal: none: {}).",
-            top["achieved_per_s"],
-            top["lost"],
-            top["generated"],
-            goal(top["lost"].as_u64() == Some(0))
-        )?;
-    }
+    let top = rates.last().context("no p3 results")?;
+    let lossy = top.lost.iter().filter(|&&l| l > 0).count();
     writeln!(
         md,
-        "What limits it: the consumer (`record` decoding each ring-buffer record and writing it),\nwhich runs under software emulation; `cargo bench -p phytrace --bench record` measures that\npath natively (ns per event).\n"
+        "At the highest rate one CPU generates (reads back to back, {:.0} /s), events were lost in {lossy} of {} rounds (goal: none: {}).",
+        top.achieved.median,
+        top.lost.len(),
+        goal(lossy == 0)
+    )?;
+    writeln!(
+        md,
+        "The consumer (`record` decoding each ring-buffer record and writing it) runs on one CPU under\nsoftware emulation, the producer on the other: at that rate it spends {:.0}% of the time between two\nevents on each; `cargo bench -p phytrace --bench record` measures its path natively (ns per event).\n",
+        top.consumer_ns.median * top.achieved.median / 1e7
     )?;
     writeln!(md, "## TUI CPU share\n")?;
     writeln!(
@@ -277,5 +338,27 @@ mod tests {
         );
         assert_eq!(Spread::of(vec![4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
         assert!(Spread::of(vec![]).is_none());
+    }
+
+    #[test]
+    fn p3_rounds_group_by_rate_in_run_order() {
+        let round = |rate: u64, achieved: u64, lost: u64| {
+            serde_json::json!({ "bench": "p3", "rate": rate, "achieved_per_s": achieved,
+                "generated": 100, "recorded": 100 - lost, "lost": lost, "consumer_ns_per_event": 900 })
+        };
+        let rows = [
+            round(1000, 990, 0),
+            round(1000, 994, 0),
+            round(500, 498, 0),
+            round(500, 499, 3),
+        ];
+        let refs: Vec<&serde_json::Value> = rows.iter().collect();
+        let rates = RateRuns::group(&refs);
+        assert_eq!(
+            rates.iter().map(|r| r.rate).collect::<Vec<_>>(),
+            [1000, 500]
+        );
+        assert_eq!(rates[0].achieved.median, 992.0);
+        assert_eq!(join(&rates[1].lost), "0, 3");
     }
 }
