@@ -1,10 +1,10 @@
-//! Event records as JSON, written field by field: byte for byte what `serde_json` makes of a
-//! [`WireEvent`] (the tests hold it to that), at a fraction of the cost. This is the hot path
+//! Event records as JSON, written field by field straight from the [`Event`]: byte for byte
+//! what `serde_json` makes of its `WireEvent` (the tests hold it to that), at a fraction of
+//! the cost. This is the hot path
 //! of `phytrace record`, whose speed bounds the event rate it can keep up with. The helpers
 //! are always inlined so that each key is copied with its length known at compile time.
 
-use super::format::WireEvent;
-use crate::event::{Duplex, MdioOp};
+use crate::event::{Duplex, Event, EventKind, MdioOp};
 
 /// Appends fields to one JSON object.
 struct Object<'a> {
@@ -63,10 +63,8 @@ impl<'a> Object<'a> {
     }
 
     #[inline(always)]
-    fn bool(&mut self, key: &str, value: Option<bool>) {
-        if let Some(value) = value {
-            self.raw(key, if value { "true" } else { "false" });
-        }
+    fn bool(&mut self, key: &str, value: bool) {
+        self.raw(key, if value { "true" } else { "false" });
     }
 
     #[inline(always)]
@@ -83,58 +81,126 @@ fn duplex(duplex: Duplex) -> &'static str {
     }
 }
 
-fn op(op: MdioOp) -> &'static str {
+fn mdio_op(op: MdioOp) -> &'static str {
     match op {
         MdioOp::Read => "\"read\"",
         MdioOp::Write => "\"write\"",
     }
 }
 
-impl WireEvent<'_> {
-    /// Appends this record to `out` as one JSON object (no newline).
-    pub fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        let mut o = Object::new(out);
-        o.string(r#""type":"#, &self.record)?;
-        o.int(r#""ts":"#, self.ts);
-        o.int(r#""cpu":"#, self.cpu);
-        o.int(r#""tid":"#, self.tid);
-        o.opt_int(r#""phy":"#, self.phy);
-        o.string(r#""kind":"#, &self.kind)?;
-        o.opt_int(r#""cb":"#, self.cb);
-        o.opt_int(r#""depth":"#, self.depth);
-        o.opt_int(r#""state":"#, self.state);
-        o.opt_int(r#""state_after":"#, self.state_after);
-        o.opt_int(r#""lat":"#, self.lat);
-        o.opt_int(r#""ret":"#, self.ret);
-        o.bool(r#""up":"#, self.up);
-        o.opt_int(r#""speed":"#, self.speed);
-        if let Some(d) = self.duplex {
-            o.raw(r#""duplex":"#, duplex(d));
+/// Appends the record of `event` to `out` as one JSON object (no newline): the bytes
+/// `serde_json` makes of `WireEvent::encode(event, phy, cb)`, written straight from the event.
+pub(crate) fn write_event(
+    event: &Event,
+    phy: Option<u32>,
+    cb: Option<u32>,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    let mut o = Object::new(out);
+    o.raw(r#""type":"#, r#""event""#);
+    o.int(r#""ts":"#, event.ts_ns);
+    o.int(r#""cpu":"#, event.cpu);
+    o.int(r#""tid":"#, event.tid);
+    o.opt_int(r#""phy":"#, phy);
+    match &event.kind {
+        EventKind::CallbackEnter { depth, state, .. } => {
+            o.raw(r#""kind":"#, r#""callback_enter""#);
+            o.opt_int(r#""cb":"#, cb);
+            o.int(r#""depth":"#, *depth);
+            o.int(r#""state":"#, state.value);
         }
-        if let Some(m) = self.op {
-            o.raw(r#""op":"#, op(m));
+        EventKind::CallbackExit {
+            depth,
+            latency_ns,
+            ret,
+            state_before,
+            state_after,
+            link,
+            ..
+        } => {
+            o.raw(r#""kind":"#, r#""callback_exit""#);
+            o.opt_int(r#""cb":"#, cb);
+            o.int(r#""depth":"#, *depth);
+            o.int(r#""state":"#, state_before.value);
+            o.int(r#""state_after":"#, state_after.value);
+            o.int(r#""lat":"#, *latency_ns);
+            o.int(r#""ret":"#, *ret);
+            o.bool(r#""up":"#, link.up);
+            o.int(r#""speed":"#, link.speed);
+            o.raw(r#""duplex":"#, duplex(link.duplex));
         }
-        o.opt_int(r#""reg":"#, self.reg);
-        o.opt_int(r#""val":"#, self.val);
-        o.opt_int(r#""err":"#, self.err);
-        if let Some(module) = &self.module {
+        EventKind::Mdio {
+            op,
+            reg,
+            value,
+            error,
+            latency_ns,
+            state,
+            ..
+        } => {
+            o.raw(r#""kind":"#, r#""mdio""#);
+            o.opt_int(r#""cb":"#, cb);
+            o.opt_int(r#""state":"#, state.as_ref().map(|s| s.value));
+            o.int(r#""lat":"#, *latency_ns);
+            o.raw(r#""op":"#, mdio_op(*op));
+            o.int(r#""reg":"#, *reg);
+            o.int(r#""val":"#, *value);
+            o.opt_int(r#""err":"#, *error);
+        }
+        EventKind::Attached {
+            module,
+            callbacks,
+            reattached,
+        } => {
+            o.raw(r#""kind":"#, r#""attached""#);
+            o.string(r#""module":"#, module)?;
+            o.int(r#""callbacks":"#, *callbacks);
+            o.bool(r#""reattached":"#, *reattached);
+        }
+        EventKind::Detached { module } => {
+            o.raw(r#""kind":"#, r#""detached""#);
             o.string(r#""module":"#, module)?;
         }
-        o.opt_int(r#""callbacks":"#, self.callbacks);
-        o.bool(r#""reattached":"#, self.reattached);
-        o.opt_int(r#""count":"#, self.count);
-        o.end();
-        Ok(())
+        EventKind::Lost { count } => {
+            o.raw(r#""kind":"#, r#""lost""#);
+            o.int(r#""count":"#, *count);
+        }
     }
+    o.end();
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use proptest::prelude::*;
 
     use super::*;
+    use crate::capture::dictionary::Interner;
+    use crate::capture::format::{WireEvent, intern};
+    use crate::event::{Callback, LinkState, PhyRef, PhyState, Text};
+
+    fn texts() -> impl Strategy<Value = Text> {
+        "[ -~\u{7f}\n\té\"\\\\]{0,12}".prop_map(Text::from)
+    }
+
+    fn states() -> impl Strategy<Value = PhyState> {
+        (0u32..12, texts()).prop_map(|(value, name)| PhyState { value, name })
+    }
+
+    fn callbacks() -> impl Strategy<Value = Callback> {
+        (texts(), texts()).prop_map(|(name, driver_type)| Callback { name, driver_type })
+    }
+
+    fn phys() -> impl Strategy<Value = PhyRef> {
+        (texts(), any::<u8>(), any::<u32>(), texts()).prop_map(|(bus, addr, phy_id, driver)| {
+            PhyRef {
+                bus,
+                addr,
+                phy_id,
+                driver,
+            }
+        })
+    }
 
     fn duplexes() -> impl Strategy<Value = Duplex> {
         prop_oneof![
@@ -144,76 +210,105 @@ mod tests {
         ]
     }
 
-    fn wire_events() -> impl Strategy<Value = WireEvent<'static>> {
-        (
-            (
-                any::<u64>(),
-                any::<u32>(),
-                any::<u32>(),
-                any::<Option<u32>>(),
-                "[a-z_\"\\\\\u{1}é]{0,12}",
-                any::<Option<u32>>(),
-                any::<Option<u8>>(),
-                any::<Option<u32>>(),
-                any::<Option<u32>>(),
-                any::<Option<u64>>(),
-                any::<Option<i64>>(),
-            ),
-            (
-                any::<Option<bool>>(),
-                any::<Option<i32>>(),
-                proptest::option::of(duplexes()),
-                proptest::option::of(prop_oneof![Just(MdioOp::Read), Just(MdioOp::Write)]),
-                any::<Option<u16>>(),
-                any::<Option<u16>>(),
-                any::<Option<i32>>(),
-                proptest::option::of("[ -~\u{7f}\n\té]{0,12}"),
-                any::<Option<usize>>(),
-                any::<Option<bool>>(),
-                any::<Option<u64>>(),
-            ),
-        )
-            .prop_map(
-                |(
-                    (ts, cpu, tid, phy, kind, cb, depth, state, state_after, lat, ret),
-                    (up, speed, duplex, op, reg, val, err, module, callbacks, reattached, count),
-                )| WireEvent {
-                    record: Cow::Borrowed("event"),
-                    ts,
-                    cpu,
-                    tid,
-                    phy,
-                    kind: Cow::Owned(kind),
-                    cb,
+    fn kinds() -> impl Strategy<Value = EventKind> {
+        prop_oneof![
+            (callbacks(), any::<u8>(), states()).prop_map(|(callback, depth, state)| {
+                EventKind::CallbackEnter {
+                    callback,
                     depth,
                     state,
-                    state_after,
-                    lat,
-                    ret,
-                    up,
-                    speed,
-                    duplex,
-                    op,
-                    reg,
-                    val,
-                    err,
-                    module: module.map(Cow::Owned),
+                }
+            }),
+            (
+                callbacks(),
+                any::<u8>(),
+                any::<u64>(),
+                any::<i64>(),
+                states(),
+                states(),
+                (any::<bool>(), any::<i32>(), duplexes())
+            )
+                .prop_map(
+                    |(callback, depth, latency_ns, ret, state_before, state_after, link)| {
+                        EventKind::CallbackExit {
+                            callback,
+                            depth,
+                            latency_ns,
+                            ret,
+                            state_before,
+                            state_after,
+                            link: LinkState {
+                                up: link.0,
+                                speed: link.1,
+                                duplex: link.2,
+                            },
+                        }
+                    }
+                ),
+            (
+                prop_oneof![Just(MdioOp::Read), Just(MdioOp::Write)],
+                any::<u16>(),
+                any::<u16>(),
+                any::<Option<i32>>(),
+                any::<u64>(),
+                proptest::option::of(callbacks()),
+                proptest::option::of(states())
+            )
+                .prop_map(|(op, reg, value, error, latency_ns, caller, state)| {
+                    EventKind::Mdio {
+                        op,
+                        reg,
+                        value,
+                        error,
+                        latency_ns,
+                        caller,
+                        state,
+                    }
+                }),
+            (texts(), any::<usize>(), any::<bool>()).prop_map(|(module, callbacks, reattached)| {
+                EventKind::Attached {
+                    module: module.to_string(),
                     callbacks,
                     reattached,
-                    count,
-                },
-            )
+                }
+            }),
+            texts().prop_map(|module| EventKind::Detached {
+                module: module.to_string()
+            }),
+            any::<u64>().prop_map(|count| EventKind::Lost { count }),
+        ]
+    }
+
+    fn events() -> impl Strategy<Value = Event> {
+        (
+            any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            proptest::option::of(phys()),
+            kinds(),
+        )
+            .prop_map(|(ts_ns, cpu, tid, phy, kind)| Event {
+                ts_ns,
+                cpu,
+                tid,
+                phy,
+                kind,
+            })
     }
 
     proptest! {
         #[test]
-        fn writes_what_serde_json_writes(wire in wire_events()) {
-            let mut ours = Vec::new();
-            wire.write_json(&mut ours).unwrap();
-            prop_assert_eq!(
-                String::from_utf8(ours).unwrap(),
-                serde_json::to_string(&wire).unwrap()
-            );
+        fn writes_what_serde_json_writes(events in proptest::collection::vec(events(), 1..8)) {
+            let mut ids = Interner::new(&[]);
+            for event in &events {
+                let (phy, cb) = intern(event, &mut ids, &mut Vec::new());
+                let mut ours = Vec::new();
+                write_event(event, phy, cb, &mut ours).unwrap();
+                prop_assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    serde_json::to_string(&WireEvent::encode(event, phy, cb)).unwrap()
+                );
+            }
         }
     }
 }

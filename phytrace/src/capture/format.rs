@@ -239,50 +239,80 @@ pub(crate) struct WireEvent<'a> {
     pub count: Option<u64>,
 }
 
+/// The ids of the PHY and the callback `event` refers to; the definitions and states it needs
+/// that `ids` did not know yet are pushed to `new`, in the order they are to be written.
+pub(crate) fn intern(
+    event: &Event,
+    ids: &mut Interner,
+    new: &mut Vec<Definition>,
+) -> (Option<u32>, Option<u32>) {
+    let phy = event.phy.as_ref().map(|p| ids.phy(p, new));
+    let callback = match &event.kind {
+        EventKind::CallbackEnter {
+            callback, state, ..
+        } => {
+            ids.state(state, new);
+            Some(callback)
+        }
+        EventKind::CallbackExit {
+            callback,
+            state_before,
+            state_after,
+            ..
+        } => {
+            ids.state(state_before, new);
+            ids.state(state_after, new);
+            Some(callback)
+        }
+        EventKind::Mdio { caller, state, .. } => {
+            if let Some(state) = state {
+                ids.state(state, new);
+            }
+            caller.as_ref()
+        }
+        EventKind::Attached { .. } | EventKind::Detached { .. } | EventKind::Lost { .. } => None,
+    };
+    (phy, callback.map(|c| ids.callback(c, new)))
+}
+
 impl<'a> WireEvent<'a> {
-    /// The record of `event`; definitions it needs first are pushed to `new`.
-    pub fn encode(event: &'a Event, ids: &mut Interner, new: &mut Vec<Definition>) -> Self {
+    /// The record of `event`, whose PHY and callback have the ids `phy` and `cb` (see
+    /// [`intern`]). The writer writes the same bytes without this step (see `emit`); this is
+    /// the reference it is tested against.
+    #[cfg(test)]
+    pub fn encode(event: &'a Event, phy: Option<u32>, cb: Option<u32>) -> Self {
         let mut w = WireEvent {
             record: Cow::Borrowed(EVENT_TYPE),
             ts: event.ts_ns,
             cpu: event.cpu,
             tid: event.tid,
-            phy: event.phy.as_ref().map(|p| ids.phy(p, new)),
+            phy,
+            cb,
             ..Self::default()
         };
-        let mut state = |s: &PhyState| {
-            ids.state(s, new);
-            Some(s.value)
-        };
         let kind = match &event.kind {
-            EventKind::CallbackEnter {
-                callback,
-                depth,
-                state: s,
-            } => {
+            EventKind::CallbackEnter { depth, state, .. } => {
                 w.depth = Some(*depth);
-                w.state = state(s);
-                w.cb = Some(ids.callback(callback, new));
+                w.state = Some(state.value);
                 "callback_enter"
             }
             EventKind::CallbackExit {
-                callback,
                 depth,
                 latency_ns,
                 ret,
                 state_before,
                 state_after,
                 link,
+                ..
             } => {
                 w.depth = Some(*depth);
                 w.lat = Some(*latency_ns);
                 w.ret = Some(*ret);
-                w.state = state(state_before);
-                w.state_after = state(state_after);
+                w.state = Some(state_before.value);
+                w.state_after = Some(state_after.value);
                 w.up = Some(link.up);
                 w.speed = Some(link.speed);
                 w.duplex = Some(link.duplex);
-                w.cb = Some(ids.callback(callback, new));
                 "callback_exit"
             }
             EventKind::Mdio {
@@ -291,16 +321,15 @@ impl<'a> WireEvent<'a> {
                 value,
                 error,
                 latency_ns,
-                caller,
-                state: s,
+                state,
+                ..
             } => {
                 w.op = Some(*op);
                 w.reg = Some(*reg);
                 w.val = Some(*value);
                 w.err = *error;
                 w.lat = Some(*latency_ns);
-                w.state = s.as_ref().and_then(&mut state);
-                w.cb = caller.as_ref().map(|c| ids.callback(c, new));
+                w.state = state.as_ref().map(|s| s.value);
                 "mdio"
             }
             EventKind::Attached {

@@ -1,12 +1,13 @@
 //! Streaming writer of capture files: header first, events as they arrive, trailer on close.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::dictionary::{Definition, Interner};
-use super::format::{Header, KindCounts, MetaRecord, Trailer, WireEvent};
+use super::emit::write_event;
+use super::format::{Header, KindCounts, MetaRecord, Trailer, intern};
 use crate::event::{Event, EventKind};
 
 /// When buffered records are pushed to the file.
@@ -41,15 +42,19 @@ pub struct WriteError {
     pub source: io::Error,
 }
 
+/// Bytes buffered before they are written out, whatever the flush policy says.
+const BUFFER_SIZE: usize = 64 * 1024;
+
 /// Writes one capture file. Records are whole lines; an event is in the file once flushed.
 ///
 /// Dropping the writer without [`Writer::finish`] flushes what it can but writes no trailer:
 /// readers then report "capture not closed cleanly".
 #[derive(Debug)]
 pub struct Writer<W: Write = File> {
-    out: BufWriter<W>,
+    out: W,
     path: PathBuf,
-    line: Vec<u8>,
+    /// Whole records not written out yet: each is encoded straight into it.
+    buffer: Vec<u8>,
     ids: Interner,
     definitions: Vec<Definition>,
     counts: KindCounts,
@@ -77,9 +82,9 @@ impl<W: Write> Writer<W> {
     /// Writes the header to `out`; `path` names it in errors.
     pub fn new(out: W, path: impl Into<PathBuf>, header: &Header) -> Result<Self, WriteError> {
         let mut writer = Self {
-            out: BufWriter::with_capacity(64 * 1024, out),
+            out,
             path: path.into(),
-            line: Vec::with_capacity(512),
+            buffer: Vec::with_capacity(2 * BUFFER_SIZE),
             ids: Interner::new(&header.phy_states),
             definitions: Vec::new(),
             counts: KindCounts::default(),
@@ -115,16 +120,17 @@ impl<W: Write> Writer<W> {
     pub fn write(&mut self, event: &Event) -> Result<(), WriteError> {
         self.check()?;
         let mut definitions = std::mem::take(&mut self.definitions);
-        let wire = WireEvent::encode(event, &mut self.ids, &mut definitions);
+        let (phy, cb) = intern(event, &mut self.ids, &mut definitions);
         for def in definitions.drain(..) {
             self.write_meta(&MetaRecord::from(def))?;
         }
         self.definitions = definitions;
-        self.line.clear();
-        wire.write_json(&mut self.line)
-            .map_err(|e| self.fail(io::Error::new(io::ErrorKind::InvalidData, e)))?;
-        self.line.push(b'\n');
-        self.push_line()?;
+        let start = self.buffer.len();
+        if let Err(e) = write_event(event, phy, cb, &mut self.buffer) {
+            self.buffer.truncate(start);
+            return Err(self.fail(io::Error::new(io::ErrorKind::InvalidData, e)));
+        }
+        self.end_record()?;
         self.counts.count(&event.kind);
         self.events += 1;
         if let EventKind::Lost { count } = event.kind {
@@ -154,6 +160,7 @@ impl<W: Write> Writer<W> {
     /// Pushes every buffered record to the file.
     pub fn flush(&mut self) -> Result<(), WriteError> {
         self.check()?;
+        self.write_out()?;
         self.out.flush().map_err(|e| self.fail(e))?;
         self.unflushed = 0;
         self.oldest_unflushed = None;
@@ -177,15 +184,27 @@ impl<W: Write> Writer<W> {
 
     fn write_meta(&mut self, record: &MetaRecord) -> Result<(), WriteError> {
         self.check()?;
-        self.line.clear();
-        serde_json::to_writer(&mut self.line, record)
-            .map_err(|e| self.fail(io::Error::new(io::ErrorKind::InvalidData, e)))?;
-        self.line.push(b'\n');
-        self.push_line()
+        let start = self.buffer.len();
+        if let Err(e) = serde_json::to_writer(&mut self.buffer, record) {
+            self.buffer.truncate(start);
+            return Err(self.fail(io::Error::new(io::ErrorKind::InvalidData, e)));
+        }
+        self.end_record()
     }
 
-    fn push_line(&mut self) -> Result<(), WriteError> {
-        let result = self.out.write_all(&self.line);
+    /// Ends the record just encoded; writes the buffer out once it is full.
+    fn end_record(&mut self) -> Result<(), WriteError> {
+        self.buffer.push(b'\n');
+        if self.buffer.len() >= BUFFER_SIZE {
+            self.write_out()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered records to `out`.
+    fn write_out(&mut self) -> Result<(), WriteError> {
+        let result = self.out.write_all(&self.buffer);
+        self.buffer.clear();
         result.map_err(|e| self.fail(e))
     }
 
@@ -205,6 +224,16 @@ impl<W: Write> Writer<W> {
         WriteError {
             path: self.path.clone(),
             source,
+        }
+    }
+}
+
+impl<W: Write> Drop for Writer<W> {
+    /// Writes out what is buffered, as far as the file takes it (no trailer).
+    fn drop(&mut self) {
+        if self.failed.is_none() {
+            let _ = self.out.write_all(&self.buffer);
+            let _ = self.out.flush();
         }
     }
 }
