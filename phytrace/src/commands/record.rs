@@ -12,7 +12,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::{
     capture::{
         format::{ClockRef, Header, ProbeEntry},
-        writer::Writer,
+        writer::{WriteError, Writer},
     },
     event::Event,
     exit::{Failure, FailureKind},
@@ -112,6 +112,24 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
     Header::for_this_host(clock, probes, tracer.phy_states().to_list())
 }
 
+/// Writes `event` if it concerns a PHY matching `filter`, unless a write failed before: the
+/// first failure is kept in `failed`.
+fn write_matching(
+    writer: &mut Writer,
+    filter: Option<&str>,
+    failed: &mut Option<WriteError>,
+    event: Event,
+) {
+    if failed.is_none() && phy_matches(&event, filter) {
+        *failed = writer.write(&event).err();
+    }
+}
+
+/// The write failure kept by [`write_matching`], as the error `record` ends with.
+fn written(failed: Option<WriteError>) -> Result<()> {
+    failed.map_or(Ok(()), |err| Err(output_failure(err).into()))
+}
+
 fn output_failure(err: impl std::fmt::Display) -> Failure {
     Failure::new(FailureKind::Output, format!("{err}"))
 }
@@ -128,15 +146,12 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let header = session_header(&tracer, clock);
     let mut writer = Writer::create(&args.output, &header).map_err(output_failure)?;
     let filter = args.phy.as_deref();
-    let write = |events: &mut Vec<Event>, writer: &mut Writer| -> Result<()> {
-        for event in events.drain(..).filter(|e| phy_matches(e, filter)) {
-            writer.write(&event).map_err(output_failure)?;
-        }
-        writer.flush_if_due().map_err(output_failure)?;
-        Ok(())
-    };
-    let mut events = first;
-    write(&mut events, &mut writer)?;
+    let mut failed = None;
+    for event in first {
+        write_matching(&mut writer, filter, &mut failed, event);
+    }
+    written(failed)?;
+    writer.flush_if_due().map_err(output_failure)?;
     let waiting = tracer.waiting_for();
     eprintln!(
         "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes {} ms, modules {} ms{})",
@@ -171,25 +186,34 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let mut sigterm = signal(SignalKind::terminate())?;
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let stop = loop {
-        tokio::select! {
-            result = tracer.next_events(&mut events) => {
+        // Events go to the file as they are read; the first write error ends the recording.
+        let mut failed = None;
+        let mut write = |event| write_matching(&mut writer, filter, &mut failed, event);
+        let stop = tokio::select! {
+            result = tracer.next_events(&mut write) => {
                 result?;
-                write(&mut events, &mut writer)?;
+                None
             }
-            _ = sigint.recv() => break Stop::Signal("SIGINT"),
-            _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
+            _ = sigint.recv() => Some(Stop::Signal("SIGINT")),
+            _ = sigterm.recv() => Some(Stop::Signal("SIGTERM")),
             _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
-                break Stop::Duration;
+                Some(Stop::Duration)
             }
             status = async { child.as_mut().unwrap().wait().await }, if child.is_some() => {
-                break Stop::Command(status?);
+                Some(Stop::Command(status?))
             }
+        };
+        written(failed)?;
+        if let Some(stop) = stop {
+            break stop;
         }
+        writer.flush_if_due().map_err(output_failure)?;
     };
     // Events of the last moments may still be on their way: one more poll, then the rest.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    tracer.flush(&mut events)?;
-    write(&mut events, &mut writer)?;
+    let mut failed = None;
+    tracer.flush(&mut |event| write_matching(&mut writer, filter, &mut failed, event))?;
+    written(failed)?;
     let trailer = writer.finish(monotonic_ns(), 0).map_err(output_failure)?;
 
     let why = match &stop {

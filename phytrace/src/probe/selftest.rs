@@ -93,7 +93,7 @@ pub fn run() -> Result<SelfTestReport> {
             };
             match RawKind::from_u8(event.kind) {
                 Some(RawKind::SelfTestEnter) => entered = true,
-                Some(RawKind::SelfTestExit) if entered => exit = Some(event),
+                Some(RawKind::SelfTestExit) if entered => exit = Some(event.into_owned()),
                 _ => {}
             }
         }

@@ -228,7 +228,7 @@ impl Tracer {
         };
         let prefetched = prefetch.and_then(|thread| thread.join().ok().flatten());
         let mut events = Vec::new();
-        tracer.sync_modules(prefetched, &mut events)?;
+        tracer.sync_modules(prefetched, &mut |event| events.push(event))?;
         tracer.startup.modules = lap();
         Ok((tracer, events))
     }
@@ -261,9 +261,9 @@ impl Tracer {
             .collect()
     }
 
-    /// Waits until records arrive or [`POLL_INTERVAL`] passes, then appends what happened:
+    /// Waits until records arrive or [`POLL_INTERVAL`] passes, then hands `out` what happened:
     /// driver events, module (re)attachments, and lost-event counts. Cancel-safe.
-    pub async fn next_events(&mut self, out: &mut Vec<Event>) -> Result<()> {
+    pub async fn next_events(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
         match self.last_read {
             // Let the other tasks (signals, the writer's caller) run between batches.
             Read::Full => tokio::task::yield_now().await,
@@ -285,9 +285,9 @@ impl Tracer {
         Ok(())
     }
 
-    /// Appends the records in the ring buffer (at most a full ring's worth, should the kernel
-    /// still be producing), then any lost-event count.
-    pub fn flush(&mut self, out: &mut Vec<Event>) -> Result<()> {
+    /// Hands `out` the records in the ring buffer (at most a full ring's worth, should the
+    /// kernel still be producing), then any lost-event count.
+    pub fn flush(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
         self.drain(out, self.ring_capacity());
         self.report_drops(out)
     }
@@ -297,16 +297,15 @@ impl Tracer {
         self.options.ring_size as usize / size_of::<RawEvent>()
     }
 
-    /// Appends up to `limit` records from the ring buffer.
-    fn drain(&mut self, out: &mut Vec<Event>, limit: usize) -> Read {
+    /// Hands `out` up to `limit` records from the ring buffer.
+    fn drain(&mut self, out: &mut impl FnMut(Event), limit: usize) -> Read {
         let ring = self.ring.get_mut();
         for taken in 0..limit {
             let Some(record) = ring.next() else {
                 return if taken == 0 { Read::Empty } else { Read::Some };
             };
-            if let Some(event) = raw::parse(&record).and_then(|r: RawEvent| self.decoder.decode(&r))
-            {
-                out.push(event);
+            if let Some(event) = raw::parse(&record).and_then(|raw| self.decoder.decode(&raw)) {
+                out(event);
             }
         }
         Read::Full
@@ -321,10 +320,10 @@ impl Tracer {
         Ok(total)
     }
 
-    fn report_drops(&mut self, out: &mut Vec<Event>) -> Result<()> {
+    fn report_drops(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
         let total = self.lost_total()?;
         if total > self.lost_reported {
-            out.push(own_event(EventKind::Lost {
+            out(own_event(EventKind::Lost {
                 count: total - self.lost_reported,
             }));
             self.lost_reported = total;
@@ -334,7 +333,11 @@ impl Tracer {
 
     /// Attaches to driver modules that appeared, detaches from those that went away.
     /// Callbacks in `prefetched` serve if it lists the new modules as they are now.
-    fn sync_modules(&mut self, prefetched: Option<Prefetched>, out: &mut Vec<Event>) -> Result<()> {
+    fn sync_modules(
+        &mut self,
+        prefetched: Option<Prefetched>,
+        out: &mut impl FnMut(Event),
+    ) -> Result<()> {
         let loaded = modules::read(&self.options.modules)?;
         let gone: Vec<String> = self
             .attached
@@ -348,7 +351,7 @@ impl Tracer {
         }
         for name in gone {
             self.detach_module(&name);
-            out.push(own_event(EventKind::Detached { module: name }));
+            out(own_event(EventKind::Detached { module: name }));
         }
         let fresh: Vec<(String, LoadedModule)> = loaded
             .into_iter()
@@ -385,7 +388,7 @@ impl Tracer {
             if !reattached {
                 self.ever_attached.push(name.clone());
             }
-            out.push(Event {
+            out(Event {
                 ts_ns: arming,
                 ..own_event(EventKind::Attached {
                     module: name,

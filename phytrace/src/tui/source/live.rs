@@ -16,7 +16,6 @@ pub struct LiveSource {
     paused: bool,
     held: VecDeque<Event>,
     hold_cap: usize,
-    batch: Vec<Event>,
     delivered: u64,
 }
 
@@ -30,7 +29,6 @@ impl LiveSource {
             paused: false,
             held: first.into(),
             hold_cap: hold_cap.max(1),
-            batch: Vec::new(),
             delivered: 0,
         }
     }
@@ -43,8 +41,10 @@ impl LiveSource {
     /// Appends held events at once when running, else waits for the tracer (≤ 200 ms).
     pub async fn next_events(&mut self, out: &mut Vec<Event>) -> Result<()> {
         if self.paused || self.held.is_empty() {
-            self.tracer.next_events(&mut self.batch).await?;
-            self.held.extend(self.batch.drain(..));
+            let held = &mut self.held;
+            self.tracer
+                .next_events(&mut |event| held.push_back(event))
+                .await?;
         }
         let keep = if self.paused { self.hold_cap } else { 0 };
         let release = self.held.len().saturating_sub(keep);
