@@ -306,7 +306,7 @@ fn report(
     )?;
     writeln!(
         md,
-        "The consumer (`record` decoding each ring-buffer record and writing it) runs on one CPU under\nsoftware emulation, the producer on the other: at that rate it spends {:.0}% of the time between two\nevents on each; `cargo bench -p phytrace --bench record` measures its path natively (ns per event).\n",
+        "The consumer (`record` decoding each ring-buffer record and writing it) runs on one CPU under\nsoftware emulation, the producer on the other: at that rate the consumer is busy {:.0}% of the time\n(its ns per event × events per second); `cargo bench -p phytrace --bench record` measures its path\nnatively (ns per event).\n",
         top.consumer_ns.median * top.achieved.median / 1e7
     )?;
     writeln!(md, "## TUI CPU share\n")?;
