@@ -290,6 +290,14 @@ fn wrong_flags_and_subcommands() {
             vec!["diff", "--ignore-value", "NOPE", &capture, &capture],
             "NOPE",
         ),
+        (
+            vec!["tui", "--replay", &capture, "--keep", "99999999999"],
+            "expected a whole number from 1 to 10000000",
+        ),
+        (
+            vec!["tui", "--replay", &capture, "--keep", "0"],
+            "expected a whole number from 1 to 10000000",
+        ),
     ] {
         let out = phytrace(&args);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -17,6 +17,17 @@ use crate::tui::{
     ui::theme::Theme,
 };
 
+/// Most events `--keep` may hold (each takes about 300 bytes).
+const MAX_KEEP: usize = 10_000_000;
+
+/// `--keep`'s value: from 1 to [`MAX_KEEP`].
+fn keep_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_KEEP).contains(&n) => Ok(n),
+        _ => Err(format!("expected a whole number from 1 to {MAX_KEEP}")),
+    }
+}
+
 /// Arguments of `phytrace tui`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
@@ -37,7 +48,7 @@ pub struct TuiArgs {
     pub paused: bool,
     /// Events held for the log and the timeline; older ones leave the view (the model keeps
     /// its state).
-    #[arg(long, default_value_t = DEFAULT_KEEP, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_KEEP, value_name = "N", value_parser = keep_count)]
     pub keep: usize,
     /// Keep only events of PHYs whose `bus:addr`, bus id or driver name contains FILTER.
     #[arg(long, value_name = "FILTER")]

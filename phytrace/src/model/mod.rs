@@ -34,7 +34,8 @@ pub struct ModuleStatus {
     pub since_ns: u64,
 }
 
-/// What applying one event changed.
+/// What applying one event changed. The TUI keeps one per event shown: what few events have
+/// (a state change, a completed run) is boxed to keep it small.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
     /// Key of the PHY concerned.
@@ -44,11 +45,11 @@ pub struct Applied {
     /// MDIO: what an MMD_CTRL/MMD_DATA access meant.
     pub mmd: Option<MmdAccess>,
     /// `phy_state` changed.
-    pub transition: Option<StateTransition>,
+    pub transition: Option<Box<StateTransition>>,
     /// Link, speed or duplex changed (callback exits).
     pub link_change: Option<LinkChange>,
     /// Callback exit: the completed run with its accesses.
-    pub closed: Option<ClosedCallback>,
+    pub closed: Option<Box<ClosedCallback>>,
 }
 
 /// State of every PHY seen, keyed by [`PhyRef::key`](crate::event::PhyRef::key).
@@ -121,7 +122,7 @@ impl Model {
                 },
                 Some(phy),
             ) => {
-                applied.transition = phy.observe_state(ts, state, Some(callback));
+                applied.transition = phy.observe_state(ts, state, Some(callback)).map(Box::new);
                 phy.enter(ts, event.tid, callback, *depth, state);
             }
             (
@@ -149,8 +150,9 @@ impl Model {
                 let before = phy.observe_state(ts, state_before, Some(callback));
                 applied.transition = phy
                     .observe_state(ts, state_after, Some(callback))
-                    .or(before);
-                applied.closed = Some(closed);
+                    .or(before)
+                    .map(Box::new);
+                applied.closed = Some(Box::new(closed));
                 applied.link_change = link_change;
             }
             (
@@ -174,7 +176,8 @@ impl Model {
                 };
                 (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, access);
                 if let Some(state) = state {
-                    applied.transition = phy.observe_state(ts, state, caller.as_ref());
+                    applied.transition =
+                        phy.observe_state(ts, state, caller.as_ref()).map(Box::new);
                 }
             }
             (EventKind::Mdio { op, error, .. }, None) => match (error, op) {

@@ -168,8 +168,10 @@ impl App {
             model: Model::with_history_cap(keep),
             header,
             start_ns,
-            log: VecDeque::new(),
-            calls: VecDeque::new(),
+            // Exactly `keep`: a deque grown by doubling would hold up to twice that once full
+            // (memory is taken as entries come).
+            log: VecDeque::with_capacity(keep),
+            calls: VecDeque::with_capacity(keep),
             keep,
             baselines: BTreeMap::new(),
             selected: None,
@@ -243,7 +245,7 @@ impl App {
             self.calls.push_back(CallEntry {
                 seq,
                 key: key.clone(),
-                call,
+                call: *call,
             });
         }
         if self.log.len() >= self.keep {
@@ -337,6 +339,16 @@ pub fn window<T>(
 mod tests {
     use super::*;
     use crate::synth::{Synth, header};
+
+    /// What the TUI holds `--keep` of: a regression here multiplies by 100 000 by default.
+    #[test]
+    fn kept_log_entries_stay_small() {
+        assert!(
+            size_of::<LogEntry>() <= 256,
+            "{} bytes",
+            size_of::<LogEntry>()
+        );
+    }
 
     /// The update path fed as the event loop would at 100 000 events/s (5 000 per 50 ms frame):
     /// every event reaches the model, memory stays bounded by `keep`.
