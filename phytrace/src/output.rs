@@ -34,6 +34,18 @@ pub fn flush_stdout(out: &mut impl Write) -> Result<(), Failure> {
     }
 }
 
+/// Writes `bytes`, a whole result, to `out`, standard output, and flushes it; a reader that
+/// went away ends it quietly.
+pub fn print_to(out: &mut impl Write, bytes: &[u8]) -> Result<(), Failure> {
+    to_stdout(out, bytes)?;
+    flush_stdout(out)
+}
+
+/// [`print_to`] this process's standard output.
+pub fn print(bytes: &[u8]) -> Result<(), Failure> {
+    print_to(&mut io::stdout().lock(), bytes)
+}
+
 /// Creates `path` and fills it with `write`. If that fails after the file was created, a
 /// regular file is removed rather than left half-written (a device such as `/dev/full` is not).
 pub fn to_file(

@@ -185,8 +185,7 @@ pub fn check(
         .map(|run| report::text(&spec_name, spec, run))
         .collect::<Vec<_>>()
         .join("\n");
-    output::to_stdout(out, text.as_bytes())?;
-    output::flush_stdout(out)?;
+    output::print_to(out, text.as_bytes())?;
     if let Some(path) = &args.junit {
         let document = junit::document(&spec_name, spec, &runs);
         output::to_file(path, |out| out.write_all(document.as_bytes()))?;

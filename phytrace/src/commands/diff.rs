@@ -1,6 +1,5 @@
 //! `phytrace diff`: where the MDIO register sequences of two captures diverge.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -80,9 +79,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         0 => format!("\nequal: {} PHYs\n", diffs.len()),
         n => format!("\ndiffer: {n} of {} PHYs\n", diffs.len()),
     };
-    let mut out = io::stdout().lock();
-    output::to_stdout(&mut out, text.as_bytes())?;
-    output::flush_stdout(&mut out)?;
+    output::print(text.as_bytes())?;
     Ok(if differing > 0 {
         ExitCode::from(EXIT_VIOLATION)
     } else {

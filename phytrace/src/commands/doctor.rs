@@ -2,7 +2,7 @@
 //! and, when it fails, how to fix it.
 
 use std::fmt::Write as _;
-use std::{fs, io, path::Path, process::ExitCode};
+use std::{fs, path::Path, process::ExitCode};
 
 use crate::{
     exit::FailureKind,
@@ -125,9 +125,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             "phytrace cannot trace on this machine: {failed} check(s) failed."
         )?;
     }
-    let mut stdout = io::stdout().lock();
-    output::to_stdout(&mut stdout, out.as_bytes())?;
-    output::flush_stdout(&mut stdout)?;
+    output::print(out.as_bytes())?;
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {

@@ -1,6 +1,6 @@
 //! `phytrace generate`: shell completions and the man page, from the clap definitions.
 
-use std::{io, process::ExitCode};
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::CommandFactory as _;
@@ -46,8 +46,6 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         None => clap_mangen::Man::new(command).render(&mut text)?,
         Some(shell) => clap_complete::generate(shell, &mut command, "phytrace", &mut text),
     }
-    let mut out = io::stdout().lock();
-    output::to_stdout(&mut out, &text)?;
-    output::flush_stdout(&mut out)?;
+    output::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `phytrace probes`: what phytrace would probe on this kernel, and why something is missing.
 
 use std::fmt::Write as _;
-use std::{collections::BTreeMap, fs, io, path::Path, process::ExitCode};
+use std::{collections::BTreeMap, fs, path::Path, process::ExitCode};
 
 use anyhow::Result;
 
@@ -198,8 +198,6 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
         }
         Err(err) => writeln!(out, "Struct offsets: unavailable: {err:#}")?,
     }
-    let mut stdout = io::stdout().lock();
-    output::to_stdout(&mut stdout, out.as_bytes())?;
-    output::flush_stdout(&mut stdout)?;
+    output::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
