@@ -1,8 +1,8 @@
 //! Event records as JSON, written field by field straight from the [`Event`]: byte for byte
 //! what `serde_json` makes of its `WireEvent` (the tests hold it to that), at a fraction of
-//! the cost. This is the hot path
-//! of `phytrace record`, whose speed bounds the event rate it can keep up with. The helpers
-//! are always inlined so that each key is copied with its length known at compile time.
+//! the cost. This is the hot path of `phytrace record`, whose speed bounds the event rate it
+//! can keep up with. The helpers are always inlined so that each key is copied with its length
+//! known at compile time.
 
 use crate::event::{Duplex, Event, EventKind, MdioOp};
 
@@ -48,7 +48,7 @@ impl<'a> Object<'a> {
     #[inline(always)]
     fn string(&mut self, key: &str, value: &str) -> serde_json::Result<()> {
         self.key(key);
-        // Kinds and module names are identifiers: nothing to escape.
+        // Module names are identifiers: nothing to escape.
         if value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_')

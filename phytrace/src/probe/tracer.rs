@@ -144,11 +144,11 @@ pub struct Tracer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Read {
     /// No record.
-    Empty,
-    /// Records, and the ring is empty now.
-    Some,
+    Nothing,
+    /// Records, up to the last one in the ring.
+    CaughtUp,
     /// As many records as one read takes: more are waiting.
-    Full,
+    Backlog,
 }
 
 /// `CLOCK_MONOTONIC` now, the clock the eBPF programs stamp events with.
@@ -162,9 +162,15 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// An event phytrace itself reports, stamped now.
 fn own_event(kind: EventKind) -> Event {
+    own_event_at(monotonic_ns(), kind)
+}
+
+/// An event phytrace itself reports, stamped `ts_ns`.
+fn own_event_at(ts_ns: u64, kind: EventKind) -> Event {
     Event {
-        ts_ns: monotonic_ns(),
+        ts_ns,
         cpu: 0,
         tid: 0,
         phy: None,
@@ -222,7 +228,7 @@ impl Tracer {
             ever_attached: Vec::new(),
             lost_reported: 0,
             last_poll: Instant::now(),
-            last_read: Read::Empty,
+            last_read: Read::Nothing,
             states,
             startup,
         };
@@ -266,9 +272,9 @@ impl Tracer {
     pub async fn next_events(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
         match self.last_read {
             // Let the other tasks (signals, the writer's caller) run between batches.
-            Read::Full => tokio::task::yield_now().await,
-            Read::Some => tokio::time::sleep(GATHER_PAUSE).await,
-            Read::Empty => {
+            Read::Backlog => tokio::task::yield_now().await,
+            Read::CaughtUp => tokio::time::sleep(GATHER_PAUSE).await,
+            Read::Nothing => {
                 let wait = POLL_INTERVAL.saturating_sub(self.last_poll.elapsed());
                 if let Ok(guard) = tokio::time::timeout(wait, self.ring.readable_mut()).await {
                     // Cleared before reading: a record committed after the read wakes us.
@@ -302,13 +308,17 @@ impl Tracer {
         let ring = self.ring.get_mut();
         for taken in 0..limit {
             let Some(record) = ring.next() else {
-                return if taken == 0 { Read::Empty } else { Read::Some };
+                return if taken == 0 {
+                    Read::Nothing
+                } else {
+                    Read::CaughtUp
+                };
             };
             if let Some(event) = raw::parse(&record).and_then(|raw| self.decoder.decode(&raw)) {
                 out(event);
             }
         }
-        Read::Full
+        Read::Backlog
     }
 
     /// Events lost in the kernel so far (ring full or callback stack overflow).
@@ -388,14 +398,14 @@ impl Tracer {
             if !reattached {
                 self.ever_attached.push(name.clone());
             }
-            out(Event {
-                ts_ns: arming,
-                ..own_event(EventKind::Attached {
+            out(own_event_at(
+                arming,
+                EventKind::Attached {
                     module: name,
                     callbacks,
                     reattached,
-                })
-            });
+                },
+            ));
         }
         Ok(())
     }
