@@ -35,6 +35,11 @@ pub enum RawKind {
     SelfTestEnter = 5,
     /// The self-test probe fired on return.
     SelfTestExit = 6,
+    /// A module finished loading: its `MODULE:SYMBOL` probes are armed, its init is about to
+    /// run (`module_load` tracepoint; the name is in `driver`).
+    ModuleLoad = 7,
+    /// A module was freed after unloading (`module_free` tracepoint; the name is in `driver`).
+    ModuleFree = 8,
 }
 
 impl RawKind {
@@ -47,6 +52,8 @@ impl RawKind {
             4 => Self::MdioWrite,
             5 => Self::SelfTestEnter,
             6 => Self::SelfTestExit,
+            7 => Self::ModuleLoad,
+            8 => Self::ModuleFree,
             _ => return None,
         })
     }
@@ -65,9 +72,10 @@ pub struct RawEvent {
     pub ts_ns: u64,
     /// Time spent in the callback or MDIO access (exit events only).
     pub latency_ns: u64,
-    /// Address of the probed function (callback events) or of `__mdiobus_read`/`_write`.
+    /// The callback's probe key (callback events: the attach cookie userspace gave the probe),
+    /// or the address of `__mdiobus_read`/`_write`.
     pub func_ip: u64,
-    /// Address of the callback running on this thread when an MDIO access happened, or 0.
+    /// Probe key of the callback running on this thread when an MDIO access happened, or 0.
     pub caller_ip: u64,
     /// The `struct phy_device *`, or 0 when an MDIO address has no PHY attached.
     pub phydev: u64,
@@ -166,6 +174,8 @@ pub struct KernelOffsets {
     pub bus_mdio_map: u32,
     /// `mdio_device.flags` (`MDIO_DEVICE_FLAG_PHY` tells a PHY from another MDIO device).
     pub mdio_flags: u32,
+    /// `module.name`.
+    pub module_name: u32,
 }
 
 // SAFETY: `KernelOffsets` is `#[repr(C)]`, made of `u32`s only, with no padding; any bit pattern
@@ -198,6 +208,8 @@ mod tests {
             RawKind::MdioWrite,
             RawKind::SelfTestEnter,
             RawKind::SelfTestExit,
+            RawKind::ModuleLoad,
+            RawKind::ModuleFree,
         ] {
             assert_eq!(RawKind::from_u8(kind as u8), Some(kind));
         }

@@ -5,11 +5,11 @@ use aya_ebpf::{
     helpers::{
         bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
         bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
-        generated::bpf_get_func_ip,
+        generated::{bpf_get_attach_cookie, bpf_get_func_ip},
     },
-    macros::{kprobe, kretprobe, map},
+    macros::{kprobe, kretprobe, map, raw_tracepoint},
     maps::{HashMap, PerCpuArray, RingBuf},
-    programs::{ProbeContext, RetProbeContext},
+    programs::{ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use aya_log_ebpf::info;
 use phytrace_common::{
@@ -33,6 +33,7 @@ static OFFSETS: KernelOffsets = KernelOffsets {
     bus_id: 0,
     bus_mdio_map: 0,
     mdio_flags: 0,
+    module_name: 0,
 };
 
 /// Process whose calls the self-test probe reports (set by `phytrace doctor`).
@@ -53,7 +54,8 @@ static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(DROP_COUNTERS, 0)
 /// A callback that has been entered and not yet returned.
 #[derive(Clone, Copy)]
 struct Frame {
-    ip: u64,
+    /// The callback's probe key.
+    key: u64,
     phydev: u64,
     ts_ns: u64,
     state_before: u32,
@@ -178,13 +180,20 @@ fn func_ip<C: EbpfContext>(ctx: &C) -> u64 {
     unsafe { bpf_get_func_ip(ctx.as_ptr()) }
 }
 
+/// The key userspace attached this probe with (one per callback, the same for its return).
+fn attach_cookie<C: EbpfContext>(ctx: &C) -> u64 {
+    // SAFETY: kprobe programs attached through a perf link may call `bpf_get_attach_cookie`
+    // (Linux ≥ 5.15) with their context.
+    unsafe { bpf_get_attach_cookie(ctx.as_ptr()) }
+}
+
 #[kprobe]
 pub fn callback_enter(ctx: ProbeContext) -> u32 {
     let Some(phydev) = ctx.arg::<u64>(0) else {
         return 0;
     };
     let off = offsets();
-    let ip = func_ip(&ctx);
+    let key = attach_cookie(&ctx);
     let now = ktime_ns();
     let state_before: u32 = read_at(phydev, off.phy_state);
     let tid = tid();
@@ -193,7 +202,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
         depth: 0,
         _pad: 0,
         frames: [Frame {
-            ip: 0,
+            key: 0,
             phydev: 0,
             ts_ns: 0,
             state_before: 0,
@@ -215,7 +224,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
         return 0;
     }
     stack.frames[frame_index(depth)] = Frame {
-        ip,
+        key,
         phydev,
         ts_ns: now,
         state_before,
@@ -226,7 +235,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     if let Some(mut entry) = reserve(RawKind::CallbackEnter) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
-        event.func_ip = ip;
+        event.func_ip = key;
         event.state_before = state_before;
         event.depth = (depth + 1) as u8;
         fill_phy(event, &off, phydev);
@@ -261,7 +270,7 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
     if let Some(mut entry) = reserve(RawKind::CallbackExit) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
-        event.func_ip = frame.ip;
+        event.func_ip = frame.key;
         event.latency_ns = event.ts_ns.saturating_sub(frame.ts_ns);
         event.ret = ret;
         event.state_before = frame.state_before;
@@ -322,7 +331,7 @@ fn mdio_exit(ctx: &RetProbeContext, kind: RawKind) -> u32 {
         let stack = unsafe { &*stack };
         let depth = stack.depth as usize;
         if depth > 0 && depth <= MAX_CALLBACK_DEPTH {
-            event.caller_ip = stack.frames[frame_index(depth - 1)].ip;
+            event.caller_ip = stack.frames[frame_index(depth - 1)].key;
             event.depth = depth as u8;
         }
     }
@@ -359,6 +368,42 @@ pub fn mdio_write_enter(ctx: ProbeContext) -> u32 {
 #[kretprobe]
 pub fn mdio_write_exit(ctx: RetProbeContext) -> u32 {
     mdio_exit(&ctx, RawKind::MdioWrite)
+}
+
+/// Reports a module going live or away, with its name, stamped in the kernel's order of
+/// things: `module_load` fires after the kernel armed the module's pending probes and before
+/// its init runs; `module_free` after its exit ran.
+fn module_event(ctx: &RawTracePointContext, kind: RawKind) -> u32 {
+    // Both tracepoints pass `struct module *` as their only argument.
+    let module: u64 = ctx.arg(0);
+    if module == 0 {
+        return 0;
+    }
+    let off = offsets();
+    if let Some(mut entry) = reserve(kind) {
+        // SAFETY: `reserve` initialised the entry.
+        let event = unsafe { entry.assume_init_mut() };
+        // SAFETY: `module.name` is a NUL-terminated array inside the struct; the helper bounds
+        // the copy and fails cleanly on a bad pointer.
+        let _ = unsafe {
+            bpf_probe_read_kernel_str_bytes(
+                (module + off.module_name as u64) as *const u8,
+                &mut event.driver,
+            )
+        };
+        entry.submit(0);
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "module_load")]
+pub fn module_load(ctx: RawTracePointContext) -> u32 {
+    module_event(&ctx, RawKind::ModuleLoad)
+}
+
+#[raw_tracepoint(tracepoint = "module_free")]
+pub fn module_free(ctx: RawTracePointContext) -> u32 {
+    module_event(&ctx, RawKind::ModuleFree)
 }
 
 fn is_selftest_process() -> bool {

@@ -65,8 +65,54 @@ pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
     for module in IN_TREE_MODULES {
         copy_into(&kernel.tree.join(module), &out)?;
     }
+    install_tree(kernel, &out)?;
     run::done("modules", started);
     Ok(out)
+}
+
+/// The guest's module tree (`lib/modules/RELEASE` below it), which the VM mounts over
+/// `/lib/modules`: the kernel's modules, ours in `extra/`, indexed by depmod, so that modprobe
+/// and the kernel's own `request_module` find drivers by name and by alias as on a real system.
+pub fn tree() -> PathBuf {
+    paths::modules().join("tree")
+}
+
+fn install_tree(kernel: &kernel::Kernel, out: &Path) -> Result<()> {
+    let root = tree();
+    let _ = fs::remove_dir_all(&root);
+    run::output(
+        Command::new("make")
+            .arg("-C")
+            .arg(&kernel.tree)
+            .arg(format!("INSTALL_MOD_PATH={}", root.display()))
+            .args(["LLVM=-19", "-s", "modules_install"]),
+    )
+    .context("installing the kernel's modules into the guest's module tree")?;
+    let release = fs::read_to_string(kernel.tree.join("include/config/kernel.release"))
+        .context("reading the kernel release")?;
+    let release = release.trim();
+    let extra = root.join("lib/modules").join(release).join("extra");
+    fs::create_dir_all(&extra)?;
+    for entry in fs::read_dir(out)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        // Our modules; the in-tree ones are installed already.
+        if path.extension().is_some_and(|ext| ext == "ko")
+            && !IN_TREE_MODULES.iter().any(|m| m.ends_with(name))
+        {
+            fs::copy(&path, extra.join(name))?;
+        }
+    }
+    run::status(Command::new("depmod").arg("-b").arg(&root).arg(release))
+        .context("indexing the guest's module tree (depmod)")?;
+    eprintln!(
+        "    {} (depmod'd)",
+        root.join("lib/modules").join(release).display()
+    );
+    Ok(())
 }
 
 fn module_sources() -> Result<Vec<PathBuf>> {

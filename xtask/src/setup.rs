@@ -61,9 +61,26 @@ pub fn run() -> Result<()> {
     cargo_tools()?;
     fs::create_dir_all(paths::cache())
         .with_context(|| format!("creating the cache {}", paths::cache().display()))?;
+    module_tree_mount_point()?;
     run::done("setup", started);
     Ok(())
 }
+
+/// The guest sees this machine's root file system read-only and mounts its own module tree
+/// over `/lib/modules`: that directory must exist here (a machine without loadable modules,
+/// such as a container, has none).
+fn module_tree_mount_point() -> Result<()> {
+    let dir = Path::new(MODULES_DIR);
+    if dir.is_dir() {
+        return Ok(());
+    }
+    require_root("creating /lib/modules (where the VM mounts its module tree)")?;
+    eprintln!("    creating {MODULES_DIR} (the VM mounts its module tree there)");
+    fs::create_dir_all(dir).with_context(|| format!("creating {MODULES_DIR}"))
+}
+
+/// Where the VM mounts its module tree.
+const MODULES_DIR: &str = "/lib/modules";
 
 fn require_root(what: &str) -> Result<()> {
     if run::probe("id", ["-u"]).as_deref() != Some("0") {

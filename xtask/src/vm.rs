@@ -296,11 +296,12 @@ fn qemu_command(
     .arg("-append")
     .arg(format!(
         "console=ttyS0 quiet reboot=t panic=-1 oops=panic rdinit=/init tsc=reliable no_timer_check \
-             {}PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={}",
+             {}PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={} PHYTRACE_VM_MODULES={}",
         tsc_khz().map_or(String::new(), |khz| format!("tsc_early_khz={khz} ")),
         out.display(),
         run_dir.display(),
-        kept_directories().join(",")
+        kept_directories().join(","),
+        crate::modules::tree().join("lib/modules").display()
     ))
     .args([
         "-fsdev",

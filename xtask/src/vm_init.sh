@@ -38,6 +38,20 @@ for keep in $(echo "$PHYTRACE_VM_KEEP" | $B tr , " "); do
     i=$((i + 1))
 done
 $B mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "/host$PHYTRACE_VM_OUT"
+# The guest kernel's module tree (built by `cargo xtask modules`) as /lib/modules. The kernel
+# runs its helpers (request_module's modprobe, the uevent helper) in this initramfs: hand them
+# to the host root's modprobe, so that drivers load by name and alias as on a real system. By
+# default neither Asix PHY driver loads by alias (tests choose one in /run/modprobe.d).
+if [ -d "/host$PHYTRACE_VM_MODULES" ]; then
+    $B mount -o bind "/host$PHYTRACE_VM_MODULES" /host/lib/modules
+fi
+printf '#!/bin/busybox sh\nexec /bin/busybox chroot /host /sbin/modprobe "$@"\n' >/bin/modprobe
+printf '#!/bin/busybox sh\n[ "$ACTION" = add ] && [ -n "$MODALIAS" ] && exec /bin/busybox chroot /host /sbin/modprobe -q "$MODALIAS"\nexit 0\n' >/bin/hotplug
+$B chmod 755 /bin/modprobe /bin/hotplug
+echo /bin/modprobe >/proc/sys/kernel/modprobe
+echo /bin/hotplug >/proc/sys/kernel/hotplug
+$B mkdir -p /host/run/modprobe.d
+printf 'blacklist ax88796b\nblacklist ax88796b_rust\n' >/host/run/modprobe.d/phytrace-asix.conf
 $B hostname phytrace-vm
 $B chroot /host /usr/bin/setsid -c -w /bin/sh "$PHYTRACE_VM_RUN/run.sh" </dev/ttyS0 >/dev/ttyS0 2>&1
 echo $? > "/host$PHYTRACE_VM_RUN/status"

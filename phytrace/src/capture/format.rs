@@ -15,7 +15,9 @@ use crate::event::{Duplex, Event, EventKind, LinkState, MdioOp, PhyState};
 /// Value of the header's `format` field.
 pub const FORMAT_NAME: &str = "phytrace-capture";
 /// Version of the format this code writes; readers accept this version and older ones.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2: `attached`/`detached` are stamped by the kernel where the module loaded or was
+/// freed, and the header says how each followed module was armed (`arming`).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// First record: what was traced, where, and how to read the timestamps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +38,23 @@ pub struct Header {
     pub probes: Vec<ProbeEntry>,
     /// `enum phy_state` of the traced kernel (from its BTF).
     pub phy_states: Vec<PhyState>,
+    /// How each followed driver module was armed: which callbacks the capture can be trusted
+    /// to hold (absent in version 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arming: Vec<ArmingEntry>,
+}
+
+/// How one followed module's callbacks were armed at the start of the session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmingEntry {
+    pub module: String,
+    /// `first_callback`: armed by the kernel as the module loads, every callback recorded
+    /// from the first one; `after_load`: attached once the module was seen loaded, its first
+    /// callbacks missed.
+    pub guarantee: String,
+    /// Where the callbacks were read (module file or `/proc/kallsyms`), or why they could not
+    /// be read before the module loads.
+    pub source: String,
 }
 
 impl Header {
@@ -56,6 +75,7 @@ impl Header {
             clock,
             probes,
             phy_states,
+            arming: Vec::new(),
         }
     }
 

@@ -1,11 +1,13 @@
 //! `phytrace check`: assert the ordering rules of a spec on captures, for CI.
 
 use std::io::{self, Write};
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use super::FollowArgs;
 use super::record::{self, RecordArgs};
 use crate::capture::{Capture, Problem};
 use crate::check::{self, junit, report, report::Checked, spec::Spec};
@@ -135,7 +137,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         output: output.clone(),
         duration: None,
         phy: None,
-        modules: args.modules.clone(),
+        follow: FollowArgs {
+            modules: args.modules.clone(),
+            ..FollowArgs::default()
+        },
         ring_size: DEFAULT_RING_SIZE,
         command: args.command.clone(),
     })?;

@@ -9,16 +9,18 @@ use std::{
 use anyhow::Result;
 use tokio::signal::unix::{SignalKind, signal};
 
+use super::FollowArgs;
 use crate::{
     capture::{
-        format::{ClockRef, Header, ProbeEntry},
+        format::{ArmingEntry, ClockRef, Header, ProbeEntry},
         writer::{WriteError, Writer},
     },
     event::Event,
     exit::{Failure, FailureKind},
     probe::{
+        driver_probes::Guarantee,
         loader::DEFAULT_RING_SIZE,
-        tracer::{Tracer, TracerOptions, monotonic_ns},
+        tracer::{Tracer, monotonic_ns},
     },
 };
 
@@ -38,9 +40,8 @@ pub struct RecordArgs {
     /// Keep only events of PHYs whose `bus:addr`, bus id or driver name contains FILTER.
     #[arg(long, value_name = "FILTER")]
     pub phy: Option<String>,
-    /// Driver module to follow (repeatable); default: every Rust PHY driver module.
-    #[arg(long = "module", value_name = "MODULE")]
-    pub modules: Vec<String>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
     /// Size of the kernel ring buffer in bytes (a power of two).
     #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "BYTES")]
     pub ring_size: u32,
@@ -109,7 +110,17 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
             symbol: s.demangled,
         })
         .collect();
-    Header::for_this_host(clock, probes, tracer.phy_states().to_list())
+    let mut header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
+    header.arming = tracer
+        .arming()
+        .into_iter()
+        .map(|a| ArmingEntry {
+            module: a.module,
+            guarantee: a.guarantee.as_str().to_owned(),
+            source: a.source,
+        })
+        .collect();
+    header
 }
 
 /// Writes `event` if it concerns a PHY matching `filter`, unless a write failed before: the
@@ -137,10 +148,7 @@ fn output_failure(err: impl std::fmt::Display) -> Failure {
 async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let started = Instant::now();
     let clock = clock_now();
-    let (mut tracer, first) = Tracer::start(TracerOptions {
-        ring_size: args.ring_size,
-        modules: args.modules.clone(),
-    })?;
+    let (mut tracer, first) = Tracer::start(args.follow.tracer_options(args.ring_size))?;
     let attached_in = started.elapsed();
     let startup = tracer.startup();
     let header = session_header(&tracer, clock);
@@ -152,6 +160,19 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     }
     written(failed)?;
     writer.flush_if_due().map_err(output_failure)?;
+    for arming in tracer.arming() {
+        eprintln!(
+            "phytrace: {}: {} ({})",
+            arming.module,
+            match arming.guarantee {
+                Guarantee::FirstCallback =>
+                    "armed before it loads: every callback from the first one",
+                Guarantee::AfterLoad =>
+                    "attached when seen loaded: its first callbacks may be missed",
+            },
+            arming.source
+        );
+    }
     let waiting = tracer.waiting_for();
     eprintln!(
         "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes {} ms, modules {} ms{})",

@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use crate::commands::FollowArgs;
 use crate::commands::record::{clock_now, session_header};
 use crate::exit::{Failure, FailureKind};
 use crate::probe::loader::DEFAULT_RING_SIZE;
-use crate::probe::tracer::{Tracer, TracerOptions};
+use crate::probe::tracer::Tracer;
 use crate::tui::{
     self,
     app::{App, DEFAULT_KEEP},
@@ -53,9 +54,8 @@ pub struct TuiArgs {
     /// Keep only events of PHYs whose `bus:addr`, bus id or driver name contains FILTER.
     #[arg(long, value_name = "FILTER")]
     pub phy: Option<String>,
-    /// Live: driver module to follow (repeatable); default: every Rust PHY driver module.
-    #[arg(long = "module", value_name = "MODULE", conflicts_with = "replay")]
-    pub modules: Vec<String>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
     /// Live: size of the kernel ring buffer in bytes (a power of two).
     #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "BYTES", conflicts_with = "replay")]
     pub ring_size: u32,
@@ -70,7 +70,7 @@ impl Default for TuiArgs {
             paused: false,
             keep: DEFAULT_KEEP,
             phy: None,
-            modules: Vec::new(),
+            follow: FollowArgs::default(),
             ring_size: DEFAULT_RING_SIZE,
         }
     }
@@ -122,10 +122,7 @@ fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
         }
         None => {
             let clock = clock_now();
-            let (tracer, first) = Tracer::start(TracerOptions {
-                ring_size: args.ring_size,
-                modules: args.modules.clone(),
-            })?;
+            let (tracer, first) = Tracer::start(args.follow.tracer_options(args.ring_size))?;
             let header = session_header(&tracer, clock);
             let mut live = LiveSource::new(tracer, header, first, args.keep);
             live.set_paused(args.paused);

@@ -24,14 +24,15 @@ mod tests;
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
-/// The named types phytrace looks up: the structs [`KernelBtf::offsets`] starts from and
-/// `enum phy_state`.
+/// The named types phytrace looks up: the structs [`KernelBtf::offsets`] starts from (`module`
+/// for the name the module tracepoints report) and `enum phy_state`.
 const WANTED: &[&str] = &[
     "phy_device",
     "mdio_device",
     "mii_bus",
     "phy_driver",
     "phy_state",
+    "module",
 ];
 
 /// How many anonymous structs and unions one member look-up may search before the BTF is taken
@@ -195,6 +196,7 @@ impl KernelBtf {
             bus_id: self.offset("mii_bus", &["id"])?,
             bus_mdio_map: self.offset("mii_bus", &["mdio_map"])?,
             mdio_flags: self.offset("mdio_device", &["flags"])?,
+            module_name: self.offset("module", &["name"])?,
         })
     }
 

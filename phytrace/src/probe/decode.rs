@@ -11,7 +11,13 @@ fn is_void(callback: &str) -> bool {
     matches!(callback, "link_change_notify" | "remove")
 }
 
-/// What the decoder needs to know about the probes: address → callback.
+/// A NUL-padded C string field as text.
+pub fn c_string(field: &[u8]) -> String {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    String::from_utf8_lossy(&field[..end]).into_owned()
+}
+
+/// What the decoder needs to know about the probes: probe key → callback.
 #[derive(Default)]
 pub struct Decoder {
     callbacks: FastMap<u64, Callback>,
@@ -63,24 +69,17 @@ impl Decoder {
         }
     }
 
-    /// Teaches the decoder the callback at `address`.
-    pub fn add_callback(&mut self, address: u64, callback: Callback) {
-        self.callbacks.insert(address, callback);
+    /// Teaches the decoder the callback probed with `key`.
+    pub fn add_callback(&mut self, key: u64, callback: Callback) {
+        self.callbacks.insert(key, callback);
     }
 
-    /// Forgets the callbacks at `addresses` (their module went away).
-    pub fn remove_callbacks(&mut self, addresses: impl IntoIterator<Item = u64>) {
-        for address in addresses {
-            self.callbacks.remove(&address);
-        }
-    }
-
-    fn callback(&self, address: u64) -> Callback {
+    fn callback(&self, key: u64) -> Callback {
         self.callbacks
-            .get(&address)
+            .get(&key)
             .cloned()
             .unwrap_or_else(|| Callback {
-                name: format!("unknown@{address:#x}").into(),
+                name: format!("unknown#{key}").into(),
                 driver_type: Text::default(),
             })
     }
@@ -107,7 +106,8 @@ impl Decoder {
         phy
     }
 
-    /// Decodes one record; `None` for kinds that are not driver events (the self-test).
+    /// Decodes one record; `None` for kinds that are not driver events (the self-test, module
+    /// loads, which the tracer handles).
     pub fn decode(&mut self, raw: &RawEvent) -> Option<Event> {
         let phy = (raw.phydev != 0 || raw.bus_id[0] != 0).then(|| self.phy(raw));
         let kind = match RawKind::from_u8(raw.kind)? {
@@ -145,7 +145,10 @@ impl Decoder {
                 caller: (raw.caller_ip != 0).then(|| self.callback(raw.caller_ip)),
                 state: (raw.phydev != 0).then(|| self.states.state(raw.state_before)),
             },
-            RawKind::SelfTestEnter | RawKind::SelfTestExit => return None,
+            RawKind::SelfTestEnter
+            | RawKind::SelfTestExit
+            | RawKind::ModuleLoad
+            | RawKind::ModuleFree => return None,
         };
         Some(Event {
             ts_ns: raw.ts_ns,
@@ -235,7 +238,7 @@ mod tests {
         else {
             panic!("not a callback event");
         };
-        assert_eq!(&*callback.name, "unknown@0xabc");
+        assert_eq!(&*callback.name, "unknown#2748");
         assert_eq!(&*state.name, "UNKNOWN_9");
     }
 }

@@ -4,11 +4,14 @@
 pub mod attach;
 pub mod btf;
 pub mod decode;
+pub mod driver_probes;
 pub mod loader;
+pub mod module_files;
 pub mod modules;
 pub mod raw;
 pub mod selftest;
 pub mod symbols;
+pub mod trace_events;
 pub mod tracer;
 
 /// The OS error code somewhere in `err`'s chain of causes, if any.

@@ -56,19 +56,23 @@ fn parse_line(line: &str) -> Option<CallbackSymbol> {
     let address = u64::from_str_radix(fields.next()?, 16).ok()?;
     let kind = fields.next()?;
     let symbol = fields.next()?;
-    // Only code (`t`/`T`), Rust v0 symbols (`_R…`) whose mangled form names both `Adapter` and
-    // a `…_callback`: demangling only those keeps start-up fast (kallsyms has ~100k lines).
-    if !kind.eq_ignore_ascii_case("t")
-        || !symbol.starts_with("_R")
-        || !symbol.contains("Adapter")
-        || !symbol.contains("_callback")
-    {
+    if !kind.eq_ignore_ascii_case("t") {
         return None;
     }
     let module = fields
         .next()
         .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
         .unwrap_or("vmlinux");
+    callback_symbol(symbol, module, address)
+}
+
+/// The callback `symbol` of `module` at `address`, if it is one.
+pub fn callback_symbol(symbol: &str, module: &str, address: u64) -> Option<CallbackSymbol> {
+    // Only Rust v0 symbols (`_R…`) whose mangled form names both `Adapter` and a `…_callback`:
+    // demangling only those keeps start-up fast (kallsyms has ~100k lines).
+    if !symbol.starts_with("_R") || !symbol.contains("Adapter") || !symbol.contains("_callback") {
+        return None;
+    }
     let demangled = format!("{:#}", rustc_demangle::try_demangle(symbol).ok()?);
     let (driver_type, callback) = parse_adapter_path(&demangled)?;
     Some(CallbackSymbol {

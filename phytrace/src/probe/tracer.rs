@@ -1,9 +1,10 @@
-//! A tracing session: programs loaded, MDIO probes attached, driver modules followed as they
-//! load, unload and reload, and kernel records turned into [`Event`]s.
+//! A tracing session: programs loaded, MDIO probes attached, driver modules' callbacks armed
+//! (before they load, where their module file is known), and kernel records turned into
+//! [`Event`]s.
 
 use std::{
-    collections::{BTreeMap, HashMap},
-    path::Path,
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
@@ -11,21 +12,22 @@ use anyhow::{Context as _, Result};
 use aya::{
     Ebpf,
     maps::{MapData, PerCpuArray, RingBuf},
-    programs::{KProbe, kprobe::KProbeLinkId},
+    programs::RawTracePoint,
 };
-use phytrace_common::{DROP_COUNTERS, RawEvent};
+use phytrace_common::{DROP_COUNTERS, RawEvent, RawKind};
 use tokio::io::unix::AsyncFd;
 
 use super::{
     attach::attach,
     btf::{self, PhyStates},
-    decode::Decoder,
-    loader::{self, LoadOptions},
-    modules::{self, LoadedModule},
-    raw,
+    decode::{Decoder, c_string},
+    driver_probes::{DriverProbes, Guarantee, SymbolSource},
+    loader::{self, LoadOptions, explain_refusal},
+    module_files::{self, ModuleTree},
+    modules, raw,
     symbols::{self, CallbackSymbol},
 };
-use crate::event::{Callback, Event, EventKind};
+use crate::event::{Event, EventKind};
 
 /// The bus accessors every phylib register access goes through (`phy_modify` included).
 const MDIO_PROBES: &[(&str, &str, &str)] = &[
@@ -33,7 +35,13 @@ const MDIO_PROBES: &[(&str, &str, &str)] = &[
     ("__mdiobus_write", "mdio_write_enter", "mdio_write_exit"),
 ];
 
-/// How often module loads and drop counters are checked.
+/// The module life-cycle tracepoints and their programs.
+const MODULE_TRACEPOINTS: &[(&str, &str)] = &[
+    ("module_load", "module_load"),
+    ("module_free", "module_free"),
+];
+
+/// How often drop counters are checked.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Most records [`Tracer::next_events`] takes in one call: under overload the caller writes
@@ -49,12 +57,16 @@ const MAX_BATCH: usize = 4096;
 const GATHER_PAUSE: Duration = Duration::from_millis(1);
 
 /// What to trace.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct TracerOptions {
     /// Ring buffer size in bytes.
     pub ring_size: u32,
     /// Driver modules to follow; empty means every module with `kernel::net::phy` callbacks.
     pub modules: Vec<String>,
+    /// Module files to read callbacks from (instead of looking them up in the module tree).
+    pub module_files: Vec<PathBuf>,
+    /// The module tree to look module files up in; default: the running kernel's.
+    pub module_tree: Option<PathBuf>,
 }
 
 /// Where start-up time went, for `record`'s first line and the benchmarks.
@@ -64,10 +76,10 @@ pub struct StartupTimings {
     pub btf: Duration,
     /// Loading the eBPF object (verifier included).
     pub load: Duration,
-    /// Attaching the MDIO kprobes and kretprobes.
+    /// Attaching the MDIO probes and the module tracepoints.
     pub mdio: Duration,
-    /// Finding driver modules and attaching their callbacks (kallsyms is read meanwhile
-    /// during the phases before: only what is left of that is waited for here).
+    /// Finding driver modules and arming their callbacks (kallsyms and module files are read
+    /// meanwhile during the phases before: only what is left of that is waited for here).
     pub modules: Duration,
 }
 
@@ -78,40 +90,86 @@ impl StartupTimings {
     }
 }
 
-/// A driver module whose callbacks are probed.
-struct AttachedModule {
-    instance: LoadedModule,
-    links: Vec<(&'static str, KProbeLinkId)>,
-    symbols: Vec<CallbackSymbol>,
+/// How a followed module is traced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleArming {
+    pub module: String,
+    /// What the capture holds of its callbacks at its next load.
+    pub guarantee: Guarantee,
+    /// Where its callbacks were read, or why they could not be read in advance.
+    pub source: String,
 }
 
-/// Callbacks read from kallsyms just after the module list they hold for.
+/// What is read before the programs are loaded, on another thread.
 struct Prefetched {
-    loaded: BTreeMap<String, LoadedModule>,
-    symbols: Vec<CallbackSymbol>,
+    /// Callbacks of the live followed modules, from kallsyms.
+    live_callbacks: Vec<CallbackSymbol>,
+    /// Followed modules not loaded: their module file's callbacks, or why there are none.
+    files: BTreeMap<String, Result<(PathBuf, Vec<CallbackSymbol>), String>>,
+    /// Modules of the tree known not to be PHY drivers (no `mdio:` alias).
+    not_phy_drivers: BTreeSet<String>,
 }
 
 impl Prefetched {
-    /// Reads the module list, then kallsyms if a live module in it is to be followed
-    /// (`follow`, empty for all); `None` if not or if reading fails.
-    fn read(follow: &[String]) -> Option<Self> {
-        let loaded = modules::read(follow).ok()?;
-        if !loaded
-            .iter()
-            .any(|(name, m)| m.state == "Live" && modules::follows(follow, name))
-        {
-            return None;
+    fn read(options: &TracerOptions) -> Result<Self> {
+        let loaded: BTreeSet<String> = modules::read()?
+            .into_iter()
+            .filter(|(name, state)| state == "Live" && modules::follows(&options.modules, name))
+            .map(|(name, _)| name)
+            .collect();
+        let live_callbacks = if loaded.is_empty() {
+            Vec::new()
+        } else {
+            read_callbacks()?
+                .into_iter()
+                .filter(|s| loaded.contains(&s.module))
+                .collect()
+        };
+        let tree = ModuleTree::read(
+            &options
+                .module_tree
+                .clone()
+                .unwrap_or_else(module_files::default_tree),
+        );
+        let mut files = BTreeMap::new();
+        for path in &options.module_files {
+            let read = module_files::read(path).map_err(|err| err.to_string());
+            let name = module_files::module_name(path).unwrap_or_default();
+            files.insert(name, read.map(|file| (file.path, file.callbacks)));
         }
-        let symbols = read_callbacks().ok()?;
-        Some(Self { loaded, symbols })
-    }
-
-    /// The callbacks, if the module list they hold for has every one of `fresh` as it is now.
-    fn callbacks_for(self, fresh: &[(String, LoadedModule)]) -> Option<Vec<CallbackSymbol>> {
-        fresh
-            .iter()
-            .all(|(name, m)| self.loaded.get(name) == Some(m))
-            .then_some(self.symbols)
+        let wanted: Vec<String> = if options.modules.is_empty() {
+            tree.phy_drivers().to_vec()
+        } else {
+            options.modules.clone()
+        };
+        for name in wanted {
+            if loaded.contains(&name) || files.contains_key(&name) {
+                continue;
+            }
+            let read = match tree.file(&name) {
+                Some(path) => module_files::read(path)
+                    .map(|file| (file.path, file.callbacks))
+                    .map_err(|err| err.to_string()),
+                None => Err(
+                    "not in the module tree (modules.dep); give it with --module-file".to_owned(),
+                ),
+            };
+            // Following every Rust PHY driver: C drivers in the tree are not followed.
+            if options.modules.is_empty() && read.as_ref().is_ok_and(|(_, c)| c.is_empty()) {
+                continue;
+            }
+            files.insert(name, read);
+        }
+        let not_phy_drivers = tree
+            .modules()
+            .filter(|name| !tree.phy_drivers().contains(name))
+            .cloned()
+            .collect();
+        Ok(Self {
+            live_callbacks,
+            files,
+            not_phy_drivers,
+        })
     }
 }
 
@@ -128,11 +186,19 @@ pub struct Tracer {
     drops: PerCpuArray<MapData, u64>,
     decoder: Decoder,
     options: TracerOptions,
-    attached: BTreeMap<String, AttachedModule>,
-    /// Module instances seen without callbacks, so kallsyms is read once per instance.
-    ignored: HashMap<String, LoadedModule>,
-    ever_attached: Vec<String>,
+    probes: DriverProbes,
+    /// Followed modules that are live now.
+    live: BTreeSet<String>,
+    /// Modules that were live at some point of the session.
+    ever_attached: BTreeSet<String>,
+    /// How each followed module is armed.
+    arming: BTreeMap<String, ModuleArming>,
+    /// Modules of the tree known not to be PHY drivers.
+    not_phy_drivers: BTreeSet<String>,
     lost_reported: u64,
+    /// Time and CPU of the last record read: events phytrace adds are stamped with them, so
+    /// that every CPU's records stay in time order.
+    last_seen: (u64, u32),
     last_poll: Instant,
     /// What the last read found.
     last_read: Read,
@@ -162,16 +228,11 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// An event phytrace itself reports, stamped now.
-fn own_event(kind: EventKind) -> Event {
-    own_event_at(monotonic_ns(), kind)
-}
-
-/// An event phytrace itself reports, stamped `ts_ns`.
-fn own_event_at(ts_ns: u64, kind: EventKind) -> Event {
+/// An event phytrace itself reports, stamped `ts_ns` on `cpu`.
+fn own_event_at(ts_ns: u64, cpu: u32, kind: EventKind) -> Event {
     Event {
         ts_ns,
-        cpu: 0,
+        cpu,
         tid: 0,
         phy: None,
         kind,
@@ -179,8 +240,9 @@ fn own_event_at(ts_ns: u64, kind: EventKind) -> Event {
 }
 
 impl Tracer {
-    /// Must be called inside a tokio runtime. Loads the programs, attaches the MDIO probes and the callbacks of loaded driver
-    /// modules; returns the session and its first events (one `Attached` per module).
+    /// Must be called inside a tokio runtime. Loads the programs, attaches the MDIO probes and
+    /// the module tracepoints, and arms the callbacks of the followed driver modules, loaded or
+    /// not; returns the session and its first events (one `Attached` per live module).
     pub fn start(options: TracerOptions) -> Result<(Self, Vec<Event>)> {
         let mut startup = StartupTimings::default();
         let mut phase = Instant::now();
@@ -189,13 +251,13 @@ impl Tracer {
             phase = Instant::now();
             elapsed
         };
-        // Reading kallsyms takes about as long as loading the programs in a slow guest: read
-        // it meanwhile on another thread (no thread, no harm: it is read when needed).
-        let follow = options.modules.clone();
+        // Reading kallsyms and module files takes about as long as loading the programs in a
+        // slow guest: read them meanwhile on another thread.
+        let prefetch_options = options.clone();
         let prefetch = std::thread::Builder::new()
-            .name("phytrace-kallsyms".into())
-            .spawn(move || Prefetched::read(&follow))
-            .ok();
+            .name("phytrace-symbols".into())
+            .spawn(move || Prefetched::read(&prefetch_options))
+            .context("starting a thread")?;
         let kernel_btf = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))?;
         let offsets = kernel_btf.offsets()?;
         let states = kernel_btf.phy_states()?;
@@ -210,6 +272,10 @@ impl Tracer {
             attach(&mut ebpf, enter, symbol)?;
             attach(&mut ebpf, exit, symbol)?;
         }
+        // Before the module list is read: a module that loads from now on is reported.
+        for (tracepoint, program) in MODULE_TRACEPOINTS {
+            attach_raw_tracepoint(&mut ebpf, program, tracepoint)?;
+        }
         startup.mdio = lap();
         let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
         let drops = PerCpuArray::try_from(ebpf.take_map("DROPS").context("DROPS map")?)?;
@@ -217,26 +283,106 @@ impl Tracer {
         // as the `AsyncFd` owns the ring buffer.
         let ring = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
             .map_err(|err| anyhow::anyhow!("watching the ring buffer: {err}"))?;
+        let prefetched = prefetch
+            .join()
+            .map_err(|_| anyhow::anyhow!("the symbol reader stopped"))??;
         let mut tracer = Self {
             ebpf,
             ring,
             drops,
             decoder: Decoder::new(states.clone()),
             options,
-            attached: BTreeMap::new(),
-            ignored: HashMap::new(),
-            ever_attached: Vec::new(),
+            probes: DriverProbes::new()?,
+            live: BTreeSet::new(),
+            ever_attached: BTreeSet::new(),
+            arming: BTreeMap::new(),
+            not_phy_drivers: prefetched.not_phy_drivers.clone(),
             lost_reported: 0,
+            last_seen: (0, 0),
             last_poll: Instant::now(),
             last_read: Read::Nothing,
             states,
             startup,
         };
-        let prefetched = prefetch.and_then(|thread| thread.join().ok().flatten());
-        let mut events = Vec::new();
-        tracer.sync_modules(prefetched, &mut |event| events.push(event))?;
+        let events = tracer.arm_at_start(prefetched)?;
         tracer.startup.modules = lap();
         Ok((tracer, events))
+    }
+
+    /// Arms the live followed modules from kallsyms and the others from their module files.
+    fn arm_at_start(&mut self, prefetched: Prefetched) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        let mut by_module: BTreeMap<String, Vec<CallbackSymbol>> = BTreeMap::new();
+        for symbol in prefetched.live_callbacks {
+            by_module
+                .entry(symbol.module.clone())
+                .or_default()
+                .push(symbol);
+        }
+        for (module, symbols) in by_module {
+            let callbacks = symbols.len();
+            // Stamped before the first probe is armed, so that its callbacks come after it.
+            let arming = monotonic_ns();
+            self.probes.arm(
+                &mut self.ebpf,
+                &mut self.decoder,
+                &module,
+                symbols,
+                SymbolSource::Kallsyms,
+            )?;
+            self.set_arming(
+                &module,
+                Guarantee::FirstCallback,
+                "/proc/kallsyms".to_owned(),
+            );
+            self.live.insert(module.clone());
+            self.ever_attached.insert(module.clone());
+            events.push(own_event_at(
+                arming,
+                0,
+                EventKind::Attached {
+                    module,
+                    callbacks,
+                    reattached: false,
+                },
+            ));
+        }
+        for (module, file) in prefetched.files {
+            match file {
+                Ok((path, symbols)) if !symbols.is_empty() => {
+                    self.probes.arm(
+                        &mut self.ebpf,
+                        &mut self.decoder,
+                        &module,
+                        symbols,
+                        SymbolSource::ModuleFile(path.clone()),
+                    )?;
+                    self.set_arming(
+                        &module,
+                        Guarantee::FirstCallback,
+                        path.display().to_string(),
+                    );
+                }
+                Ok((path, _)) => self.set_arming(
+                    &module,
+                    Guarantee::AfterLoad,
+                    format!("{} defines no kernel::net::phy callbacks", path.display()),
+                ),
+                Err(why) => self.set_arming(&module, Guarantee::AfterLoad, why),
+            }
+        }
+        Ok(events)
+    }
+
+    fn set_arming(&mut self, module: &str, guarantee: Guarantee, source: String) {
+        self.arming.insert(
+            module.to_owned(),
+            ModuleArming {
+                module: module.to_owned(),
+                guarantee,
+                source,
+            },
+        );
     }
 
     /// Where start-up time went.
@@ -249,21 +395,28 @@ impl Tracer {
         &self.states
     }
 
-    /// The callbacks probed right now.
+    /// The callbacks armed right now (addresses 0 for modules not loaded).
     pub fn probe_table(&self) -> Vec<CallbackSymbol> {
-        self.attached
-            .values()
-            .flat_map(|m| m.symbols.iter().cloned())
+        self.probes
+            .modules()
+            .flat_map(|(_, m)| m.callbacks.iter().map(|c| c.symbol.clone()))
             .collect()
     }
 
-    /// Names of the modules being waited for (asked for, not loaded yet).
+    /// How each followed module is armed.
+    pub fn arming(&self) -> Vec<ModuleArming> {
+        self.arming.values().cloned().collect()
+    }
+
+    /// Names of the followed modules not loaded now.
     pub fn waiting_for(&self) -> Vec<String> {
-        self.options
-            .modules
-            .iter()
-            .filter(|m| !self.attached.contains_key(*m))
+        self.arming
+            .keys()
+            .chain(self.options.modules.iter())
+            .filter(|m| !self.live.contains(*m))
             .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
             .collect()
     }
 
@@ -282,19 +435,18 @@ impl Tracer {
                 }
             }
         }
-        self.last_read = self.drain(out, MAX_BATCH);
+        self.last_read = self.drain(out, MAX_BATCH)?;
         if self.last_poll.elapsed() >= POLL_INTERVAL {
             self.last_poll = Instant::now();
-            self.sync_modules(None, out)?;
             self.report_drops(out)?;
         }
         Ok(())
     }
 
-    /// Hands `out` the records in the ring buffer (at most a full ring's worth, should the
-    /// kernel still be producing), then any lost-event count.
+    /// Hands `out` every record in the ring buffer until it is empty (at most a full ring's
+    /// worth, should the kernel still be producing), then any lost-event count.
     pub fn flush(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
-        self.drain(out, self.ring_capacity());
+        while self.drain(out, self.ring_capacity())? == Read::Backlog {}
         self.report_drops(out)
     }
 
@@ -304,21 +456,111 @@ impl Tracer {
     }
 
     /// Hands `out` up to `limit` records from the ring buffer.
-    fn drain(&mut self, out: &mut impl FnMut(Event), limit: usize) -> Read {
-        let ring = self.ring.get_mut();
+    fn drain(&mut self, out: &mut impl FnMut(Event), limit: usize) -> Result<Read> {
         for taken in 0..limit {
-            let Some(record) = ring.next() else {
-                return if taken == 0 {
+            let Some(record) = self.ring.get_mut().next() else {
+                return Ok(if taken == 0 {
                     Read::Nothing
                 } else {
                     Read::CaughtUp
-                };
+                });
             };
-            if let Some(event) = raw::parse(&record).and_then(|raw| self.decoder.decode(&raw)) {
-                out(event);
+            let Some(raw) = raw::parse(&record) else {
+                continue;
+            };
+            self.last_seen = (raw.ts_ns, raw.cpu);
+            match RawKind::from_u8(raw.kind) {
+                Some(kind @ (RawKind::ModuleLoad | RawKind::ModuleFree)) => {
+                    let raw = raw.into_owned();
+                    drop(record);
+                    self.module_changed(kind, &raw, out)?;
+                }
+                _ => {
+                    if let Some(event) = self.decoder.decode(&raw) {
+                        out(event);
+                    }
+                }
             }
         }
-        Read::Backlog
+        Ok(Read::Backlog)
+    }
+
+    /// A module went live or away: reports it where it happened in the stream and arms the
+    /// callbacks of a followed module whose probes the kernel could not arm in advance.
+    fn module_changed(
+        &mut self,
+        kind: RawKind,
+        raw: &RawEvent,
+        out: &mut impl FnMut(Event),
+    ) -> Result<()> {
+        let module = c_string(&raw.driver);
+        if kind == RawKind::ModuleFree {
+            if self.live.remove(&module) {
+                out(own_event_at(
+                    raw.ts_ns,
+                    raw.cpu,
+                    EventKind::Detached { module },
+                ));
+            }
+            return Ok(());
+        }
+        if !modules::follows(&self.options.modules, &module)
+            || self.live.contains(&module)
+            || (self.options.modules.is_empty()
+                && self.probes.armed(&module).is_none()
+                && self.not_phy_drivers.contains(&module))
+        {
+            return Ok(());
+        }
+        // The module is live: its callbacks as the kernel has them.
+        let live: Vec<CallbackSymbol> = read_callbacks()?
+            .into_iter()
+            .filter(|s| s.module == module)
+            .collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        let names = |symbols: &mut dyn Iterator<Item = &CallbackSymbol>| {
+            symbols.map(|s| s.symbol.clone()).collect::<BTreeSet<_>>()
+        };
+        let armed_in_time = self.probes.armed(&module).is_some_and(|armed| {
+            names(&mut armed.callbacks.iter().map(|c| &c.symbol)) == names(&mut live.iter())
+        });
+        let callbacks = live.len();
+        if !armed_in_time {
+            // Not armed in advance, or armed with symbols of another build of the module.
+            self.probes.arm(
+                &mut self.ebpf,
+                &mut self.decoder,
+                &module,
+                live,
+                SymbolSource::Kallsyms,
+            )?;
+            let why = match self.arming.get(&module) {
+                Some(a) if a.guarantee == Guarantee::FirstCallback => format!(
+                    "{} did not match the module that loaded: armed from /proc/kallsyms after it loaded",
+                    a.source
+                ),
+                Some(a) => a.source.clone(),
+                None => "not known before it loaded".to_owned(),
+            };
+            log::warn!(
+                "{module}: callbacks attached after the module loaded ({why}): its first callbacks may be missing"
+            );
+            self.set_arming(&module, Guarantee::AfterLoad, why);
+        }
+        let reattached = !self.ever_attached.insert(module.clone());
+        self.live.insert(module.clone());
+        out(own_event_at(
+            raw.ts_ns,
+            raw.cpu,
+            EventKind::Attached {
+                module,
+                callbacks,
+                reattached,
+            },
+        ));
+        Ok(())
     }
 
     /// Events lost in the kernel so far (ring full or callback stack overflow).
@@ -333,167 +575,34 @@ impl Tracer {
     fn report_drops(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
         let total = self.lost_total()?;
         if total > self.lost_reported {
-            out(own_event(EventKind::Lost {
-                count: total - self.lost_reported,
-            }));
+            let (ts, cpu) = self.last_seen;
+            out(own_event_at(
+                ts,
+                cpu,
+                EventKind::Lost {
+                    count: total - self.lost_reported,
+                },
+            ));
             self.lost_reported = total;
         }
         Ok(())
     }
-
-    /// Attaches to driver modules that appeared, detaches from those that went away.
-    /// Callbacks in `prefetched` serve if it lists the new modules as they are now.
-    fn sync_modules(
-        &mut self,
-        prefetched: Option<Prefetched>,
-        out: &mut impl FnMut(Event),
-    ) -> Result<()> {
-        let loaded = modules::read(&self.options.modules)?;
-        let gone: Vec<String> = self
-            .attached
-            .iter()
-            .filter(|(name, m)| loaded.get(*name) != Some(&m.instance))
-            .map(|(name, _)| name.clone())
-            .collect();
-        if !gone.is_empty() {
-            // Records already in the ring happened before this moment: keep the stream in order.
-            self.drain(out, self.ring_capacity());
-        }
-        for name in gone {
-            self.detach_module(&name);
-            out(own_event(EventKind::Detached { module: name }));
-        }
-        let fresh: Vec<(String, LoadedModule)> = loaded
-            .into_iter()
-            .filter(|(name, m)| {
-                m.state == "Live"
-                    && modules::follows(&self.options.modules, name)
-                    && !self.attached.contains_key(name)
-                    && self.ignored.get(name) != Some(m)
-            })
-            .collect();
-        if fresh.is_empty() {
-            return Ok(());
-        }
-        let symbols = match prefetched.and_then(|p| p.callbacks_for(&fresh)) {
-            Some(symbols) => symbols,
-            None => read_callbacks()?,
-        };
-        self.drain(out, self.ring_capacity());
-        for (name, instance) in fresh {
-            let mine: Vec<CallbackSymbol> = symbols
-                .iter()
-                .filter(|s| s.module == name)
-                .cloned()
-                .collect();
-            if mine.is_empty() {
-                self.ignored.insert(name, instance);
-                continue;
-            }
-            let callbacks = mine.len();
-            // Stamped before the first probe is armed, so that its callbacks come after it.
-            let arming = monotonic_ns();
-            self.attach_module(&name, instance, mine)?;
-            let reattached = self.ever_attached.contains(&name);
-            if !reattached {
-                self.ever_attached.push(name.clone());
-            }
-            out(own_event_at(
-                arming,
-                EventKind::Attached {
-                    module: name,
-                    callbacks,
-                    reattached,
-                },
-            ));
-        }
-        Ok(())
-    }
-
-    fn attach_module(
-        &mut self,
-        name: &str,
-        instance: LoadedModule,
-        symbols: Vec<CallbackSymbol>,
-    ) -> Result<()> {
-        let mut links = Vec::new();
-        for symbol in &symbols {
-            for program in ["callback_enter", "callback_exit"] {
-                links.push((program, attach(&mut self.ebpf, program, &symbol.symbol)?));
-            }
-            self.decoder.add_callback(
-                symbol.address,
-                Callback {
-                    name: symbol.callback.as_str().into(),
-                    driver_type: symbol.driver_type.as_str().into(),
-                },
-            );
-        }
-        self.ignored.remove(name);
-        self.attached.insert(
-            name.to_owned(),
-            AttachedModule {
-                instance,
-                links,
-                symbols,
-            },
-        );
-        Ok(())
-    }
-
-    fn detach_module(&mut self, name: &str) {
-        let Some(module) = self.attached.remove(name) else {
-            return;
-        };
-        for (program, link) in module.links {
-            // The kernel already disarmed probes of an unloaded module; detaching frees them.
-            if let Some(Ok(probe)) = self.ebpf.program_mut(program).map(<&mut KProbe>::try_from) {
-                let _ = probe.detach(link);
-            }
-        }
-        self.decoder
-            .remove_callbacks(module.symbols.iter().map(|s| s.address));
-    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn instance(sysfs_inode: u64) -> LoadedModule {
-        LoadedModule {
-            state: "Live".to_owned(),
-            base: 0xffff_ffff_c000_0000,
-            sysfs_inode,
-        }
-    }
-
-    #[test]
-    fn prefetched_callbacks_serve_only_the_module_instances_they_were_read_for() {
-        let callback = CallbackSymbol {
-            module: "ax88796b_rust".to_owned(),
-            driver_type: "ax88796b_rust::PhyAX88772A".to_owned(),
-            callback: "read_status".to_owned(),
-            address: 0xffff_ffff_c000_2000,
-            symbol: "_R…".to_owned(),
-            demangled: "…".to_owned(),
-        };
-        let prefetched = || Prefetched {
-            loaded: BTreeMap::from([("ax88796b_rust".to_owned(), instance(7))]),
-            symbols: vec![callback.clone()],
-        };
-        let fresh = |name: &str, inode| vec![(name.to_owned(), instance(inode))];
-        assert_eq!(
-            prefetched().callbacks_for(&fresh("ax88796b_rust", 7)),
-            Some(vec![callback.clone()])
-        );
-        // Reloaded since (at the same address), or loaded since.
-        assert_eq!(prefetched().callbacks_for(&fresh("ax88796b_rust", 8)), None);
-        assert_eq!(prefetched().callbacks_for(&fresh("other", 7)), None);
-    }
-
-    #[test]
-    fn nothing_is_prefetched_without_a_module_to_follow() {
-        assert!(Prefetched::read(&["phytrace_no_such_module".to_owned()]).is_none());
-    }
+/// Loads (once) the raw tracepoint program `program` and attaches it to `tracepoint`.
+fn attach_raw_tracepoint(ebpf: &mut Ebpf, program: &str, tracepoint: &str) -> Result<()> {
+    let probe: &mut RawTracePoint = ebpf
+        .program_mut(program)
+        .with_context(|| format!("the eBPF object has no program `{program}`"))?
+        .try_into()?;
+    probe
+        .load()
+        .map_err(|err| explain_refusal(&format!("loading the `{program}` program"), &err))?;
+    probe.attach(tracepoint).map_err(|err| {
+        explain_refusal(
+            &format!("attaching to the `{tracepoint}` tracepoint (module loads and unloads)"),
+            &err,
+        )
+    })?;
+    Ok(())
 }

@@ -117,6 +117,13 @@ fn phylib(variant: Variant) -> Vec<u8> {
             ("mdio_map", map, 128 * 8, 0),
         ],
     );
+    let name = b.array(char, int, 56);
+    b.composite(
+        false,
+        "module",
+        80,
+        &[("state", int, 0, 0), ("name", name, 24 * 8, 0)],
+    );
     b.build()
 }
 
@@ -136,6 +143,7 @@ fn expected() -> KernelOffsets {
         bus_id: 8,
         bus_mdio_map: 128,
         mdio_flags: 20,
+        module_name: 24,
     }
 }
 
@@ -466,6 +474,7 @@ mod btf_rs_reference {
             bus_id: offset(btf, "mii_bus", &["id"])?,
             bus_mdio_map: offset(btf, "mii_bus", &["mdio_map"])?,
             mdio_flags: offset(btf, "mdio_device", &["flags"])?,
+            module_name: offset(btf, "module", &["name"])?,
         })
     }
 

@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::SourceStatus;
 use crate::capture::Header;
 use crate::event::Event;
-use crate::probe::tracer::Tracer;
+use crate::probe::{driver_probes::Guarantee, tracer::Tracer};
 
 /// The running tracer and the events held while paused.
 pub struct LiveSource {
@@ -72,6 +72,13 @@ impl LiveSource {
             live: true,
             paused: self.paused,
             waiting_for: self.tracer.waiting_for(),
+            late_attach: self
+                .tracer
+                .arming()
+                .into_iter()
+                .filter(|a| a.guarantee == Guarantee::AfterLoad)
+                .map(|a| a.module)
+                .collect(),
             held: self.held.len(),
             speed: 1.0,
             delivered: self.delivered,

@@ -24,6 +24,9 @@ pub struct SourceStatus {
     pub paused: bool,
     /// Modules asked for and not loaded yet.
     pub waiting_for: Vec<String>,
+    /// Followed modules whose callbacks are attached only once they are seen loaded (their
+    /// file was not found in advance): their first callbacks are missed.
+    pub late_attach: Vec<String>,
     /// Live events held while paused.
     pub held: usize,
     /// Replay speed factor.

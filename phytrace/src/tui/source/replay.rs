@@ -169,6 +169,13 @@ impl ReplaySource {
             delivered: self.delivered,
             done: self.next.is_none(),
             issues: self.issues,
+            late_attach: self
+                .header()
+                .arming
+                .iter()
+                .filter(|a| a.guarantee != "first_callback")
+                .map(|a| a.module.clone())
+                .collect(),
             ..SourceStatus::default()
         }
     }

@@ -101,14 +101,32 @@ fn speed(speed: f64) -> String {
     }
 }
 
+fn join(names: &[&String]) -> String {
+    names
+        .iter()
+        .map(|name| name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What the modules are doing, and whether it needs attention.
 fn attach_state(app: &App) -> (String, bool) {
     let src = &app.source;
+    let early = |name: &String| !src.late_attach.contains(name);
     if !src.waiting_for.is_empty() {
-        return (
-            format!("waiting for {} to load", src.waiting_for.join(", ")),
-            true,
-        );
+        let (armed, late): (Vec<&String>, Vec<&String>) =
+            src.waiting_for.iter().partition(|name| early(name));
+        let mut parts = Vec::new();
+        if !armed.is_empty() {
+            parts.push(format!("{} armed, waiting for it to load", join(&armed)));
+        }
+        if !late.is_empty() {
+            parts.push(format!(
+                "waiting for {} to load (no module file: first callbacks missed)",
+                join(&late)
+            ));
+        }
+        return (parts.join(", "), true);
     }
     let mut parts = Vec::new();
     let mut bad = false;
@@ -117,6 +135,10 @@ fn attach_state(app: &App) -> (String, bool) {
             (false, _) => {
                 bad = true;
                 format!("{name} unloaded, waiting for reload")
+            }
+            (true, _) if !early(name) => {
+                bad = true;
+                format!("{name} attached after load (first callbacks missed)")
             }
             (true, n) if n > 1 => format!("{name} re-attached after reload"),
             (true, _) => format!("{name} attached"),
