@@ -8,4 +8,5 @@ pub mod export;
 pub mod generate;
 pub mod probes;
 pub mod record;
+pub mod stats;
 pub mod tui;
