@@ -65,3 +65,30 @@ fn a_missing_capture_is_bad_input() {
     let out = phytrace(&["stats", "/nonexistent.ptrace"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn perfetto_export_carries_the_stats_and_an_mdio_rate_track() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trace.json");
+    let run = phytrace(&[
+        "export",
+        &data("rust-plug-unplug.ptrace"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(0));
+    let trace: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(trace["otherData"]["stats"]["schema"], "phytrace-stats/1");
+    let rates: Vec<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "mdio/s" && e["pid"] == 2)
+        .map(|e| e["args"]["accesses"].as_u64().unwrap())
+        .collect();
+    let total: u64 = rates.iter().sum();
+    assert_eq!(
+        total,
+        trace["otherData"]["stats"]["phys"][0]["mdio"]["accesses"]
+    );
+}
