@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::{
     check::CheckArgs, diff::DiffArgs, doctor::DoctorArgs, dump::DumpArgs, export::ExportArgs,
-    generate::GenerateArgs, probes::ProbesArgs, record::RecordArgs, tui::TuiArgs,
+    generate::GenerateArgs, probes::ProbesArgs, record::RecordArgs, stats::StatsArgs, tui::TuiArgs,
 };
 
 /// Live eBPF tracing of Rust network-PHY drivers: callbacks, MDIO accesses and phy_state.
@@ -30,6 +30,8 @@ pub enum Command {
     Dump(DumpArgs),
     /// Check ordering rules (a spec, see docs/check.md) on captures, for CI.
     Check(CheckArgs),
+    /// Latency, error, MDIO-rate, link and phy_state statistics of captures.
+    Stats(StatsArgs),
     /// Compare the MDIO register sequences of two captures, PHY by PHY.
     Diff(DiffArgs),
     /// Convert a capture for another tool (Perfetto's trace viewer).

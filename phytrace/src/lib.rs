@@ -16,5 +16,6 @@ pub mod output;
 pub mod probe;
 pub mod registers;
 pub mod render;
+pub mod stats;
 pub mod synth;
 pub mod tui;

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Record(args) => commands::record::run(args),
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),
+        Command::Stats(args) => commands::stats::run(args),
         Command::Diff(args) => commands::diff::run(args),
         Command::Export(args) => commands::export::run(args),
         Command::Probes(args) => commands::probes::run(args),

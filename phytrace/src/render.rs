@@ -35,7 +35,15 @@ pub fn duration(ns: u64) -> String {
 
 /// A return value or errno: `0`, `-110 (ETIMEDOUT)`.
 pub fn errno(ret: i64) -> String {
-    let name = match -ret {
+    match errno_name(ret) {
+        Some(name) => format!("{ret} ({name})"),
+        None => ret.to_string(),
+    }
+}
+
+/// The name of the negative errno `ret`, for the errnos PHY drivers return: `EIO` for -5.
+pub fn errno_name(ret: i64) -> Option<&'static str> {
+    Some(match ret.checked_neg()? {
         1 => "EPERM",
         5 => "EIO",
         6 => "ENXIO",
@@ -46,9 +54,8 @@ pub fn errno(ret: i64) -> String {
         22 => "EINVAL",
         95 => "EOPNOTSUPP",
         110 => "ETIMEDOUT",
-        _ => return ret.to_string(),
-    };
-    format!("{ret} ({name})")
+        _ => return None,
+    })
 }
 
 /// Link as `up 100/full` or `down`.

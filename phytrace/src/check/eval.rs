@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use super::facts::{self, Fact, FactKind, PhyFacts};
 use super::spec::{Atom, Body, Bound, Pattern, Per, Rule, Selector, Spec, ValueTest};
-use crate::event::Event;
+use crate::event::{Event, EventKind};
+use crate::model::{LostWhy, Model};
 use crate::render;
+use crate::stats::{Latencies, SIGNIFICANT_DIGITS};
 
 /// Events shown before and after each offending event.
 pub const CONTEXT: usize = 3;
@@ -44,11 +46,68 @@ pub struct Violation {
     pub offending: Vec<usize>,
     /// Indices of the events to show: the offending ones with a few of the group's around them.
     pub context: Vec<usize>,
+    /// For a rule on latencies: the slowest offending call, `(latency, description)` such as
+    /// `read_status 2.6ms at 8.856 on phy_sim-0:01`; `u64::MAX` for a call that never returned.
+    pub slowest: Option<(u64, String)>,
+}
+
+/// A callback entered whose return was never seen (the model gave it up, or the capture ended).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Unfinished {
+    key: String,
+    callback: String,
+    /// Index of its entry event.
+    event: Option<usize>,
+    enter_ns: u64,
+    known_at_ns: u64,
+    why: LostWhy,
+}
+
+/// The calls of `events` whose return was lost, as the model reports them.
+fn unfinished(events: &[Event]) -> Vec<Unfinished> {
+    let mut model = Model::new();
+    let mut entries: BTreeMap<(String, u64, &str), usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    let lost = |key: &str,
+                open: &crate::model::OpenCallback,
+                known_at_ns,
+                why,
+                entries: &BTreeMap<(String, u64, &str), usize>| {
+        let name = &*open.callback.name;
+        Unfinished {
+            key: key.to_owned(),
+            callback: name.to_owned(),
+            event: entries.get(&(key.to_owned(), open.enter_ns, name)).copied(),
+            enter_ns: open.enter_ns,
+            known_at_ns,
+            why,
+        }
+    };
+    for (index, event) in events.iter().enumerate() {
+        if let (EventKind::CallbackEnter { callback, .. }, Some(phy)) = (&event.kind, &event.phy) {
+            entries.insert((phy.key(), event.ts_ns, &callback.name), index);
+        }
+        model.apply(event);
+        for l in model.lost_returns() {
+            out.push(lost(&l.key, &l.open, l.known_at_ns, l.why, &entries));
+        }
+    }
+    let end = model.span_ns.map_or(0, |(_, last)| last);
+    for (key, phy) in &model.phys {
+        for (_, stack) in phy.open.iter() {
+            for open in stack {
+                out.push(lost(key, open, end, LostWhy::CaptureEnded, &entries));
+            }
+        }
+    }
+    out
 }
 
 /// One group's facts in order, with its name.
 struct Group<'f, 'a> {
     name: String,
+    /// Keys of its PHYs.
+    keys: Vec<String>,
     facts: Vec<&'f Fact<'a>>,
     /// Distinct event indices of the facts, ascending.
     events: Vec<usize>,
@@ -60,13 +119,27 @@ struct Group<'f, 'a> {
 /// messages are seconds since `start_ns`, as `dump` shows them.
 pub fn evaluate(spec: &Spec, events: &[Event], start_ns: u64) -> Vec<Outcome> {
     let phys = facts::per_phy(events);
+    let lost = if spec
+        .rules
+        .iter()
+        .any(|r| !r.body.latency_patterns().is_empty())
+    {
+        unfinished(events)
+    } else {
+        Vec::new()
+    };
     spec.rules
         .iter()
-        .map(|rule| check_rule(rule, &phys, start_ns))
+        .map(|rule| check_rule(rule, &phys, &lost, start_ns))
         .collect()
 }
 
-fn check_rule(rule: &Rule, phys: &BTreeMap<String, PhyFacts<'_>>, start_ns: u64) -> Outcome {
+fn check_rule(
+    rule: &Rule,
+    phys: &BTreeMap<String, PhyFacts<'_>>,
+    lost: &[Unfinished],
+    start_ns: u64,
+) -> Outcome {
     let selected: Vec<(&String, &PhyFacts<'_>)> = phys
         .iter()
         .filter(|(key, phy)| match &rule.scope.select {
@@ -85,7 +158,12 @@ fn check_rule(rule: &Rule, phys: &BTreeMap<String, PhyFacts<'_>>, start_ns: u64)
                 } else {
                     format!("{key} ({})", phy.driver)
                 };
-                group(name, phy.facts.iter().collect(), start_ns)
+                group(
+                    name,
+                    vec![(*key).clone()],
+                    phy.facts.iter().collect(),
+                    start_ns,
+                )
             })
             .collect(),
         Per::Driver => {
@@ -107,26 +185,43 @@ fn check_rule(rule: &Rule, phys: &BTreeMap<String, PhyFacts<'_>>, start_ns: u64)
                     } else {
                         driver
                     };
-                    group(format!("{driver} ({})", keys.join(", ")), facts, start_ns)
+                    let name = format!("{driver} ({})", keys.join(", "));
+                    let keys = keys.iter().map(|k| (*k).to_owned()).collect();
+                    group(name, keys, facts, start_ns)
                 })
                 .collect()
         }
     };
-    let violations = groups
+    let latency = rule.body.latency_patterns();
+    let mut violations: Vec<Violation> = groups
         .iter()
-        .flat_map(|g| check_group(&rule.body, g))
+        .flat_map(|g| {
+            let mut v = check_group(&rule.body, g);
+            v.extend(unjudged(&latency, g, lost));
+            v
+        })
         .collect();
+    if !latency.is_empty() {
+        // The slowest first (calls that never returned before all), so that reports show them.
+        violations.sort_by_key(|v| std::cmp::Reverse(v.slowest.as_ref().map_or(0, |s| s.0)));
+    }
     Outcome {
         groups: groups.into_iter().map(|g| g.name).collect(),
         violations,
     }
 }
 
-fn group<'f, 'a>(name: String, facts: Vec<&'f Fact<'a>>, start_ns: u64) -> Group<'f, 'a> {
+fn group<'f, 'a>(
+    name: String,
+    keys: Vec<String>,
+    facts: Vec<&'f Fact<'a>>,
+    start_ns: u64,
+) -> Group<'f, 'a> {
     let mut events: Vec<usize> = facts.iter().map(|f| f.event).collect();
     events.dedup();
     Group {
         name,
+        keys,
         facts,
         events,
         start_ns,
@@ -154,7 +249,31 @@ impl Group<'_, '_> {
             message,
             offending,
             context: context.into_iter().collect(),
+            slowest: None,
         }
+    }
+
+    /// The slowest of the returns at `positions`: `(latency, description)`.
+    fn slowest(&self, positions: &[usize]) -> Option<(u64, String)> {
+        positions
+            .iter()
+            .filter_map(|&i| match self.facts[i].kind {
+                FactKind::Exit(name, _, ns) => Some((ns, name, i)),
+                _ => None,
+            })
+            .max_by_key(|&(ns, _, _)| ns)
+            .map(|(ns, name, i)| {
+                let key = self.keys.first().map_or("", String::as_str);
+                let on = if self.keys.len() == 1 {
+                    format!(" on {key}")
+                } else {
+                    String::new()
+                };
+                (
+                    ns,
+                    format!("{name} {}{}{on}", render::duration(ns), self.at(i)),
+                )
+            })
     }
 
     /// ` at 1.234567`: the time of the fact at `pos`, as `dump` shows it.
@@ -176,8 +295,68 @@ fn check_group(body: &Body, g: &Group<'_, '_>) -> Vec<Violation> {
         Body::Never(p) => g
             .positions(p)
             .into_iter()
-            .map(|i| g.violation(format!("`{p}` happened{}", g.at(i)), vec![g.facts[i].event]))
+            .map(|i| {
+                let mut v =
+                    g.violation(format!("`{p}` happened{}", g.at(i)), vec![g.facts[i].event]);
+                if matches!(
+                    p.atom,
+                    Atom::Exit {
+                        latency: Some(_),
+                        ..
+                    }
+                ) {
+                    v.slowest = g.slowest(&[i]);
+                }
+                v
+            })
             .collect(),
+        Body::Percentile {
+            percentile,
+            pattern,
+            cmp,
+            bound,
+        } => {
+            let found = g.positions(pattern);
+            let mut latencies = Latencies::default();
+            for &i in &found {
+                if let FactKind::Exit(_, _, ns) = g.facts[i].kind {
+                    latencies.record(ns);
+                }
+            }
+            let Some(value) = latencies.percentile(f64::from(*percentile)) else {
+                return Vec::new();
+            };
+            let limit = duration_ns(*bound);
+            if cmp.holds(value, limit) {
+                return Vec::new();
+            }
+            // The slowest calls, which moved the percentile.
+            let mut slow: Vec<(u64, usize)> = found
+                .iter()
+                .filter_map(|&i| match g.facts[i].kind {
+                    FactKind::Exit(_, _, ns) => Some((ns, i)),
+                    _ => None,
+                })
+                .collect();
+            slow.sort_by_key(|&(ns, i)| (std::cmp::Reverse(ns), i));
+            slow.truncate(CONTEXT);
+            let positions: Vec<usize> = slow.iter().map(|&(_, i)| i).collect();
+            let mut offending: Vec<usize> = positions.iter().map(|&i| g.facts[i].event).collect();
+            offending.sort_unstable();
+            let n = latencies.count();
+            let mut v = g.violation(
+                format!(
+                    "p{percentile} of the {n} `{pattern}` latenc{} is {} (nearest rank, HDR histogram, {SIGNIFICANT_DIGITS} significant digits), expected {} {}",
+                    if n == 1 { "y" } else { "ies" },
+                    render::duration(value),
+                    cmp.symbol(),
+                    render::duration(limit)
+                ),
+                offending,
+            );
+            v.slowest = g.slowest(&positions);
+            vec![v]
+        }
         Body::Count { pattern, bound } => {
             let found = g.positions(pattern);
             let n = found.len() as u64;
@@ -194,13 +373,23 @@ fn check_group(body: &Body, g: &Group<'_, '_>) -> Vec<Violation> {
                 _ => found.iter().take(CONTEXT).copied().collect(),
             };
             let offending = shown.iter().map(|&i| g.facts[i].event).collect();
-            vec![g.violation(
+            let mut v = g.violation(
                 format!(
                     "`{pattern}` happened {n} time{}, expected {bound}",
                     if n == 1 { "" } else { "s" }
                 ),
                 offending,
-            )]
+            );
+            if matches!(
+                pattern.atom,
+                Atom::Exit {
+                    latency: Some(_),
+                    ..
+                }
+            ) {
+                v.slowest = g.slowest(&found);
+            }
+            vec![v]
         }
         Body::BeforeFirst { first, then } => {
             let Some(&b) = g.positions(then).first() else {
@@ -336,8 +525,17 @@ fn duration_ns(d: Duration) -> u64 {
 pub fn matches(p: &Pattern, f: &Fact<'_>) -> bool {
     let atom = match (&p.atom, &f.kind) {
         (Atom::Enter(name), FactKind::Enter(n)) => name.matches(n),
-        (Atom::Exit { callback, ret }, FactKind::Exit(n, r)) => {
-            callback.matches(n) && ret.is_none_or(|(cmp, v)| cmp.holds(*r, v))
+        (
+            Atom::Exit {
+                callback,
+                ret,
+                latency,
+            },
+            FactKind::Exit(n, r, ns),
+        ) => {
+            callback.matches(n)
+                && ret.is_none_or(|(cmp, v)| cmp.holds(*r, v))
+                && latency.is_none_or(|(cmp, limit)| cmp.holds(*ns, duration_ns(limit)))
         }
         (
             Atom::Mdio { op, reg, value },
@@ -364,7 +562,7 @@ pub fn matches(p: &Pattern, f: &Fact<'_>) -> bool {
             to == t && from.as_ref().is_none_or(|from| Some(from.as_str()) == *f)
         }
         (Atom::Link(up), FactKind::Link(u)) => up == u,
-        (Atom::Error, FactKind::Exit(_, ret)) => *ret < 0,
+        (Atom::Error, FactKind::Exit(_, ret, _)) => *ret < 0,
         (Atom::Error, FactKind::Mdio { error, .. }) => error.is_some(),
         _ => false,
     };
@@ -373,4 +571,55 @@ pub fn matches(p: &Pattern, f: &Fact<'_>) -> bool {
         .iter()
         .all(|name| f.inside.iter().any(|n| name.matches(n)))
         && p.states.as_ref().is_none_or(|s| s.contains(f.state))
+}
+
+/// A rule on latencies cannot judge a call whose return was lost: each call of the group that
+/// one of its `patterns` would judge (same callback; `inside` and `while state` as at the
+/// entry) and that never returned is a violation of its own, never silently left out.
+fn unjudged(patterns: &[&Pattern], g: &Group<'_, '_>, lost: &[Unfinished]) -> Vec<Violation> {
+    if patterns.is_empty() {
+        return Vec::new();
+    }
+    lost.iter()
+        .filter(|u| g.keys.contains(&u.key))
+        .filter(|u| {
+            let entry = u.event.and_then(|e| {
+                g.facts
+                    .iter()
+                    .find(|f| f.event == e && matches!(f.kind, FactKind::Enter(_)))
+            });
+            patterns.iter().any(|p| {
+                let Atom::Exit { callback, .. } = &p.atom else {
+                    return false;
+                };
+                callback.matches(&u.callback)
+                    && entry.is_some_and(|f| {
+                        p.inside.iter().all(|name| f.inside.iter().any(|n| name.matches(n)))
+                            && p.states.as_ref().is_none_or(|s| s.contains(f.state))
+                    })
+            })
+        })
+        .map(|u| {
+            let why = match u.why {
+                LostWhy::Superseded => "its return was lost (events lost)",
+                LostWhy::Unloaded => "its module was unloaded while it ran",
+                LostWhy::CaptureEnded => "the capture ended while it ran",
+            };
+            let at = render::relative_time(u.enter_ns, g.start_ns);
+            let ran = render::duration(u.known_at_ns.saturating_sub(u.enter_ns));
+            let mut v = g.violation(
+                format!(
+                    "`{}` entered at {} never returned: {why}; its latency is unknown (at least {ran}), so the rule cannot hold",
+                    u.callback,
+                    at.trim_start()
+                ),
+                u.event.into_iter().collect(),
+            );
+            v.slowest = Some((
+                u64::MAX,
+                format!("{} entered at {} (no return, at least {ran}) on {}", u.callback, at.trim_start(), u.key),
+            ));
+            v
+        })
+        .collect()
 }

@@ -30,8 +30,8 @@ pub struct Fact<'a> {
 pub enum FactKind<'a> {
     /// A callback was entered.
     Enter(&'a str),
-    /// A callback returned `ret`.
-    Exit(&'a str, i64),
+    /// A callback returned `ret` after `latency_ns` (from its exit event).
+    Exit(&'a str, i64, u64),
     /// An MDIO access; `error` set if it failed.
     Mdio {
         /// Read or write.
@@ -130,7 +130,7 @@ impl<'a> PhyFacts<'a> {
                 state_before,
                 state_after,
                 link,
-                ..
+                latency_ns,
             } => {
                 if let Some(stack) = self.stacks.get_mut(&tid)
                     && let Some(pos) = stack
@@ -141,7 +141,12 @@ impl<'a> PhyFacts<'a> {
                 }
                 let inside = self.stack(tid);
                 self.observe(index, ts, state_before, &inside);
-                self.push(index, ts, FactKind::Exit(&callback.name, *ret), &inside);
+                self.push(
+                    index,
+                    ts,
+                    FactKind::Exit(&callback.name, *ret, *latency_ns),
+                    &inside,
+                );
                 self.observe(index, ts, state_after, &inside);
                 let was = self.link.replace(link.up);
                 if was.map_or(link.up, |was| was != link.up) {

@@ -52,10 +52,21 @@ pub fn document(spec_name: &str, spec: &Spec, runs: &[Checked<'_>]) -> String {
             } else if outcome.passed() {
                 out += "/>\n";
             } else {
-                let message = match outcome.violations.as_slice() {
+                let mut message = match outcome.violations.as_slice() {
                     [only] => only.message.clone(),
                     all => format!("{} violations", all.len()),
                 };
+                // Latency rules name their slowest offending calls (violations come slowest
+                // first).
+                let slowest: Vec<&str> = outcome
+                    .violations
+                    .iter()
+                    .filter_map(|v| v.slowest.as_ref().map(|s| s.1.as_str()))
+                    .take(3)
+                    .collect();
+                if !slowest.is_empty() {
+                    message += &format!("; slowest: {}", slowest.join(", "));
+                }
                 let body = report::failure(spec_name, rule, outcome, &lines);
                 let _ = write!(
                     out,

@@ -123,6 +123,43 @@ pub enum Body {
         /// The bound.
         bound: Bound,
     },
+    /// `pN exit C latency OP T`: the Nth percentile of the latencies of the returns `pattern`
+    /// matches (its latency condition taken out) compares to T.
+    Percentile {
+        /// N, 1 to 100 (100: the maximum).
+        percentile: u8,
+        /// The returns whose latencies are taken.
+        pattern: Pattern,
+        /// The comparison.
+        cmp: Cmp,
+        /// T.
+        bound: Duration,
+    },
+}
+
+impl Body {
+    /// The callbacks whose latency the rule judges (`exit C latency …` patterns and
+    /// percentiles); a call of one of these whose return was lost cannot be judged.
+    pub fn latency_patterns(&self) -> Vec<&Pattern> {
+        let all: Vec<&Pattern> = match self {
+            Self::Percentile { pattern, .. } => return vec![pattern],
+            Self::BeforeFirst { first, then } => vec![first, then],
+            Self::After { trigger, steps, .. } => std::iter::once(trigger).chain(steps).collect(),
+            Self::Never(p) | Self::Count { pattern: p, .. } => vec![p],
+            Self::Sequence { steps, .. } => steps.iter().collect(),
+        };
+        all.into_iter()
+            .filter(|p| {
+                matches!(
+                    p.atom,
+                    Atom::Exit {
+                        latency: Some(_),
+                        ..
+                    }
+                )
+            })
+            .collect()
+    }
 }
 
 /// A bound on a count.
@@ -216,12 +253,14 @@ impl StateSet {
 pub enum Atom {
     /// `enter NAME`: a callback was entered.
     Enter(Name),
-    /// `exit NAME [error | ret OP N]`: a callback returned.
+    /// `exit NAME [error | ret OP N] [latency OP T]`: a callback returned.
     Exit {
         /// The callback.
         callback: Name,
         /// Condition on its return value.
         ret: Option<(Cmp, i64)>,
+        /// Condition on its latency.
+        latency: Option<(Cmp, Duration)>,
     },
     /// `read|write|mdio REG [value]`: an MDIO access.
     Mdio {
@@ -264,7 +303,7 @@ pub enum Cmp {
 
 impl Cmp {
     /// `lhs OP rhs`.
-    pub fn holds(self, lhs: i64, rhs: i64) -> bool {
+    pub fn holds<T: PartialOrd>(self, lhs: T, rhs: T) -> bool {
         match self {
             Self::Eq => lhs == rhs,
             Self::Ne => lhs != rhs,
@@ -272,6 +311,20 @@ impl Cmp {
             Self::Le => lhs <= rhs,
             Self::Gt => lhs > rhs,
             Self::Ge => lhs >= rhs,
+        }
+    }
+}
+
+impl Cmp {
+    /// How the spec writes it: `<`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Self::Eq => "=",
+            Self::Ne => "!=",
+            Self::Lt => "<",
+            Self::Le => "<=",
+            Self::Gt => ">",
+            Self::Ge => ">=",
         }
     }
 }
@@ -290,6 +343,16 @@ pub enum ValueTest {
         /// `!=`.
         negated: bool,
     },
+}
+
+/// `p99` → `Some(Some(99))`; `p0`, `p101`, `p9x` → `Some(None)` (a percentile meant, and
+/// wrong); any other word → `None`.
+fn percentile_word(word: &str) -> Option<Option<u8>> {
+    let digits = word.strip_prefix('p')?;
+    if digits.is_empty() || !digits.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    Some(digits.parse().ok().filter(|p| (1..=100).contains(p)))
 }
 
 /// Parses a whole spec.
@@ -495,6 +558,9 @@ impl Parser<'_> {
             };
             return Ok(Body::Count { pattern, bound });
         }
+        if let Some(percentile) = self.peek_word().and_then(percentile_word) {
+            return self.percentile(percentile);
+        }
         if self.eat_word("sequence") {
             let steps = self.steps()?;
             let within = self.within()?;
@@ -534,14 +600,45 @@ impl Parser<'_> {
         if !self.eat_word("within") {
             return Ok(None);
         }
+        self.duration().map(Some)
+    }
+
+    fn duration(&mut self) -> Result<Duration, SpecError> {
         match self.peek() {
             Some(Tok::Duration(d)) => {
                 let d = *d;
                 self.pos += 1;
-                Ok(Some(d))
+                Ok(d)
             }
             _ => Err(self.expected("a duration such as `100ms`")),
         }
+    }
+
+    /// `pN exit C … latency OP T` (the `pN` word is next).
+    fn percentile(&mut self, percentile: Option<u8>) -> Result<Body, SpecError> {
+        let Some(percentile) = percentile else {
+            return Err(self.error("a percentile is `p1` to `p100` (`p50`, `p99`)"));
+        };
+        self.pos += 1;
+        let mut pattern = self.pattern()?;
+        let Atom::Exit { latency, .. } = &mut pattern.atom else {
+            return Err(self.error(format!(
+                "`p{percentile}` takes the latencies of returns: `p{percentile} exit NAME latency < 5ms`"
+            )));
+        };
+        let Some((cmp, bound)) = latency.take() else {
+            return Err(self.expected("`latency` and a bound, as in `latency < 5ms`"));
+        };
+        // The pattern names the returns; the bound is the rule's.
+        if let Some(at) = pattern.text.find(" latency") {
+            pattern.text.truncate(at);
+        }
+        Ok(Body::Percentile {
+            percentile,
+            pattern,
+            cmp,
+            bound,
+        })
     }
 
     fn pattern(&mut self) -> Result<Pattern, SpecError> {
@@ -596,7 +693,17 @@ impl Parser<'_> {
                 } else {
                     None
                 };
-                Atom::Exit { callback, ret }
+                let latency = if self.eat_word("latency") {
+                    let cmp = self.cmp()?;
+                    Some((cmp, self.duration()?))
+                } else {
+                    None
+                };
+                Atom::Exit {
+                    callback,
+                    ret,
+                    latency,
+                }
             }
             "read" | "write" | "mdio" => {
                 let op = match word.as_str() {

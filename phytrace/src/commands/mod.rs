@@ -8,6 +8,7 @@ pub mod export;
 pub mod generate;
 pub mod probes;
 pub mod record;
+pub mod stats;
 pub mod tui;
 
 use std::path::PathBuf;

@@ -4,8 +4,9 @@
 //! (`X`) slices with their return value, states and link as arguments; the MDIO accesses they
 //! make are `X` slices inside them with the register decoded; `phy_state` and the link are
 //! counter (`C`) tracks, and state changes also instant (`i`) events. Module attach, detach and
-//! lost events are global instants of a `phytrace` process. Times are microseconds since the
-//! capture's start.
+//! lost events are global instants of a `phytrace` process. Each PHY also has an `mdio/s`
+//! counter track (accesses per one-second window), and `otherData.stats` carries the
+//! `phytrace stats` report (`docs/stats.md`). Times are microseconds since the capture's start.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use crate::event::{EventKind, MdioOp};
 use crate::model::{ClosedCallback, Model};
 use crate::registers;
 use crate::render;
+use crate::stats::{Collector, WINDOW_NS};
 
 /// Process id of phytrace's own events; PHYs come after it.
 const PHYTRACE_PID: u32 = 1;
@@ -40,6 +42,7 @@ pub fn trace(capture: &Capture) -> Value {
         });
     let us = |ns: u64| ns.saturating_sub(origin) as f64 / 1e3;
     let mut model = Model::new();
+    let mut collector = Collector::new(origin);
     let mut pids: BTreeMap<String, u32> = BTreeMap::new();
     let mut last_ts: BTreeMap<u32, u64> = BTreeMap::new();
     let mut entries: Vec<Entry> = Vec::new();
@@ -51,6 +54,7 @@ pub fn trace(capture: &Capture) -> Value {
     for event in &capture.events {
         end_ns = end_ns.max(event.ts_ns);
         let applied = model.apply(event);
+        collector.observe(event, &applied, &model);
         let ts = event.ts_ns;
         let instant = |name: String, pid: u32, scope: &str, args: Value| Entry {
             ts_ns: ts,
@@ -162,6 +166,28 @@ pub fn trace(capture: &Capture) -> Value {
             }
         }
     }
+    let end = capture
+        .trailer
+        .as_ref()
+        .map_or(end_ns, |t| t.end_ns.max(end_ns));
+    let report = collector.report(&model, end);
+    for (key, &pid) in &pids {
+        let Some(phy) = collector.phys.get(key) else {
+            continue;
+        };
+        // One sample per one-second window, from the start to the last event.
+        let windows = (0..collector.windows() as usize)
+            .map(|i| phy.mdio.windows.get(i).copied().unwrap_or(0));
+        for (i, count) in windows.enumerate() {
+            let ts_ns = origin + i as u64 * WINDOW_NS;
+            entries.push(Entry {
+                ts_ns,
+                dur_ns: 0,
+                value: json!({"ph": "C", "name": "mdio/s", "ts": us(ts_ns), "pid": pid,
+                              "tid": pid, "args": {"accesses": count}}),
+            });
+        }
+    }
     for (key, &pid) in &pids {
         let driver = model.phy(key).map_or("", |p| p.phy.driver.as_ref());
         let name = if driver.is_empty() {
@@ -191,6 +217,7 @@ pub fn trace(capture: &Capture) -> Value {
             "source": "phytrace",
             "kernel": capture.header.kernel_release,
             "host": capture.header.hostname,
+            "stats": report,
         },
     })
 }

@@ -79,6 +79,31 @@ pub struct ClosedCallback {
     pub accesses_dropped: u64,
 }
 
+/// Why a callback's return will never be seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LostWhy {
+    /// A later event on its thread showed it had returned unseen (its exit event was lost).
+    Superseded,
+    /// Its driver module was unloaded while it ran, taking the return probe away.
+    Unloaded,
+    /// The capture ended while it ran (said by consumers that stop, not by the model).
+    CaptureEnded,
+}
+
+/// A callback entered whose return was not seen, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostReturn {
+    /// Key of its PHY.
+    pub key: String,
+    /// The call as it was open.
+    pub open: OpenCallback,
+    /// When the model gave it up (the event that showed it, or the end of the capture).
+    pub known_at_ns: u64,
+    /// Why.
+    pub why: LostWhy,
+}
+
 /// Open callbacks of one PHY, per thread, innermost last.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallStacks {
@@ -96,40 +121,51 @@ impl CallStacks {
         self.stacks.iter().map(|(tid, s)| (*tid, s.as_slice()))
     }
 
-    /// Opens a callback; returns how many stale entries (returns never seen) were given up.
-    pub(super) fn enter(&mut self, tid: u32, open: OpenCallback) -> u64 {
+    /// Opens a callback; returns the stale entries (returns never seen) it gives up.
+    pub(super) fn enter(&mut self, tid: u32, open: OpenCallback) -> Vec<OpenCallback> {
         let stack = self.stacks.entry(tid).or_default();
         let keep = usize::from(open.depth.saturating_sub(1)).min(MAX_DEPTH - 1);
-        let stale = stack.len().saturating_sub(keep);
-        stack.truncate(keep);
+        let stale = stack.split_off(keep.min(stack.len()));
         stack.push(open);
-        stale as u64
+        stale
     }
 
     /// Closes the innermost open callback of `tid` matching `callback` and `depth`; returns it
-    /// and how many stale entries above it were given up.
+    /// and the stale entries above it that are given up.
     pub(super) fn exit(
         &mut self,
         tid: u32,
         callback: &Callback,
         depth: u8,
-    ) -> (Option<OpenCallback>, u64) {
+    ) -> (Option<OpenCallback>, Vec<OpenCallback>) {
         let Some(stack) = self.stacks.get_mut(&tid) else {
-            return (None, 0);
+            return (None, Vec::new());
         };
         let Some(pos) = stack
             .iter()
             .rposition(|o| o.depth == depth && o.callback == *callback)
         else {
-            return (None, 0);
+            return (None, Vec::new());
         };
-        let stale = (stack.len() - pos - 1) as u64;
-        stack.truncate(pos + 1);
+        let stale = stack.split_off(pos + 1);
         let open = stack.pop();
         if stack.is_empty() {
             self.stacks.remove(&tid);
         }
         (open, stale)
+    }
+
+    /// Gives up every open callback `gone` selects (their returns can no longer be traced).
+    pub(super) fn abandon(&mut self, gone: impl Fn(&OpenCallback) -> bool) -> Vec<OpenCallback> {
+        let mut given_up = Vec::new();
+        for stack in self.stacks.values_mut() {
+            // Inner calls of a callback given up are given up with it.
+            if let Some(pos) = stack.iter().position(&gone) {
+                given_up.extend(stack.split_off(pos));
+            }
+        }
+        self.stacks.retain(|_, s| !s.is_empty());
+        given_up
     }
 
     /// The innermost open callback of `tid`, to attach an access to.

@@ -13,6 +13,9 @@ pub struct CallbackStats {
     pub total_latency_ns: u64,
     /// Longest call, in nanoseconds.
     pub max_latency_ns: u64,
+    /// Calls entered whose return was never seen (given up by the model; see
+    /// [`LostWhy`](super::LostWhy)).
+    pub lost_returns: u64,
 }
 
 /// Counters of one PHY, or of all of them.
@@ -32,19 +35,34 @@ pub struct Counters {
     pub mdio_outside_callbacks: u64,
     /// Callback exits without a matching entry (tracing started inside it, or events lost).
     pub unmatched_exits: u64,
-    /// Open callbacks given up because a later event showed they had returned unseen.
+    /// Open callbacks given up: a later event showed they had returned unseen, or their module
+    /// was unloaded while they ran.
     pub unclosed: u64,
     /// Events lost by the kernel side (sum of `Lost` events); only in the model's totals.
     pub lost: u64,
 }
 
 impl Counters {
+    /// The stats of callback `name`, created empty (the name is copied only then).
+    fn of(&mut self, name: &str) -> &mut CallbackStats {
+        if !self.callbacks.contains_key(name) {
+            self.callbacks
+                .insert(name.to_owned(), CallbackStats::default());
+        }
+        match self.callbacks.get_mut(name) {
+            Some(stats) => stats,
+            None => unreachable!("inserted above"),
+        }
+    }
+
+    /// Counts a call of `name` whose return was lost.
+    pub(super) fn lost_return(&mut self, name: &str) {
+        self.of(name).lost_returns += 1;
+    }
+
     /// Counts a completed callback.
     pub(super) fn callback(&mut self, name: &str, latency_ns: u64, ret: i64) {
-        let stats = match self.callbacks.get_mut(name) {
-            Some(stats) => stats,
-            None => self.callbacks.entry(name.to_owned()).or_default(),
-        };
+        let stats = self.of(name);
         stats.calls += 1;
         stats.errors += u64::from(ret < 0);
         stats.total_latency_ns = stats.total_latency_ns.saturating_add(latency_ns);

@@ -11,7 +11,8 @@ mod phy;
 use std::collections::BTreeMap;
 
 pub use callbacks::{
-    Access, CallStacks, ClosedCallback, MAX_ACCESSES_PER_CALL, MAX_DEPTH, OpenCallback,
+    Access, CallStacks, ClosedCallback, LostReturn, LostWhy, MAX_ACCESSES_PER_CALL, MAX_DEPTH,
+    OpenCallback,
 };
 pub use counters::{CallbackStats, Counters};
 pub use history::History;
@@ -63,6 +64,9 @@ pub struct Model {
     pub unowned: Counters,
     /// Time of the first and last event applied.
     pub span_ns: Option<(u64, u64)>,
+    /// Calls the last event applied showed will never be seen returning (rare: lost events,
+    /// an unload); kept here rather than in [`Applied`], which the TUI holds per event.
+    lost: Vec<LostReturn>,
     history_cap: Option<usize>,
 }
 
@@ -85,8 +89,14 @@ impl Model {
         self.phys.get(key)
     }
 
+    /// Calls the last event applied showed will never be seen returning.
+    pub fn lost_returns(&self) -> &[LostReturn] {
+        &self.lost
+    }
+
     /// Applies one event and says what it changed.
     pub fn apply(&mut self, event: &Event) -> Applied {
+        self.lost.clear();
         self.span_ns = Some(match self.span_ns {
             Some((first, last)) => (first.min(event.ts_ns), last.max(event.ts_ns)),
             None => (event.ts_ns, event.ts_ns),
@@ -123,7 +133,8 @@ impl Model {
                 Some(phy),
             ) => {
                 applied.transition = phy.observe_state(ts, state, Some(callback)).map(Box::new);
-                phy.enter(ts, event.tid, callback, *depth, state);
+                let lost = phy.enter(ts, event.tid, callback, *depth, state);
+                self.lost.extend(lost);
             }
             (
                 EventKind::CallbackExit {
@@ -146,7 +157,8 @@ impl Model {
                     state_after,
                     link,
                 };
-                let (closed, link_change) = phy.exit(ts, event.tid, exit);
+                let (closed, link_change, lost) = phy.exit(ts, event.tid, exit);
+                self.lost.extend(lost);
                 let before = phy.observe_state(ts, state_before, Some(callback));
                 applied.transition = phy
                     .observe_state(ts, state_after, Some(callback))
@@ -209,6 +221,17 @@ impl Model {
                     status.attached = false;
                     status.since_ns = ts;
                 }
+                // Its return probes are gone: the calls running in it will never be seen
+                // returning. Its callbacks' types are paths in the module (`ax88796b_rust::…`).
+                let prefix = format!("{module}::");
+                for phy in self.phys.values_mut() {
+                    let gone = phy
+                        .open
+                        .abandon(|o| o.callback.driver_type.starts_with(&prefix));
+                    if !gone.is_empty() {
+                        self.lost.extend(phy.give_up(ts, gone, LostWhy::Unloaded));
+                    }
+                }
             }
             (EventKind::Lost { count }, _) => self.unowned.lost += count,
         }
@@ -234,6 +257,7 @@ impl Model {
                 t.errors += s.errors;
                 t.total_latency_ns = t.total_latency_ns.saturating_add(s.total_latency_ns);
                 t.max_latency_ns = t.max_latency_ns.max(s.max_latency_ns);
+                t.lost_returns += s.lost_returns;
             }
         }
         total

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::callbacks::{Access, CallStacks, ClosedCallback, OpenCallback};
+use super::callbacks::{Access, CallStacks, ClosedCallback, LostReturn, LostWhy, OpenCallback};
 use super::counters::Counters;
 use super::history::History;
 use crate::event::{Callback, LinkState, MdioOp, PhyRef, PhyState};
@@ -109,7 +109,29 @@ impl PhyModel {
         Some(transition)
     }
 
-    /// A callback was entered.
+    /// Counts the open callbacks given up at `ts_ns` and says what they were.
+    pub(super) fn give_up(
+        &mut self,
+        ts_ns: u64,
+        given_up: Vec<OpenCallback>,
+        why: LostWhy,
+    ) -> Vec<LostReturn> {
+        self.counters.unclosed += given_up.len() as u64;
+        given_up
+            .into_iter()
+            .map(|open| {
+                self.counters.lost_return(&open.callback.name);
+                LostReturn {
+                    key: self.phy.key(),
+                    open,
+                    known_at_ns: ts_ns,
+                    why,
+                }
+            })
+            .collect()
+    }
+
+    /// A callback was entered; returns the calls on its thread this showed had returned unseen.
     pub(super) fn enter(
         &mut self,
         ts_ns: u64,
@@ -117,7 +139,7 @@ impl PhyModel {
         callback: &Callback,
         depth: u8,
         state: &PhyState,
-    ) {
+    ) -> Vec<LostReturn> {
         let open = OpenCallback {
             callback: callback.clone(),
             depth,
@@ -126,18 +148,20 @@ impl PhyModel {
             accesses: Vec::new(),
             accesses_dropped: 0,
         };
-        self.counters.unclosed += self.open.enter(tid, open);
+        let stale = self.open.enter(tid, open);
+        self.give_up(ts_ns, stale, LostWhy::Superseded)
     }
 
-    /// A callback returned; returns the completed run and the link change it showed.
+    /// A callback returned; returns the completed run, the link change it showed and the calls
+    /// above it on its thread whose returns were not seen.
     pub(super) fn exit(
         &mut self,
         ts_ns: u64,
         tid: u32,
         exit: ExitInfo<'_>,
-    ) -> (ClosedCallback, Option<LinkChange>) {
+    ) -> (ClosedCallback, Option<LinkChange>, Vec<LostReturn>) {
         let (open, stale) = self.open.exit(tid, exit.callback, exit.depth);
-        self.counters.unclosed += stale;
+        let lost = self.give_up(ts_ns, stale, LostWhy::Superseded);
         self.counters.unmatched_exits += u64::from(open.is_none());
         self.counters
             .callback(&exit.callback.name, exit.latency_ns, exit.ret);
@@ -174,7 +198,7 @@ impl PhyModel {
             self.link_history.push(change.clone());
             change
         });
-        (closed, link_change)
+        (closed, link_change, lost)
     }
 
     /// An MDIO access; returns the register's previous value and the MMD meaning.

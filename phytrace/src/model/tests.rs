@@ -142,9 +142,18 @@ fn unmatched_and_stale_callbacks_are_counted() {
         .unwrap();
     assert_eq!(closed.enter_ns, None);
     m.apply(&enter(6, 7, "read_status", 1, 6));
-    m.apply(&enter(7, 7, "read_status", 1, 6)); // the first exit was lost
+    // The first exit was lost: the second entry at the same depth shows it.
+    m.apply(&enter(7, 7, "read_status", 1, 6));
+    let lost = m.lost_returns().to_vec();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(
+        (lost[0].open.enter_ns, lost[0].known_at_ns, lost[0].why),
+        (6, 7, LostWhy::Superseded)
+    );
+    assert_eq!(lost[0].key, "phy_sim-0:10");
     let c = &m.phy("phy_sim-0:10").unwrap().counters;
     assert_eq!((c.unmatched_exits, c.unclosed), (1, 1));
+    assert_eq!(c.callbacks["read_status"].lost_returns, 1);
     m.apply(&read(8, 9, 0x01, 0, None));
     assert_eq!(
         m.phy("phy_sim-0:10")
@@ -273,4 +282,44 @@ fn phy_id_from_registers() {
     m.apply(&read(2, 7, 0x03, 0x1881, None));
     let id = m.phy("phy_sim-0:10").unwrap().id_from_registers().unwrap();
     assert_eq!(id.known_name(), Some("AX88772C"));
+}
+
+#[test]
+fn an_unload_gives_up_the_calls_running_in_the_module() {
+    let mut m = Model::new();
+    m.apply(&enter(1, 7, "link_change_notify", 1, 6));
+    m.apply(&enter(2, 7, "soft_reset", 2, 6));
+    let other = Event {
+        phy: None,
+        ..ev(
+            3,
+            0,
+            EventKind::Detached {
+                module: "other".into(),
+            },
+        )
+    };
+    m.apply(&other);
+    assert!(m.lost_returns().is_empty());
+    let unload = Event {
+        phy: None,
+        ..ev(
+            4,
+            0,
+            EventKind::Detached {
+                module: "ax88796b_rust".into(),
+            },
+        )
+    };
+    m.apply(&unload);
+    let lost = m.lost_returns().to_vec();
+    let names: Vec<&str> = lost.iter().map(|l| &*l.open.callback.name).collect();
+    assert_eq!(names, ["link_change_notify", "soft_reset"]);
+    assert!(
+        lost.iter()
+            .all(|l| l.why == LostWhy::Unloaded && l.known_at_ns == 4)
+    );
+    let phy = m.phy("phy_sim-0:10").unwrap();
+    assert_eq!(phy.open.iter().count(), 0);
+    assert_eq!(m.totals().unclosed, 2);
 }

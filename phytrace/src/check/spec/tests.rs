@@ -82,7 +82,8 @@ fn every_rule_kind_parses() {
         pattern.atom,
         Atom::Exit {
             callback: Name::Any,
-            ret: Some((Cmp::Lt, 0))
+            ret: Some((Cmp::Lt, 0)),
+            latency: None,
         }
     );
     assert_eq!(bound, Bound::AtMost(0));
@@ -139,7 +140,16 @@ fn values_masks_registers_and_return_values() {
         atom("exit read_status_callback ret = -5"),
         Atom::Exit {
             callback: Name::Is("read_status".into()),
-            ret: Some((Cmp::Eq, -5))
+            ret: Some((Cmp::Eq, -5)),
+            latency: None,
+        }
+    );
+    assert_eq!(
+        atom("exit read_status ret = 0 latency >= 5ms"),
+        Atom::Exit {
+            callback: Name::Is("read_status".into()),
+            ret: Some((Cmp::Eq, 0)),
+            latency: Some((Cmp::Ge, std::time::Duration::from_millis(5))),
         }
     );
     assert_eq!(atom("link up"), Atom::Link(true));

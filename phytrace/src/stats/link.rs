@@ -1,0 +1,170 @@
+//! Link history of one PHY (up and down intervals, delays to link-up) and its time in each
+//! `phy_state`, from the link and state changes the model reports.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// BMCR bits that start an autonegotiation: RESET and ANRESTART.
+const BMCR_ANEG_START: u16 = 0x8000 | 0x0200;
+
+/// A period with the link up or down.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Interval {
+    /// Link up during it.
+    pub up: bool,
+    /// When it started (the callback return that showed the change), ns since the origin.
+    pub start_ns: u64,
+    /// How long it lasted; to the end of the capture when `open`.
+    pub duration_ns: u64,
+    /// Still going at the end of the capture (its length is a lower bound).
+    pub open: bool,
+}
+
+/// How long a link-up took.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LinkUp {
+    /// When the link was seen up, ns since the origin.
+    pub at_ns: u64,
+    /// Since the link was seen down before it (cable out, replug and autonegotiation).
+    pub since_down_ns: Option<u64>,
+    /// Since the latest autonegotiation start before it (a BMCR write with RESET or ANRESTART
+    /// after the previous link-up): the autonegotiation time when the driver restarts it on
+    /// replug.
+    pub since_aneg_start_ns: Option<u64>,
+}
+
+/// Link changes and state times of one PHY, as they come.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkHistory {
+    /// Closed intervals.
+    pub intervals: Vec<Interval>,
+    /// Link-ups.
+    pub ups: Vec<LinkUp>,
+    /// The current interval: up, since.
+    current: Option<(bool, u64)>,
+    aneg_start_ns: Option<u64>,
+    /// Time spent in each state (closed periods only).
+    in_state: BTreeMap<String, (u64, u64)>,
+    state: Option<(String, u64)>,
+}
+
+impl LinkHistory {
+    /// The link was seen `up` at `offset_ns` (only changes of up/down matter).
+    pub fn link(&mut self, offset_ns: u64, up: bool) {
+        match self.current {
+            Some((was, _)) if was == up => return,
+            Some((was, since)) => self.intervals.push(Interval {
+                up: was,
+                start_ns: since,
+                duration_ns: offset_ns.saturating_sub(since),
+                open: false,
+            }),
+            None => {}
+        }
+        if up {
+            let since_down_ns = match self.current {
+                Some((false, since)) => Some(offset_ns.saturating_sub(since)),
+                _ => None,
+            };
+            self.ups.push(LinkUp {
+                at_ns: offset_ns,
+                since_down_ns,
+                since_aneg_start_ns: self.aneg_start_ns.map(|t| offset_ns.saturating_sub(t)),
+            });
+            self.aneg_start_ns = None;
+        }
+        self.current = Some((up, offset_ns));
+    }
+
+    /// An MDIO write of `value` to register `reg` at `offset_ns`.
+    pub fn mdio_write(&mut self, offset_ns: u64, reg: u16, value: u16) {
+        if reg == 0 && value & BMCR_ANEG_START != 0 {
+            self.aneg_start_ns = Some(offset_ns);
+        }
+    }
+
+    /// `phy_state` became `state` at `offset_ns`.
+    pub fn state(&mut self, offset_ns: u64, state: &str) {
+        if let Some((was, since)) = self.state.take() {
+            let entry = self.in_state.entry(was).or_default();
+            entry.0 += offset_ns.saturating_sub(since);
+            entry.1 += 1;
+        }
+        self.state = Some((state.to_owned(), offset_ns));
+    }
+
+    /// The intervals with the current one closed at `end_ns`.
+    pub fn intervals_until(&self, end_ns: u64) -> Vec<Interval> {
+        let mut all = self.intervals.clone();
+        if let Some((up, since)) = self.current {
+            all.push(Interval {
+                up,
+                start_ns: since,
+                duration_ns: end_ns.saturating_sub(since),
+                open: true,
+            });
+        }
+        all
+    }
+
+    /// Time in each state until `end_ns` and how many periods: `state → (ns, periods)`.
+    pub fn states_until(&self, end_ns: u64) -> BTreeMap<String, (u64, u64)> {
+        let mut all = self.in_state.clone();
+        if let Some((state, since)) = &self.state {
+            let entry = all.entry(state.clone()).or_default();
+            entry.0 += end_ns.saturating_sub(*since);
+            entry.1 += 1;
+        }
+        all
+    }
+
+    /// The current state and since when.
+    pub fn current_state(&self) -> Option<(&str, u64)> {
+        self.state.as_ref().map(|(s, t)| (s.as_str(), *t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_and_delays() {
+        let mut l = LinkHistory::default();
+        l.link(10, false);
+        l.mdio_write(20, 0, 0x1200);
+        l.link(50, true);
+        l.link(60, true);
+        l.link(80, false);
+        l.link(100, true);
+        let iv = l.intervals_until(130);
+        let spans: Vec<(bool, u64, u64, bool)> = iv
+            .iter()
+            .map(|i| (i.up, i.start_ns, i.duration_ns, i.open))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (false, 10, 40, false),
+                (true, 50, 30, false),
+                (false, 80, 20, false),
+                (true, 100, 30, true)
+            ]
+        );
+        assert_eq!(l.ups[0].since_down_ns, Some(40));
+        assert_eq!(l.ups[0].since_aneg_start_ns, Some(30));
+        assert_eq!(l.ups[1].since_aneg_start_ns, None);
+    }
+
+    #[test]
+    fn time_in_state() {
+        let mut l = LinkHistory::default();
+        l.state(0, "READY");
+        l.state(5, "UP");
+        l.state(7, "READY");
+        let s = l.states_until(10);
+        assert_eq!(s["READY"], (8, 2));
+        assert_eq!(s["UP"], (2, 1));
+    }
+}

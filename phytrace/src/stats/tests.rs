@@ -1,0 +1,121 @@
+use std::path::Path;
+
+use super::*;
+
+fn capture(name: &str) -> Capture {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(format!("{name}.ptrace"));
+    Capture::read(&path).expect("capture")
+}
+
+fn phy<'r>(r: &'r Report, key: &str) -> &'r PhyReport {
+    r.phys.iter().find(|p| p.key == key).expect("PHY")
+}
+
+#[test]
+fn counts_match_the_model_on_every_recorded_capture() {
+    for name in ["rust-plug-unplug", "rust-module-reload", "c-plug-unplug"] {
+        let c = capture(name);
+        let report = of_capture(&c);
+        let mut model = Model::new();
+        for e in &c.events {
+            model.apply(e);
+        }
+        for p in &report.phys {
+            let counters = &model.phys[&p.key].counters;
+            for cb in &p.callbacks {
+                let m = counters
+                    .callbacks
+                    .get(&cb.name)
+                    .cloned()
+                    .unwrap_or_default();
+                assert_eq!(cb.calls, m.calls, "{name} {} {}", p.key, cb.name);
+                assert_eq!(cb.errors.iter().map(|e| e.count).sum::<u64>(), m.errors);
+                if cb.calls > 0 {
+                    assert_eq!(cb.latency.max_ns, m.max_latency_ns);
+                }
+            }
+            let reads_writes_errors =
+                counters.mdio_reads + counters.mdio_writes + counters.mdio_errors;
+            assert_eq!(p.mdio.accesses, reads_writes_errors, "{name} {}", p.key);
+        }
+    }
+}
+
+#[test]
+fn plug_unplug_errors_link_and_states() {
+    let r = of_capture(&capture("rust-plug-unplug"));
+    let p = phy(&r, "phy_sim-0:01");
+    let read_status = p
+        .callbacks
+        .iter()
+        .find(|c| c.name == "read_status")
+        .unwrap();
+    assert_eq!(
+        read_status.errors,
+        [ErrorCount {
+            ret: -5,
+            errno: Some("EIO"),
+            count: 1
+        }]
+    );
+    let l = &read_status.latency;
+    assert!(l.min_ns <= l.p50_ns && l.p50_ns <= l.p90_ns && l.p90_ns <= l.p99_ns);
+    assert!(l.p99_ns <= l.max_ns);
+    // Up at 7.512, down at 7.659, up again at 7.836, down after the error.
+    let ups: Vec<u64> = p.link.ups.iter().map(|u| u.at_ns / 1_000_000).collect();
+    assert_eq!(ups.len(), 2, "{ups:?}");
+    let second = &p.link.ups[1];
+    let since_down = second.since_down_ns.unwrap();
+    assert!(
+        (176_000_000..178_000_000).contains(&since_down),
+        "{since_down}"
+    );
+    assert!(p.link.intervals.last().unwrap().open);
+    let total: u64 = p.link.intervals.iter().map(|i| i.duration_ns).sum();
+    assert_eq!(total, p.link.up_ns + p.link.down_ns);
+    let share: f64 = p.states.iter().map(|s| s.share).sum();
+    assert!((share - 1.0).abs() < 1e-9);
+    assert!(p.states.iter().any(|s| s.state == "ERROR"));
+    assert!(p.mdio.peak_per_s as f64 >= p.mdio.mean_per_s);
+    let bmsr = p.mdio.registers.iter().find(|r| r.name == "BMSR").unwrap();
+    assert_eq!(bmsr.count.errors, 1);
+}
+
+#[test]
+fn calls_running_at_an_unload_or_the_end_are_lost_returns() {
+    let mut c = capture("rust-plug-unplug");
+    // Cut the capture just after an entry: that call is still running at the end.
+    let cut = c
+        .events
+        .iter()
+        .rposition(|e| matches!(e.kind, EventKind::CallbackEnter { .. }))
+        .unwrap();
+    c.events.truncate(cut + 1);
+    c.trailer = None;
+    let r = of_capture(&c);
+    let lost: Vec<&CallbackReport> = r
+        .phys
+        .iter()
+        .flat_map(|p| &p.callbacks)
+        .filter(|cb| cb.lost_returns.total > 0)
+        .collect();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0].lost_returns.capture_ended, 1);
+    assert_eq!(lost[0].lost_returns.calls[0].why, LostWhy::CaptureEnded);
+    let text = text::report("cut", &r);
+    assert!(text.contains("1 (1 capture ended)"), "{text}");
+    assert!(text.contains("no return (CaptureEnded"), "{text}");
+}
+
+#[test]
+fn text_and_json_name_the_method() {
+    let r = of_capture(&capture("rust-module-reload"));
+    let text = text::report("rust-module-reload.ptrace", &r);
+    assert!(text.contains("HDR histogram, 3 significant digits"));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["schema"], SCHEMA);
+    assert_eq!(json["method"]["significant_digits"], 3);
+    assert!(json["phys"][0]["callbacks"][0]["latency"]["p99_ns"].is_u64());
+}

@@ -1,0 +1,196 @@
+//! The text form of a [`Report`], for people.
+
+use std::fmt::Write as _;
+
+use super::{LostReport, PhyReport, Report, SIGNIFICANT_DIGITS};
+use crate::render;
+
+/// Seconds with millisecond precision: `7.512`.
+fn secs(ns: u64) -> String {
+    format!(
+        "{}.{:03}",
+        ns / 1_000_000_000,
+        ns % 1_000_000_000 / 1_000_000
+    )
+}
+
+/// `2 EIO, 1 -7`.
+fn errors(list: &[super::ErrorCount]) -> String {
+    if list.is_empty() {
+        return "0".to_owned();
+    }
+    list.iter()
+        .map(|e| match e.errno {
+            Some(name) => format!("{} {name}", e.count),
+            None => format!("{} ret {}", e.count, e.ret),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `2 (1 capture ended, 1 unloaded)`.
+fn lost(l: &LostReport) -> String {
+    if l.total == 0 {
+        return "0".to_owned();
+    }
+    let parts: Vec<String> = [
+        (l.superseded, "superseded"),
+        (l.unloaded, "unloaded"),
+        (l.capture_ended, "capture ended"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n} {why}"))
+    .collect();
+    format!("{} ({})", l.total, parts.join(", "))
+}
+
+/// The report of one capture named `name`.
+pub fn report(name: &str, r: &Report) -> String {
+    let mut out = format!(
+        "phytrace stats: {name}  {} s, {} events, {} lost by the kernel\n",
+        secs(r.duration_ns),
+        r.events,
+        r.lost_events
+    );
+    let _ = writeln!(
+        out,
+        "latency: every completed call (from its exit event); p50/p90/p99 nearest rank from an HDR histogram, {SIGNIFICANT_DIGITS} significant digits (within 0.1%); min, max exact; calls whose return was lost are counted apart, not in the percentiles"
+    );
+    for phy in &r.phys {
+        out.push('\n');
+        phy_report(&mut out, phy);
+    }
+    out
+}
+
+fn phy_report(out: &mut String, phy: &PhyReport) {
+    let driver = if phy.driver.is_empty() {
+        "no driver"
+    } else {
+        &phy.driver
+    };
+    let _ = writeln!(out, "{}  {driver}  PHY ID {:08x}", phy.key, phy.phy_id);
+    if !phy.callbacks.is_empty() {
+        let width = phy
+            .callbacks
+            .iter()
+            .map(|c| c.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(8);
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:<10}  lost returns",
+            "callback", "calls", "min", "p50", "p90", "p99", "max", "errors"
+        );
+        for c in &phy.callbacks {
+            let l = &c.latency;
+            let d = |ns: u64| {
+                if l.count == 0 {
+                    "-".to_owned()
+                } else {
+                    render::duration(ns)
+                }
+            };
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:<10}  {}",
+                c.name,
+                c.calls,
+                d(l.min_ns),
+                d(l.p50_ns),
+                d(l.p90_ns),
+                d(l.p99_ns),
+                d(l.max_ns),
+                errors(&c.errors),
+                lost(&c.lost_returns)
+            );
+            for call in c.lost_returns.calls.iter().take(5) {
+                let _ = writeln!(
+                    out,
+                    "  {:<width$}    entered {} in {}, no return ({:?}; ran at least {})",
+                    "",
+                    secs(call.entered_ns),
+                    call.state,
+                    call.why,
+                    render::duration(call.ran_at_least_ns)
+                );
+            }
+        }
+    }
+    if phy.unmatched_exits > 0 {
+        let _ = writeln!(
+            out,
+            "  {} returns without their entry (counted, latency from the exit event)",
+            phy.unmatched_exits
+        );
+    }
+    let m = &phy.mdio;
+    let peak_at = m
+        .peak_window_start_ns
+        .map_or(String::new(), |t| format!(" at {} s", secs(t)));
+    let _ = writeln!(
+        out,
+        "  MDIO  {} accesses, {:.1}/s mean over {} windows of 1 s, peak {}/s{peak_at}",
+        m.accesses, m.mean_per_s, m.windows, m.peak_per_s
+    );
+    for r in &m.registers {
+        let mut line = format!(
+            "    {:<9} read {:>5}  write {:>5}",
+            r.name, r.count.reads, r.count.writes
+        );
+        if r.count.errors > 0 {
+            let _ = write!(line, "  failed {}", r.count.errors);
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let link = &phy.link;
+    if !link.intervals.is_empty() {
+        let _ = writeln!(
+            out,
+            "  link  up {} s, down {} s",
+            secs(link.up_ns),
+            secs(link.down_ns)
+        );
+        for i in &link.intervals {
+            let _ = writeln!(
+                out,
+                "    {:<4} from {:>8} s  for {}{}",
+                if i.up { "up" } else { "down" },
+                secs(i.start_ns),
+                render::duration(i.duration_ns),
+                if i.open { "+ (until the end)" } else { "" }
+            );
+        }
+        for up in &link.ups {
+            let since = |what: &str, ns: Option<u64>| {
+                ns.map(|ns| format!(", {} after {what}", render::duration(ns)))
+                    .unwrap_or_default()
+            };
+            let _ = writeln!(
+                out,
+                "    link up at {} s{}{}",
+                secs(up.at_ns),
+                since("link down", up.since_down_ns),
+                since("autonegotiation start", up.since_aneg_start_ns)
+            );
+        }
+    }
+    if !phy.states.is_empty() {
+        let states: Vec<String> = phy
+            .states
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} s ({:.0}%, {}×)",
+                    s.state,
+                    secs(s.time_ns),
+                    s.share * 100.0,
+                    s.periods
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  phy_state  {}", states.join(", "));
+    }
+}
