@@ -114,18 +114,16 @@ fn scenario_spec_passes_on_the_plug_unplug_capture() {
 
 #[test]
 fn what_the_shipped_specs_say_about_the_other_captures() {
-    // The module-reload capture starts with the PHY already polled: no soft_reset before it.
+    // Recorded from before the driver loaded, across two reloads: every load's probe-time
+    // callbacks are in it, so every rule holds.
     let out = phytrace(&[
         "check",
         "--spec",
         &spec("ax88796b.spec"),
         &data("rust-module-reload.ptrace"),
     ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        failed_rules(&stdout(&out)),
-        ["soft_reset before the first read_status"]
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(failed_rules(&stdout(&out)).is_empty());
     // The C driver has no Rust callbacks to trace: the AX88772A re-init cannot be seen.
     let out = phytrace(&[
         "check",
@@ -155,10 +153,11 @@ fn junit_has_a_suite_per_capture_and_a_case_per_rule() {
     assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites"));
     assert_eq!(text.matches("<testsuite ").count(), 2);
     assert_eq!(text.matches("<testcase ").count(), 18);
-    assert_eq!(text.matches("<failure ").count(), 2);
+    // The plug-unplug capture has a read_status error; the reload capture passes.
+    assert_eq!(text.matches("<failure ").count(), 1);
     assert!(text.contains("name=\"no callback returns an error\">"));
     assert!(text.contains("&gt; "), "report text escaped: {text}");
-    assert!(text.contains("failures=\"2\""));
+    assert!(text.contains("failures=\"1\""));
     assert!(text.trim_end().ends_with("</testsuites>"));
 }
 
