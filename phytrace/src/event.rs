@@ -187,3 +187,23 @@ pub enum EventKind {
         count: u64,
     },
 }
+
+/// What a capture of a module's callbacks can be trusted to hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Guarantee {
+    /// Armed by the kernel as the module loads: every callback from the first one on.
+    FirstCallback,
+    /// Attached after the module was seen loaded: callbacks before that are missed.
+    AfterLoad,
+}
+
+impl Guarantee {
+    /// The name used in capture headers and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FirstCallback => "first_callback",
+            Self::AfterLoad => "after_load",
+        }
+    }
+}

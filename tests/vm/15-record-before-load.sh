@@ -91,3 +91,23 @@ ok "every CPU's records in time order"
 
 "$PHYTRACE_BIN" check --spec "$PHYTRACE_ROOT/specs/ax88796b.spec" "$cap" || fail "the shipped spec fails on the reload capture"
 assert_clean_dmesg before-load
+
+# Without the module file (an empty module tree): the attach-on-load fallback, said so in the
+# header, and the callbacks after the attachment still recorded.
+unload_all
+empty=$(mktemp -d)
+rm -f "$cap"
+cap=$PHYTRACE_OUT/record-after-load.ptrace
+start_record "$cap" --module ax88796b_rust --module-tree "$empty"
+jq -e '.arming[] | select(.module == "ax88796b_rust" and .guarantee == "after_load")' \
+    <(head -n 1 "$cap") >/dev/null || fail "the header does not say the module is attached after it loads"
+ok "header: after_load without a module file"
+modprobe ax88796b_rust
+load_sim
+a=$(simdev ax88772a)
+link_up "$a"
+wait_mode "$a" 100 full
+wait_for 10 capture_has "$cap" exit read_status || fail "no read_status recorded after the late attachment"
+link_down "$a"
+stop_record "$cap"
+ok "callbacks recorded after the late attachment"

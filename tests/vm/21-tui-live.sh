@@ -17,7 +17,7 @@ wait_screen() {
     wait_for "${2:-20}" shows "$1" || { screen; fail "the screen never showed '$1'"; }
     ok "screen shows '$1'"
 }
-wait_screen "waiting for ax88796b_rust"
+wait_screen "ax88796b_rust armed, waiting for it to load"
 load_driver rust
 wait_screen "ax88796b_rust attached"
 load_sim

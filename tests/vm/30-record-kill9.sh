@@ -1,7 +1,8 @@
 #!/bin/bash
 # `phytrace record` killed with SIGKILL at random moments while the link flaps, KILL_ROUNDS times
 # (default 20): every capture reads back up to its last whole record and says it was not closed
-# cleanly, and nothing of phytrace (kprobe, probe event, BPF program) stays in the kernel.
+# cleanly, nothing of phytrace stays armed in the kernel (kprobe, BPF program), and the kprobe
+# event definitions a killed phytrace leaves are removed by the next one.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 trap_cleanup
@@ -26,7 +27,7 @@ for ((round = 1; round <= rounds; round++)); do
     sleep "$((RANDOM % 2)).$((RANDOM % 1000))"
     kill -9 "$pid"
     wait "$pid" 2>/dev/null || true
-    assert_no_probes_left "round $round: after SIGKILL"
+    assert_nothing_armed "round $round: after SIGKILL"
     set +e
     out=$("$PHYTRACE_BIN" dump --format json "$cap" 2>&1 >"$cap.json")
     status=$?
@@ -36,11 +37,15 @@ for ((round = 1; round <= rounds; round++)); do
     events=$(wc -l <"$cap.json")
     ((events > 0)) || fail "round $round: no event read back"
     total=$((total + events))
-    ok "round $round: $events events read back, truncation reported, nothing left in the kernel"
+    ok "round $round: $events events read back, truncation reported, nothing armed in the kernel"
     rm -f "$cap" "$cap.stderr" "$cap.json"
 done
 kill "$flapper"
 wait "$flapper" 2>/dev/null || true
 ok "$rounds kills, $total events read back"
+# The next phytrace removes what the killed ones left defined, and leaves nothing itself.
+"$PHYTRACE_BIN" record -o "$PHYTRACE_OUT/kill9-after.ptrace" --duration 1s 2>"$PHYTRACE_OUT/kill9-after.stderr" ||
+    fail "record after the kills failed: $(cat "$PHYTRACE_OUT/kill9-after.stderr")"
+assert_no_probes_left "after the next clean recording"
 result "\"rounds\":$rounds,\"events\":$total"
 assert_clean_dmesg kill9

@@ -317,16 +317,27 @@ ensure_debugfs
 # --- phytrace's footprint in the kernel ---
 
 # probes_left: phytrace's kprobes, tracefs probe events and BPF programs still in the kernel.
+# armed_probes: phytrace's kprobes that can fire and its BPF programs.
+armed_probes() {
+    grep -E '__mdiobus_(read|write)|_callback' /sys/kernel/debug/kprobes/list | grep -v '\[DISABLED\]' || true
+    bpftool prog show 2>/dev/null | grep -E 'name (callback_e|mdio_(read|write)_e|selftest_e|module_load)' || true
+}
+# probes_left: everything of phytrace in the kernel, event definitions included.
 probes_left() {
-    grep -E '__mdiobus_(read|write)|_callback' /sys/kernel/debug/kprobes/list || true
+    armed_probes
     grep -E '__mdiobus_(read|write)|_callback' /sys/kernel/tracing/kprobe_events || true
-    bpftool prog show 2>/dev/null | grep -E 'name (callback_e|mdio_(read|write)_e|selftest_e)' || true
 }
 
 # assert_no_probes_left WHAT: nothing of phytrace is left in the kernel (freed within 5 s).
 no_probes_left() { [[ -z $(probes_left) ]]; }
 assert_no_probes_left() {
     wait_for 5 no_probes_left || fail "$1: left in the kernel: $(probes_left)"
+}
+# assert_nothing_armed WHAT: after a SIGKILL, phytrace's kprobe event definitions stay (disabled,
+# removed by the next phytrace), but nothing of it fires and no program is left.
+nothing_armed() { [[ -z $(armed_probes) ]]; }
+assert_nothing_armed() {
+    wait_for 5 nothing_armed || fail "$1: armed in the kernel: $(armed_probes)"
 }
 
 # rss_kib PID / fds PID: resident memory and open file descriptors of a process.

@@ -1,6 +1,7 @@
 //! `cargo xtask soak`: the long versions of the reliability tests. Fuzzes the capture reader
 //! and the spec parser on the host, then boots the VM once and runs the reliability tests
-//! (`tests/vm/3?-*.sh`) with soak sizes: module churn, SIGKILLs, overload, full disk,
+//! (`tests/vm/3?-*.sh`, and `15-record-before-load.sh`) with soak sizes: module churn (and as
+//! many reloads counted against the kernel's own kprobe events), SIGKILLs, overload, full disk,
 //! privileges, and an hour of link flapping with `record` and the TUI. The figures replace the
 //! generated block of `docs/reliability.md` and are kept whole in `docs/reliability.json`.
 
@@ -16,7 +17,7 @@ pub struct SoakArgs {
     /// Minutes of link flapping with `record` and the TUI.
     #[arg(long, default_value_t = 60)]
     pub minutes: u64,
-    /// Driver module reloads while recording.
+    /// Driver module reloads while recording (churn, and the record-before-load test).
     #[arg(long, default_value_t = 100)]
     pub churn_rounds: u32,
     /// SIGKILLs of `record`.
@@ -61,6 +62,7 @@ pub fn run(args: &SoakArgs) -> Result<std::process::ExitCode> {
         format!("SOAK_SECS={flap_secs}"),
         "SAMPLE_SECS=60".to_owned(),
         format!("CHURN_ROUNDS={}", args.churn_rounds),
+        format!("RELOADS={}", args.churn_rounds),
         format!("KILL_ROUNDS={}", args.kills),
         format!("OVERLOAD_SECS={}", args.overload_secs),
         format!("TEST_TIMEOUT={}", flap_secs + 1800),
@@ -69,7 +71,8 @@ pub fn run(args: &SoakArgs) -> Result<std::process::ExitCode> {
             .join("tests/vm/run.sh")
             .display()
             .to_string(),
-        "^3[0-9]-".to_owned(),
+        // The reliability tests, and the plug-in test with as many reloads as the churn.
+        "^(3[0-9]|15)-".to_owned(),
     ]
     .into();
     let started = run::step("soak: booting the test kernel");

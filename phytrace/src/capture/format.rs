@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::dictionary::{CallbackDef, Definition, Interner, PhyDef, Tables};
-use crate::event::{Duplex, Event, EventKind, LinkState, MdioOp, PhyState};
+use crate::event::{Duplex, Event, EventKind, Guarantee, LinkState, MdioOp, PhyState};
 
 /// Value of the header's `format` field.
 pub const FORMAT_NAME: &str = "phytrace-capture";
@@ -48,10 +48,8 @@ pub struct Header {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArmingEntry {
     pub module: String,
-    /// `first_callback`: armed by the kernel as the module loads, every callback recorded
-    /// from the first one; `after_load`: attached once the module was seen loaded, its first
-    /// callbacks missed.
-    pub guarantee: String,
+    /// `first_callback` or `after_load` (see [`Guarantee`]).
+    pub guarantee: Guarantee,
     /// Where the callbacks were read (module file or `/proc/kallsyms`), or why they could not
     /// be read before the module loads.
     pub source: String,

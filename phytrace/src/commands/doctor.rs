@@ -213,10 +213,10 @@ fn tracefs() -> Check {
             return Check::ok(NAME, format!("{dir} (kprobe_events present)"));
         }
     }
-    Check::warn(
+    Check::fail(
         NAME,
         "no kprobe_events under /sys/kernel/tracing",
-        "mount -t tracefs nodev /sys/kernel/tracing (phytrace attaches through perf, but you will want it to inspect probes)",
+        "mount -t tracefs nodev /sys/kernel/tracing (phytrace arms driver callbacks as kprobe events there, before their module loads) and check CONFIG_KPROBE_EVENTS=y",
     )
 }
 

@@ -15,10 +15,9 @@ use crate::{
         format::{ArmingEntry, ClockRef, Header, ProbeEntry},
         writer::{WriteError, Writer},
     },
-    event::Event,
+    event::{Event, Guarantee},
     exit::{Failure, FailureKind},
     probe::{
-        driver_probes::Guarantee,
         loader::DEFAULT_RING_SIZE,
         tracer::{Tracer, monotonic_ns},
     },
@@ -116,7 +115,7 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
         .into_iter()
         .map(|a| ArmingEntry {
             module: a.module,
-            guarantee: a.guarantee.as_str().to_owned(),
+            guarantee: a.guarantee,
             source: a.source,
         })
         .collect();

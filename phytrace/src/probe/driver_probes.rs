@@ -18,25 +18,6 @@ use super::{
 };
 use crate::event::Callback;
 
-/// What a capture of a module's callbacks can be trusted to hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Guarantee {
-    /// Armed by the kernel as the module loads: every callback from the first one on.
-    FirstCallback,
-    /// Attached after the module was seen loaded: callbacks before that are missed.
-    AfterLoad,
-}
-
-impl Guarantee {
-    /// The name used in capture headers and output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::FirstCallback => "first_callback",
-            Self::AfterLoad => "after_load",
-        }
-    }
-}
-
 /// Where a module's callback symbols were read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SymbolSource {
@@ -70,9 +51,11 @@ pub struct ArmedCallback {
 
 /// Every followed module's callback probes.
 pub struct DriverProbes {
+    // Declared before the group: the links close before the group removes their events
+    // (tracefs refuses to remove an event in use).
+    modules: BTreeMap<String, ArmedModule>,
     group: EventGroup,
     keys: BTreeMap<(String, String), u64>,
-    modules: BTreeMap<String, ArmedModule>,
     next_event: u32,
     max_active: u32,
 }

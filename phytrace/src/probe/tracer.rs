@@ -21,13 +21,13 @@ use super::{
     attach::attach,
     btf::{self, PhyStates},
     decode::{Decoder, c_string},
-    driver_probes::{DriverProbes, Guarantee, SymbolSource},
+    driver_probes::{DriverProbes, SymbolSource},
     loader::{self, LoadOptions, explain_refusal},
     module_files::{self, ModuleTree},
     modules, raw,
     symbols::{self, CallbackSymbol},
 };
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, Guarantee};
 
 /// The bus accessors every phylib register access goes through (`phy_modify` included).
 const MDIO_PROBES: &[(&str, &str, &str)] = &[

@@ -7,7 +7,8 @@ use anyhow::Result;
 use super::SourceStatus;
 use crate::capture::Header;
 use crate::event::Event;
-use crate::probe::{driver_probes::Guarantee, tracer::Tracer};
+use crate::event::Guarantee;
+use crate::probe::tracer::Tracer;
 
 /// The running tracer and the events held while paused.
 pub struct LiveSource {

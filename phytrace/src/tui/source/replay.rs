@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::{SPEED_RANGE, SourceStatus};
 use crate::capture::{Header, Reader};
-use crate::event::Event;
+use crate::event::{Event, Guarantee};
 
 /// Most events delivered at once, so that input stays responsive at high speed.
 const MAX_BATCH: usize = 4096;
@@ -173,7 +173,7 @@ impl ReplaySource {
                 .header()
                 .arming
                 .iter()
-                .filter(|a| a.guarantee != "first_callback")
+                .filter(|a| a.guarantee != Guarantee::FirstCallback)
                 .map(|a| a.module.clone())
                 .collect(),
             ..SourceStatus::default()
