@@ -23,7 +23,12 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let summary = cb.latencies.summary();
-    let title = format!(" Histogram {name}: {} calls, log scale ", summary.count);
+    let full = format!(" Histogram {name}: {} calls, log scale ", summary.count);
+    let title = if full.chars().count() + 2 <= usize::from(area.width) {
+        full
+    } else {
+        format!(" {name}: {} calls ", summary.count)
+    };
     let block = pane_block(app, Pane::Histogram, title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
