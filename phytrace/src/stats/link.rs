@@ -22,10 +22,10 @@ pub struct Interval {
 }
 
 /// A period in one `phy_state`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatePeriod {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatePeriod<'a> {
     /// `RUNNING`.
-    pub state: String,
+    pub state: &'a str,
     /// When it was seen entered, ns since the origin.
     pub start_ns: u64,
     /// How long it lasted; to the end when `open`.
@@ -60,8 +60,10 @@ pub struct LinkHistory {
     /// Time spent in each state (closed periods only).
     in_state: BTreeMap<String, (u64, u64)>,
     /// Closed state periods, oldest first (one per `phy_state` change, as `intervals` is one
-    /// per link change).
-    periods: Vec<StatePeriod>,
+    /// per link change): start, duration, index in `state_names`.
+    periods: Vec<(u64, u64, usize)>,
+    /// Names of the states seen, in order of first appearance.
+    state_names: Vec<String>,
     state: Option<(String, u64)>,
 }
 
@@ -104,15 +106,17 @@ impl LinkHistory {
     pub fn state(&mut self, offset_ns: u64, state: &str) {
         if let Some((was, since)) = self.state.take() {
             let duration_ns = offset_ns.saturating_sub(since);
-            let entry = self.in_state.entry(was.clone()).or_default();
+            let name = match self.state_names.iter().position(|n| *n == was) {
+                Some(i) => i,
+                None => {
+                    self.state_names.push(was.clone());
+                    self.state_names.len() - 1
+                }
+            };
+            self.periods.push((since, duration_ns, name));
+            let entry = self.in_state.entry(was).or_default();
             entry.0 += duration_ns;
             entry.1 += 1;
-            self.periods.push(StatePeriod {
-                state: was,
-                start_ns: since,
-                duration_ns,
-                open: false,
-            });
         }
         self.state = Some((state.to_owned(), offset_ns));
     }
@@ -132,17 +136,23 @@ impl LinkHistory {
     }
 
     /// The state periods with the current one closed at `end_ns`, oldest first.
-    pub fn periods_until(&self, end_ns: u64) -> Vec<StatePeriod> {
-        let mut all = self.periods.clone();
-        if let Some((state, since)) = &self.state {
-            all.push(StatePeriod {
-                state: state.clone(),
-                start_ns: *since,
-                duration_ns: end_ns.saturating_sub(*since),
-                open: true,
+    pub fn periods_until(&self, end_ns: u64) -> impl Iterator<Item = StatePeriod<'_>> {
+        let closed = self
+            .periods
+            .iter()
+            .map(|&(start_ns, duration_ns, name)| StatePeriod {
+                state: self.state_names.get(name).map_or("?", String::as_str),
+                start_ns,
+                duration_ns,
+                open: false,
             });
-        }
-        all
+        let current = self.state.as_ref().map(|(state, since)| StatePeriod {
+            state,
+            start_ns: *since,
+            duration_ns: end_ns.saturating_sub(*since),
+            open: true,
+        });
+        closed.chain(current)
     }
 
     /// Time in each state until `end_ns` and how many periods: `state → (ns, periods)`.
@@ -159,7 +169,7 @@ impl LinkHistory {
     /// When the first link or state was seen, ns since the origin.
     pub fn first_seen_ns(&self) -> Option<u64> {
         let link = self.intervals.first().map(|i| i.start_ns);
-        let state = self.periods.first().map(|p| p.start_ns);
+        let state = self.periods.first().map(|p| p.0);
         [
             link,
             state,
@@ -220,10 +230,9 @@ mod tests {
         let s = l.states_until(10);
         assert_eq!(s["READY"], (8, 2));
         assert_eq!(s["UP"], (2, 1));
-        let periods = l.periods_until(10);
-        let p: Vec<(&str, u64, u64, bool)> = periods
-            .iter()
-            .map(|p| (p.state.as_str(), p.start_ns, p.duration_ns, p.open))
+        let p: Vec<(&str, u64, u64, bool)> = l
+            .periods_until(10)
+            .map(|p| (p.state, p.start_ns, p.duration_ns, p.open))
             .collect();
         assert_eq!(
             p,

@@ -59,12 +59,12 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                     .map(|i| (i.start_ns, i.duration_ns, i.up)),
             )
         });
-        let periods = history.map_or_else(Vec::new, |h| h.periods_until(end));
-        let states = axis.dominant(
-            periods
-                .iter()
-                .map(|p| (p.start_ns, p.duration_ns, p.state.as_str())),
-        );
+        let states = history.map_or_else(Vec::new, |h| {
+            axis.dominant(
+                h.periods_until(end)
+                    .map(|p| (p.start_ns, p.duration_ns, p.state)),
+            )
+        });
         for state in states.iter().flatten() {
             if !seen.iter().any(|s| s == state) {
                 seen.push((*state).to_owned());
