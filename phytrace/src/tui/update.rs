@@ -135,6 +135,7 @@ fn submit(app: &mut App, kind: PromptKind, text: String) -> Option<Action> {
         PromptKind::Search => {
             app.search = (!text.is_empty()).then(|| text.to_lowercase());
             if app.search.is_some() {
+                app.view = View::Trace;
                 app.focus = Pane::Log;
                 app.log_cursor = app.log_cursor.map(|c| c + 1);
                 search_next(app, true);
@@ -311,6 +312,30 @@ mod tests {
         assert_eq!(step_cursor(&e, Some(0), -5), Some(0));
         assert_eq!(step_cursor(&e, Some(2), 1), None);
         assert_eq!(step_cursor(&[], None, -1), None);
+    }
+
+    #[test]
+    fn s_switches_views_and_a_search_shows_the_log() {
+        use crate::synth::header;
+        use crate::tui::ui::theme::Theme;
+        let mut app = App::new(header(), 0, 10, Theme::mono());
+        let press = |app: &mut App, code| {
+            on_key(app, &KeyEvent::new(code, KeyModifiers::NONE));
+        };
+        press(&mut app, KeyCode::Char('s'));
+        assert_eq!((app.view, app.focus), (View::Stats, Pane::Latency));
+        press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.focus, Pane::Mdio);
+        press(&mut app, KeyCode::Char('/'));
+        for c in "bmsr".chars() {
+            press(&mut app, KeyCode::Char(c));
+        }
+        press(&mut app, KeyCode::Enter);
+        assert_eq!((app.view, app.focus), (View::Trace, Pane::Log));
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::Char('s'));
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.selected_callback, None, "no PHY yet: nothing to choose");
     }
 
     #[test]
