@@ -8,7 +8,7 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use phytrace::event::Event;
 use phytrace::synth::{Synth, header};
-use phytrace::tui::app::{App, Pane};
+use phytrace::tui::app::{App, Pane, View};
 use phytrace::tui::filter::Filter;
 use phytrace::tui::ui::{self, theme::Theme};
 use ratatui::{Terminal, backend::TestBackend};
@@ -37,6 +37,16 @@ fn frames(c: &mut Criterion) {
             });
         });
     }
+    // The stats view: percentiles, histogram, link/state strip and MDIO rate of 100 000 events.
+    app.view = View::Stats;
+    app.focus = Pane::Latency;
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    group.bench_function("200x60 stats view", |b| {
+        b.iter(|| {
+            terminal.draw(|f| ui::draw(f, black_box(&app))).unwrap();
+        });
+    });
+    app.view = View::Trace;
     // The worst case: a filter that hides most of the 100 000 held events, timeline scrolled.
     app.filter = Filter::parse("err").unwrap();
     app.focus = Pane::Timeline;

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use phytrace::capture::Capture;
-use phytrace::tui::app::{App, Mode, Pane};
+use phytrace::tui::app::{App, Mode, Pane, View};
 use phytrace::tui::source::SourceStatus;
 use phytrace::tui::ui::{self, theme::Theme};
 use phytrace::tui::update;
@@ -196,6 +196,128 @@ fn no_color_uses_no_colours_but_keeps_markers() {
     );
 }
 
+/// Asserts no cell of `terminal` is coloured.
+fn assert_no_colour(terminal: &Terminal<TestBackend>, what: &str) {
+    for cell in &terminal.backend().buffer().content {
+        assert_eq!(
+            (cell.fg, cell.bg),
+            (Color::Reset, Color::Reset),
+            "{what}: coloured cell {cell:?}"
+        );
+    }
+}
+
+#[test]
+fn stats_view_of_each_capture_at_80x24_and_160x48() {
+    for name in CAPTURES {
+        let mut app = replayed(name, Theme::colored());
+        key(&mut app, KeyCode::Char('s'));
+        assert_eq!((app.view, app.focus), (View::Stats, Pane::Latency));
+        insta::assert_snapshot!(
+            format!("{name}-stats-80x24"),
+            render(&app, 80, 24).backend()
+        );
+        insta::assert_snapshot!(
+            format!("{name}-stats-160x48"),
+            render(&app, 160, 48).backend()
+        );
+    }
+}
+
+#[test]
+fn each_stats_pane_zoomed_at_two_sizes() {
+    let mut app = replayed("rust-plug-unplug", Theme::colored());
+    key(&mut app, KeyCode::Char('s'));
+    for pane in [Pane::Latency, Pane::Histogram, Pane::Links, Pane::Mdio] {
+        assert_eq!(app.focus, pane);
+        key(&mut app, KeyCode::Char('z'));
+        for (width, height) in [(80, 24), (160, 48)] {
+            insta::assert_snapshot!(
+                format!("stats-zoom-{pane:?}-{width}x{height}"),
+                render(&app, width, height).backend()
+            );
+        }
+        key(&mut app, KeyCode::Char('z'));
+        key(&mut app, KeyCode::Tab);
+    }
+    assert_eq!(app.focus, Pane::Latency);
+    key(&mut app, KeyCode::Char('s'));
+    assert_eq!((app.view, app.focus), (View::Trace, Pane::Phys));
+}
+
+#[test]
+fn stats_keys_choose_the_callback_and_the_phy() {
+    let mut app = replayed("rust-plug-unplug", Theme::mono());
+    key(&mut app, KeyCode::Char('s'));
+    let first = app.selected_callback_stats().map(|(n, _)| n.to_owned());
+    key(&mut app, KeyCode::Down);
+    let second = app.selected_callback_stats().map(|(n, _)| n.to_owned());
+    assert_ne!(first, second);
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(
+        app.selected_callback_stats().map(|(n, _)| n.to_owned()),
+        first
+    );
+    // read_status: the histogram follows the choice, kept by name across PHYs (the second
+    // PHY has no read_status: its first callback is shown).
+    while app
+        .selected_callback_stats()
+        .is_some_and(|(n, _)| n != "read_status")
+    {
+        key(&mut app, KeyCode::Down);
+    }
+    let screen = render(&app, 120, 40).backend().to_string();
+    assert!(screen.contains("Histogram read_status"), "{screen}");
+    insta::assert_snapshot!(screen);
+    key(&mut app, KeyCode::Right);
+    let screen = render(&app, 120, 40).backend().to_string();
+    assert!(screen.contains("Latencies phy_sim-0:02"), "{screen}");
+    assert!(screen.contains("Histogram resume"), "{screen}");
+    key(&mut app, KeyCode::Left);
+    let screen = render(&app, 120, 40).backend().to_string();
+    assert!(screen.contains("Histogram read_status"), "{screen}");
+}
+
+#[test]
+fn stats_view_without_colours() {
+    for name in CAPTURES {
+        let mut app = replayed(name, Theme::mono());
+        key(&mut app, KeyCode::Char('s'));
+        for (width, height) in [(80, 24), (160, 48)] {
+            let terminal = render(&app, width, height);
+            assert_no_colour(&terminal, name);
+            if *name == "rust-plug-unplug" {
+                insta::assert_snapshot!(
+                    format!("{name}-stats-no-color-{width}x{height}"),
+                    terminal.backend()
+                );
+            }
+        }
+    }
+}
+
+/// Halfway through a replay the charts show what was taken in so far, not the whole capture.
+#[test]
+fn stats_follow_the_replay() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rust-plug-unplug.ptrace");
+    let capture = Capture::read(&path).expect("capture");
+    let half = capture.events[capture.events.len() / 2].ts_ns;
+    let mut partial = replayed_while("rust-plug-unplug", Theme::mono(), |e| e.ts_ns < half);
+    let whole = replayed("rust-plug-unplug", Theme::mono());
+    let calls = |app: &App| -> u64 {
+        app.stats
+            .phys
+            .values()
+            .flat_map(|p| p.callbacks.values())
+            .map(|c| c.latencies.count())
+            .sum()
+    };
+    assert!(0 < calls(&partial) && calls(&partial) < calls(&whole));
+    key(&mut partial, KeyCode::Char('s'));
+    insta::assert_snapshot!(render(&partial, 100, 30).backend());
+}
+
 #[test]
 fn tiny_and_odd_sizes_do_not_panic() {
     let mut app = replayed("rust-plug-unplug", Theme::colored());
@@ -207,5 +329,14 @@ fn tiny_and_odd_sizes_do_not_panic() {
         key(&mut app, KeyCode::Char('?'));
         render(&app, w, h);
         key(&mut app, KeyCode::Esc);
+        key(&mut app, KeyCode::Char('s'));
+        for _ in Pane::of(View::Stats) {
+            for zoom in [false, true] {
+                app.zoom = zoom;
+                render(&app, w, h);
+            }
+            key(&mut app, KeyCode::Tab);
+        }
+        key(&mut app, KeyCode::Char('s'));
     }
 }

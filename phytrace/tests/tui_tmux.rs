@@ -101,6 +101,14 @@ fn replay_in_tmux_shows_phys_registers_help_and_quits_cleanly() {
     tmux.keys(&["x"]);
     tmux.keys(&["l"]);
     tmux.wait_for(&["Registers phy_sim-0:02"]);
+    tmux.keys(&["s"]);
+    tmux.wait_for(&[
+        "Latencies phy_sim-0:02",
+        "Link & phy_state",
+        "MDIO/s phy_sim-0:02",
+    ]);
+    tmux.keys(&["s"]);
+    tmux.wait_for(&["Registers phy_sim-0:02"]);
 
     tmux.keys(&["q"]);
     let screen = tmux.wait_for(&["exit=0", "checked"]);

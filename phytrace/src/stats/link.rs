@@ -21,6 +21,19 @@ pub struct Interval {
     pub open: bool,
 }
 
+/// A period in one `phy_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatePeriod<'a> {
+    /// `RUNNING`.
+    pub state: &'a str,
+    /// When it was seen entered, ns since the origin.
+    pub start_ns: u64,
+    /// How long it lasted; to the end when `open`.
+    pub duration_ns: u64,
+    /// Still going at the end (its length is a lower bound).
+    pub open: bool,
+}
+
 /// How long a link-up took.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LinkUp {
@@ -46,6 +59,11 @@ pub struct LinkHistory {
     aneg_start_ns: Option<u64>,
     /// Time spent in each state (closed periods only).
     in_state: BTreeMap<String, (u64, u64)>,
+    /// Closed state periods, oldest first (one per `phy_state` change, as `intervals` is one
+    /// per link change): start, duration, index in `state_names`.
+    periods: Vec<(u64, u64, usize)>,
+    /// Names of the states seen, in order of first appearance.
+    state_names: Vec<String>,
     state: Option<(String, u64)>,
 }
 
@@ -87,8 +105,17 @@ impl LinkHistory {
     /// `phy_state` became `state` at `offset_ns`.
     pub fn state(&mut self, offset_ns: u64, state: &str) {
         if let Some((was, since)) = self.state.take() {
+            let duration_ns = offset_ns.saturating_sub(since);
+            let name = match self.state_names.iter().position(|n| *n == was) {
+                Some(i) => i,
+                None => {
+                    self.state_names.push(was.clone());
+                    self.state_names.len() - 1
+                }
+            };
+            self.periods.push((since, duration_ns, name));
             let entry = self.in_state.entry(was).or_default();
-            entry.0 += offset_ns.saturating_sub(since);
+            entry.0 += duration_ns;
             entry.1 += 1;
         }
         self.state = Some((state.to_owned(), offset_ns));
@@ -108,6 +135,26 @@ impl LinkHistory {
         all
     }
 
+    /// The state periods with the current one closed at `end_ns`, oldest first.
+    pub fn periods_until(&self, end_ns: u64) -> impl Iterator<Item = StatePeriod<'_>> {
+        let closed = self
+            .periods
+            .iter()
+            .map(|&(start_ns, duration_ns, name)| StatePeriod {
+                state: self.state_names.get(name).map_or("?", String::as_str),
+                start_ns,
+                duration_ns,
+                open: false,
+            });
+        let current = self.state.as_ref().map(|(state, since)| StatePeriod {
+            state,
+            start_ns: *since,
+            duration_ns: end_ns.saturating_sub(*since),
+            open: true,
+        });
+        closed.chain(current)
+    }
+
     /// Time in each state until `end_ns` and how many periods: `state → (ns, periods)`.
     pub fn states_until(&self, end_ns: u64) -> BTreeMap<String, (u64, u64)> {
         let mut all = self.in_state.clone();
@@ -117,6 +164,21 @@ impl LinkHistory {
             entry.1 += 1;
         }
         all
+    }
+
+    /// When the first link or state was seen, ns since the origin.
+    pub fn first_seen_ns(&self) -> Option<u64> {
+        let link = self.intervals.first().map(|i| i.start_ns);
+        let state = self.periods.first().map(|p| p.0);
+        [
+            link,
+            state,
+            self.current.map(|c| c.1),
+            self.state.as_ref().map(|s| s.1),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The current state and since when.
@@ -155,6 +217,8 @@ mod tests {
         assert_eq!(l.ups[0].since_down_ns, Some(40));
         assert_eq!(l.ups[0].since_aneg_start_ns, Some(30));
         assert_eq!(l.ups[1].since_aneg_start_ns, None);
+        assert_eq!(l.first_seen_ns(), Some(10));
+        assert_eq!(LinkHistory::default().first_seen_ns(), None);
     }
 
     #[test]
@@ -166,5 +230,17 @@ mod tests {
         let s = l.states_until(10);
         assert_eq!(s["READY"], (8, 2));
         assert_eq!(s["UP"], (2, 1));
+        let p: Vec<(&str, u64, u64, bool)> = l
+            .periods_until(10)
+            .map(|p| (p.state, p.start_ns, p.duration_ns, p.open))
+            .collect();
+        assert_eq!(
+            p,
+            [
+                ("READY", 0, 5, false),
+                ("UP", 5, 2, false),
+                ("READY", 7, 3, true)
+            ]
+        );
     }
 }

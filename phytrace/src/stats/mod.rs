@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use latency::{Latencies, PERCENTILES, SIGNIFICANT_DIGITS, Summary};
-pub use link::{Interval, LinkHistory, LinkUp};
+pub use link::{Interval, LinkHistory, LinkUp, StatePeriod};
 pub use mdio::{MdioCounts, RegisterCount, WINDOW_NS};
 
 use crate::capture::Capture;

@@ -1,5 +1,5 @@
-//! The TUI's state: the model, the events held for the log and the timeline, and what the user
-//! looks at. `update` changes it, `ui` draws it; neither does I/O.
+//! The TUI's state: the model, the statistics, the events held for the log and the timeline,
+//! and what the user looks at. `update` changes it, `ui` draws it; neither does I/O.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -8,6 +8,7 @@ use crate::capture::Header;
 use crate::commands::record::phy_matches;
 use crate::event::{Event, EventKind};
 use crate::model::{Applied, ClosedCallback, Model};
+use crate::stats::{CallbackCollector, Collector, PhyCollector};
 
 use super::filter::Filter;
 use super::rate::RateMeter;
@@ -53,27 +54,53 @@ pub enum Pane {
     States,
     /// All events.
     Log,
+    /// Latency percentiles of the selected PHY's callbacks (stats view).
+    Latency,
+    /// Latency histogram of the selected callback (stats view).
+    Histogram,
+    /// Link and `phy_state` over time, every PHY (stats view).
+    Links,
+    /// MDIO accesses per second of the selected PHY (stats view).
+    Mdio,
 }
 
 impl Pane {
-    const ORDER: [Self; 5] = [
-        Self::Phys,
-        Self::Registers,
-        Self::Timeline,
-        Self::States,
-        Self::Log,
-    ];
-
-    /// The next pane (`forward`) or the previous one, wrapping.
-    pub fn cycle(self, forward: bool) -> Self {
-        let i = Self::ORDER.iter().position(|p| *p == self).unwrap_or(0);
-        let n = Self::ORDER.len();
-        Self::ORDER[if forward {
-            (i + 1) % n
-        } else {
-            (i + n - 1) % n
-        }]
+    /// The panes of `view`, in focus order.
+    pub fn of(view: View) -> &'static [Self] {
+        match view {
+            View::Trace => &[
+                Self::Phys,
+                Self::Registers,
+                Self::Timeline,
+                Self::States,
+                Self::Log,
+            ],
+            View::Stats => &[Self::Latency, Self::Histogram, Self::Links, Self::Mdio],
+        }
     }
+
+    /// The next pane of `view` (`forward`) or the previous one, wrapping; the first one if
+    /// `self` is not in `view`.
+    pub fn cycle(self, view: View, forward: bool) -> Self {
+        let order = Self::of(view);
+        let n = order.len();
+        let next = match order.iter().position(|p| *p == self) {
+            Some(i) if forward => (i + 1) % n,
+            Some(i) => (i + n - 1) % n,
+            None => 0,
+        };
+        order[next]
+    }
+}
+
+/// Which set of panes fills the screen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum View {
+    /// PHYs, registers, callbacks, `phy_state` history and events.
+    #[default]
+    Trace,
+    /// Link/state timeline, latency percentiles and histogram, MDIO rate.
+    Stats,
 }
 
 /// What a prompt asks for.
@@ -119,10 +146,17 @@ pub struct App {
     pub calls: VecDeque<CallEntry>,
     /// Events held at most.
     pub keep: usize,
+    /// Statistics of every event taken in (not only the held ones): latencies, MDIO rate, link
+    /// and state history, per PHY and callback.
+    pub stats: Collector,
     /// Registers of each PHY when its latest top-level callback was entered.
     pub baselines: BTreeMap<String, BTreeMap<u16, u16>>,
     /// Key of the selected PHY (`None`: the first one).
     pub selected: Option<String>,
+    /// Callback whose latency histogram is shown (`None`: the first one of the selected PHY).
+    pub selected_callback: Option<String>,
+    /// Panes shown.
+    pub view: View,
     /// Focused pane.
     pub focus: Pane,
     /// The focused pane fills the screen.
@@ -173,8 +207,11 @@ impl App {
             log: VecDeque::with_capacity(keep),
             calls: VecDeque::with_capacity(keep),
             keep,
+            stats: Collector::new(start_ns),
             baselines: BTreeMap::new(),
             selected: None,
+            selected_callback: None,
+            view: View::default(),
             focus: Pane::default(),
             zoom: false,
             log_cursor: None,
@@ -201,6 +238,7 @@ impl App {
         self.model = Model::with_history_cap(self.keep);
         self.log.clear();
         self.calls.clear();
+        self.stats = Collector::new(self.start_ns);
         self.baselines.clear();
         self.log_cursor = None;
         self.call_cursor = None;
@@ -238,6 +276,7 @@ impl App {
             self.baselines.insert(key, registers.unwrap_or_default());
         }
         let mut applied = self.model.apply(&event);
+        self.stats.observe(&event, &applied, &self.model);
         if let (Some(call), Some(key)) = (applied.closed.take(), &applied.key) {
             if self.calls.len() >= self.keep {
                 self.calls.pop_front();
@@ -284,6 +323,22 @@ impl App {
             .as_deref()
             .filter(|k| self.model.phys.contains_key(*k))
             .or_else(|| self.model.phys.keys().next().map(String::as_str))
+    }
+
+    /// Statistics of the selected PHY.
+    pub fn selected_stats(&self) -> Option<&PhyCollector> {
+        self.stats.phys.get(self.selected_key()?)
+    }
+
+    /// Name and statistics of the selected callback of the selected PHY: the chosen one if the
+    /// PHY has it, else its first.
+    pub fn selected_callback_stats(&self) -> Option<(&str, &CallbackCollector)> {
+        let callbacks = &self.selected_stats()?.callbacks;
+        self.selected_callback
+            .as_deref()
+            .and_then(|name| callbacks.get_key_value(name))
+            .or_else(|| callbacks.iter().next())
+            .map(|(name, c)| (name.as_str(), c))
     }
 
     /// Whether the log shows `entry`.
@@ -386,7 +441,40 @@ mod tests {
 
     #[test]
     fn panes_cycle_both_ways() {
-        assert_eq!(Pane::Log.cycle(true), Pane::Phys);
-        assert_eq!(Pane::Phys.cycle(false), Pane::Log);
+        assert_eq!(Pane::Log.cycle(View::Trace, true), Pane::Phys);
+        assert_eq!(Pane::Phys.cycle(View::Trace, false), Pane::Log);
+        assert_eq!(Pane::Mdio.cycle(View::Stats, true), Pane::Latency);
+        assert_eq!(Pane::Phys.cycle(View::Stats, true), Pane::Latency);
+    }
+
+    /// The statistics follow every event taken in, beyond what `keep` holds, and a rewind
+    /// forgets them.
+    #[test]
+    fn stats_follow_ingestion_beyond_keep_and_reset() {
+        let keep = 100;
+        let mut app = App::new(header(), 0, keep, Theme::mono());
+        let events: Vec<Event> = Synth::with_phys(2, 3).take(5_000).collect();
+        app.ingest(events.clone(), Duration::ZERO);
+        assert_eq!(app.stats.events, 5_000);
+        let mut model = Model::new();
+        let mut whole = Collector::new(0);
+        for event in &events {
+            let applied = model.apply(event);
+            whole.observe(event, &applied, &model);
+        }
+        for (key, phy) in &whole.phys {
+            for (name, cb) in &phy.callbacks {
+                let seen = &app.stats.phys[key].callbacks[name];
+                assert_eq!(
+                    seen.latencies.summary(),
+                    cb.latencies.summary(),
+                    "{key} {name}"
+                );
+            }
+            assert_eq!(app.stats.phys[key].mdio, phy.mdio, "{key}");
+        }
+        app.reset();
+        assert_eq!(app.stats.events, 0);
+        assert!(app.stats.phys.is_empty());
     }
 }

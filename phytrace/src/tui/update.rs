@@ -7,7 +7,7 @@ use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
 };
 
-use super::app::{App, Cursor, Mode, Pane, PromptKind};
+use super::app::{App, Cursor, Mode, Pane, PromptKind, View};
 use super::filter::Filter;
 use crate::render;
 
@@ -99,8 +99,9 @@ fn normal_key(app: &mut App, key: &KeyEvent) -> Option<Action> {
         KeyCode::Char('n' | '.') if app.paused => return Some(Action::Step),
         KeyCode::Char('+' | '=') => return Some(Action::Speed(2.0)),
         KeyCode::Char('-') => return Some(Action::Speed(0.5)),
-        KeyCode::Tab => app.focus = app.focus.cycle(true),
-        KeyCode::BackTab => app.focus = app.focus.cycle(false),
+        KeyCode::Tab => app.focus = app.focus.cycle(app.view, true),
+        KeyCode::BackTab => app.focus = app.focus.cycle(app.view, false),
+        KeyCode::Char('s') => toggle_view(app),
         KeyCode::Left | KeyCode::Char('h') => select_phy(app, -1),
         KeyCode::Right | KeyCode::Char('l') => select_phy(app, 1),
         KeyCode::Up | KeyCode::Char('k') => move_in_pane(app, -1),
@@ -134,6 +135,7 @@ fn submit(app: &mut App, kind: PromptKind, text: String) -> Option<Action> {
         PromptKind::Search => {
             app.search = (!text.is_empty()).then(|| text.to_lowercase());
             if app.search.is_some() {
+                app.view = View::Trace;
                 app.focus = Pane::Log;
                 app.log_cursor = app.log_cursor.map(|c| c + 1);
                 search_next(app, true);
@@ -180,6 +182,32 @@ pub fn show_time(app: &mut App, ts_ns: u64) {
     app.dirty = true;
 }
 
+/// Switches between the trace panes and the stats panes; focus goes to the first pane.
+fn toggle_view(app: &mut App) {
+    app.view = match app.view {
+        View::Trace => View::Stats,
+        View::Stats => View::Trace,
+    };
+    app.focus = Pane::of(app.view)[0];
+}
+
+/// Moves the callback selection of the stats view by `delta` callbacks of the selected PHY.
+fn select_callback(app: &mut App, delta: isize) {
+    let Some(phy) = app.selected_stats() else {
+        return;
+    };
+    let names: Vec<&String> = phy.callbacks.keys().collect();
+    let Some(last) = names.len().checked_sub(1) else {
+        return;
+    };
+    let current = app
+        .selected_callback_stats()
+        .and_then(|(name, _)| names.iter().position(|n| n.as_str() == name))
+        .unwrap_or(0);
+    let next = current.saturating_add_signed(delta).min(last);
+    app.selected_callback = Some(names[next].clone());
+}
+
 fn select_phy(app: &mut App, delta: isize) {
     let keys: Vec<&String> = app.phy_keys().collect();
     if keys.is_empty() {
@@ -198,7 +226,8 @@ fn select_phy(app: &mut App, delta: isize) {
 
 fn move_in_pane(app: &mut App, delta: isize) {
     match app.focus {
-        Pane::Phys => select_phy(app, delta.clamp(-1_000, 1_000)),
+        Pane::Phys | Pane::Links | Pane::Mdio => select_phy(app, delta.clamp(-1_000, 1_000)),
+        Pane::Latency | Pane::Histogram => select_callback(app, delta.clamp(-1_000, 1_000)),
         Pane::Registers => {
             app.reg_scroll = app
                 .reg_scroll
@@ -283,6 +312,30 @@ mod tests {
         assert_eq!(step_cursor(&e, Some(0), -5), Some(0));
         assert_eq!(step_cursor(&e, Some(2), 1), None);
         assert_eq!(step_cursor(&[], None, -1), None);
+    }
+
+    #[test]
+    fn s_switches_views_and_a_search_shows_the_log() {
+        use crate::synth::header;
+        use crate::tui::ui::theme::Theme;
+        let mut app = App::new(header(), 0, 10, Theme::mono());
+        let press = |app: &mut App, code| {
+            on_key(app, &KeyEvent::new(code, KeyModifiers::NONE));
+        };
+        press(&mut app, KeyCode::Char('s'));
+        assert_eq!((app.view, app.focus), (View::Stats, Pane::Latency));
+        press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.focus, Pane::Mdio);
+        press(&mut app, KeyCode::Char('/'));
+        for c in "bmsr".chars() {
+            press(&mut app, KeyCode::Char(c));
+        }
+        press(&mut app, KeyCode::Enter);
+        assert_eq!((app.view, app.focus), (View::Trace, Pane::Log));
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::Char('s'));
+        press(&mut app, KeyCode::Down);
+        assert_eq!(app.selected_callback, None, "no PHY yet: nothing to choose");
     }
 
     #[test]

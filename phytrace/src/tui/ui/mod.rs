@@ -1,7 +1,12 @@
 //! Drawing: one file per pane, each a function of the [`App`] state into a screen area.
 
+mod axis;
 mod help;
+mod histogram;
+mod latency;
+mod links;
 mod log;
+mod mdio;
 mod phys;
 mod registers;
 mod states;
@@ -16,7 +21,7 @@ use ratatui::symbols::border;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 
-use super::app::{App, Mode, Pane};
+use super::app::{App, Mode, Pane, View};
 use theme::Theme;
 
 /// Draws the whole screen.
@@ -25,6 +30,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(frame.area());
     if app.zoom {
         draw_pane(frame, app, app.focus, main);
+    } else if app.view == View::Stats {
+        draw_stats(frame, app, main);
     } else {
         let phys_height = (app.model.phys.len().clamp(1, 6) + 3) as u16;
         let [phys_area, middle, bottom] = Layout::vertical([
@@ -55,6 +62,30 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
 }
 
+/// The stats view: latencies and the selected callback's histogram above, the link/state strip
+/// of every PHY and the MDIO rate below, on one time axis.
+fn draw_stats(frame: &mut Frame, app: &App, area: Rect) {
+    // Two rows per PHY, the ticks, the legend and the border.
+    let links_height = (app.model.phys.len().clamp(1, 6) * 2 + 4) as u16;
+    let mdio_height = (area.height / 5).clamp(5, 10);
+    let [top, links_area, mdio_area] = Layout::vertical([
+        Constraint::Min(6),
+        Constraint::Length(links_height),
+        Constraint::Length(mdio_height),
+    ])
+    .areas(area);
+    let [latency_area, histogram_area] =
+        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+    for (pane, area) in [
+        (Pane::Latency, latency_area),
+        (Pane::Histogram, histogram_area),
+        (Pane::Links, links_area),
+        (Pane::Mdio, mdio_area),
+    ] {
+        draw_pane(frame, app, pane, area);
+    }
+}
+
 fn draw_pane(frame: &mut Frame, app: &App, pane: Pane, area: Rect) {
     match pane {
         Pane::Phys => phys::draw(frame, app, area),
@@ -62,6 +93,10 @@ fn draw_pane(frame: &mut Frame, app: &App, pane: Pane, area: Rect) {
         Pane::Timeline => timeline::draw(frame, app, area),
         Pane::States => states::draw(frame, app, area),
         Pane::Log => log::draw(frame, app, area),
+        Pane::Latency => latency::draw(frame, app, area),
+        Pane::Histogram => histogram::draw(frame, app, area),
+        Pane::Links => links::draw(frame, app, area),
+        Pane::Mdio => mdio::draw(frame, app, area),
     }
 }
 
