@@ -55,8 +55,10 @@ dongle_modules_load() {
 dongle_modules_unload() {
     local i
     for ((i = ${#DONGLE_MODULES[@]} - 1; i >= 0; i--)); do
-        rmmod "${DONGLE_MODULES[i]}" 2>/dev/null ||
-            echo "[$TEST_NAME] warning: cannot unload ${DONGLE_MODULES[i]}" >&2
+        # phylink has a module_init and no module_exit: it stays.
+        grep -q "^${DONGLE_MODULES[i]} .*\[permanent\]" /proc/modules && continue
+        rmmod "${DONGLE_MODULES[i]}" ||
+            echo "[$TEST_NAME] warning: cannot unload ${DONGLE_MODULES[i]}: $(lsmod | grep "^${DONGLE_MODULES[i]} ")" >&2
     done
     DONGLE_MODULES=()
 }
@@ -76,6 +78,7 @@ dongle_stop() {
     wait "$DONGLE_PID" 2>/dev/null || true
     DONGLE_PID=""
     rm -f "$DONGLE_SOCK"
+    wait_for 15 no_dongle_netdev || echo "[$TEST_NAME] warning: the dongle's netdev outlived the emulator" >&2
 }
 
 # dongle_ctl WORDS...: one control command; its JSON result on stdout.
@@ -121,4 +124,139 @@ has_dongle_phy() { dongle_mdio_bus >/dev/null; }
 # wait_dongle_netdev [TIMEOUT]: the dongle enumerated, asix bound and its netdev registered.
 wait_dongle_netdev() {
     wait_for "${1:-30}" has_dongle_netdev || fail "no netdev for 0b95:772a within ${1:-30} s"
+}
+
+# dongle_mii_read DEV REG: one SIOCGMIIREG (phylib → mdiobus_read → asix → the emulator);
+# prints the value (0xVVVV) or "errno N" as the kernel returned it.
+dongle_mii_read() {
+    python3 - "$1" "$2" <<'PY'
+import fcntl, socket, struct, sys
+dev, reg = sys.argv[1], int(sys.argv[2], 0)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def ioctl(cmd, phy=0):
+    req = struct.pack("16sHHHH", dev.encode(), phy, reg, 0, 0).ljust(40, b"\0")
+    return struct.unpack("16sHHHH", fcntl.ioctl(s.fileno(), cmd, req)[:24])
+phy = ioctl(0x8947)[1]
+try:
+    print("0x%04x" % ioctl(0x8948, phy)[4])
+except OSError as e:
+    print("errno %d" % e.errno)
+PY
+}
+
+# --- kernel-side MDIO observation (tracefs) ---
+
+TRACEFS=/sys/kernel/tracing
+
+# mdio_trace_start: clears the trace buffer and enables mdio:mdio_access plus a kprobe and
+# kretprobe on __mdiobus_read (their time difference: the read latency the kernel sees).
+mdio_trace_start() {
+    echo 0 >"$TRACEFS/tracing_on"
+    echo >"$TRACEFS/trace"
+    grep -q "^p:dongle/rd " "$TRACEFS/kprobe_events" 2>/dev/null || {
+        echo 'p:dongle/rd __mdiobus_read addr=%si:u32 reg=%dx:u32' >>"$TRACEFS/kprobe_events"
+        echo 'r:dongle/rd_ret __mdiobus_read ret=$retval:s32' >>"$TRACEFS/kprobe_events"
+    }
+    echo 1 >"$TRACEFS/events/mdio/mdio_access/enable"
+    echo 1 >"$TRACEFS/events/dongle/enable"
+    echo 1 >"$TRACEFS/tracing_on"
+}
+
+# mdio_trace_stop: stops tracing (the buffer stays for mdio_trace_* readers).
+mdio_trace_stop() {
+    echo 0 >"$TRACEFS/tracing_on"
+    echo 0 >"$TRACEFS/events/mdio/mdio_access/enable"
+    echo 0 >"$TRACEFS/events/dongle/enable"
+}
+
+# mdio_trace_remove: removes the kprobe events.
+mdio_trace_remove() {
+    mdio_trace_stop 2>/dev/null || true
+    echo '-:dongle/rd' >>"$TRACEFS/kprobe_events" 2>/dev/null || true
+    echo '-:dongle/rd_ret' >>"$TRACEFS/kprobe_events" 2>/dev/null || true
+}
+
+# mdio_trace_counts BUS ADDR: "REG reads writes" lines (decimal REG) of mdio_access events on
+# BUS at ADDR (e.g. 0x10) since mdio_trace_start, for registers with any access.
+mdio_trace_counts() {
+    python3 - "$1" "$2" "$TRACEFS/trace" <<'PY'
+import collections, sys
+bus, addr, path = sys.argv[1], int(sys.argv[2], 0), sys.argv[3]
+rd, wr = collections.Counter(), collections.Counter()
+for line in open(path):
+    f = line.split()
+    if "mdio_access:" not in f:
+        continue
+    i = f.index("mdio_access:")
+    if f[i + 1] != bus or int(f[i + 3].split(":")[1], 16) != addr:
+        continue
+    reg = int(f[i + 4].split(":")[1], 16)
+    (rd if f[i + 2] == "read" else wr)[reg] += 1
+for reg in sorted(set(rd) | set(wr)):
+    print(reg, rd[reg], wr[reg])
+PY
+}
+
+# mdio_trace_latency: "n=N median_us=M max_us=X" of __mdiobus_read calls since
+# mdio_trace_start (kprobe to kretprobe, per task).
+mdio_trace_latency() {
+    python3 - "$TRACEFS/trace" <<'PY'
+import sys
+start, lat = {}, []
+for line in open(sys.argv[1]):
+    f = line.split()
+    ev = next((x for x in f if x in ("rd:", "rd_ret:")), None)
+    ts = next((x for x in f if x.endswith(":") and x[:-1].replace(".", "", 1).isdigit()), None)
+    if ev is None or ts is None:
+        continue
+    task, t = f[0], float(ts[:-1])
+    if ev == "rd:":
+        start[task] = t
+    elif task in start:
+        lat.append((t - start.pop(task)) * 1e6)
+lat.sort()
+if lat:
+    print("n=%d median_us=%.0f max_us=%.0f" % (len(lat), lat[(len(lat) - 1) // 2], lat[-1]))
+else:
+    print("n=0 median_us=0 max_us=0")
+PY
+}
+
+# dongle_mdio_counts ADDR: the emulator's "REG reads writes" lines for PHY address ADDR, in
+# mdio_trace_counts' format.
+dongle_mdio_counts() {
+    dongle_ctl status | python3 -c '
+import json, sys
+addr = int(sys.argv[1], 0)
+for e in json.load(sys.stdin)["mdio"]["regs"]:
+    if e["addr"] == addr and e["reads"] + e["writes"]:
+        print(e["reg"], e["reads"], e["writes"])
+' "$1"
+}
+
+# dongle_inject_read DEV REG COMMAND...: sends COMMAND to the emulator and, at once from the
+# same process (so phylib's 1 s poll hardly ever comes in between), reads REG with
+# SIOCGMIIREG; prints the value or "errno N".
+dongle_inject_read() {
+    local dev=$1 reg=$2
+    shift 2
+    python3 - "$DONGLE_SOCK" "$dev" "$reg" "$*" <<'PY'
+import fcntl, json, socket, struct, sys
+path, dev, reg, cmd = sys.argv[1], sys.argv[2], int(sys.argv[3], 0), sys.argv[4]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def ioctl(c, phy=0):
+    req = struct.pack("16sHHHH", dev.encode(), phy, reg, 0, 0).ljust(40, b"\0")
+    return struct.unpack("16sHHHH", fcntl.ioctl(s.fileno(), c, req)[:24])
+phy = ioctl(0x8947)[1]
+u = socket.socket(socket.AF_UNIX)
+u.connect(path)
+u.sendall((cmd + "\n").encode())
+reply = json.loads(u.makefile().readline())
+if not reply["ok"]:
+    sys.exit("emulator refused %r: %s" % (cmd, reply["error"]))
+try:
+    print("0x%04x" % ioctl(0x8948, phy)[4])
+except OSError as e:
+    print("errno %d" % e.errno)
+PY
 }
