@@ -6,7 +6,7 @@
 # accesses the mdio:mdio_access tracepoint saw equal the emulator's per-register counters, an
 # injected timeout/stall makes an MDIO read fail with the errno asix returns, and USB unplug /
 # replug removes and brings back eth0 cleanly. DONGLE_DRIVERS: PHY drivers to run with
-# (default "c", the in-tree ax88796b.ko; "rust" is our ax88796b_rust.ko).
+# (default $PHYTRACE_DRIVERS: "rust", our ax88796b_rust.ko, and "c", the in-tree ax88796b.ko).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dongle_lib.sh"
@@ -21,8 +21,9 @@ counts_match() { [[ "$(mdio_trace_counts "$BUS" 0x10)" == "$(dongle_mdio_counts 
 rx_packets() { netfile "$DEV" statistics/rx_packets; }
 ping_ok() { busybox ping -c 3 -W 2 192.168.77.2 >"$PHYTRACE_OUT/$TEST_NAME.ping" 2>&1; }
 phy_driver() { local l; l=$(readlink "$MDIO_DEVS/$BUS:10/driver") && echo "${l##*/}"; }
+phy_module() { local l; l=$(readlink "/sys/bus/mdio_bus/drivers/$(phy_driver)/module") && echo "${l##*/}"; }
 
-for CUR_DRIVER in ${DONGLE_DRIVERS:-c}; do
+for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     log "PHY driver: $CUR_DRIVER"
     mark_dmesg "$CUR_DRIVER"
     dongle_modules_load "$CUR_DRIVER"
@@ -41,6 +42,7 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-c}; do
     expect_eq "interface driver" asix "$(basename "$(readlink "/sys/class/net/$DEV/device/driver")")"
     expect_eq "PHY id (sysfs)" 0x003b1861 "$(<"$MDIO_DEVS/$BUS:10/phy_id")"
     expect_eq "PHY driver" "${ASIX_NAME[ax88772a]}" "$(phy_driver)"
+    expect_eq "PHY driver module" "${DRIVER_MOD[$CUR_DRIVER]}" "$(phy_module)"
     expect_eq "MAC address (READ_NODE_ID)" 00:0e:c6:87:72:01 "$(<"/sys/class/net/$DEV/address")"
     dmesg_since_mark | grep -q "register 'asix' at usb-dummy_hcd.0-1, ASIX AX88772 USB 2.0 Ethernet" ||
         fail "no \"register 'asix'\" line in dmesg"
