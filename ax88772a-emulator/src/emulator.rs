@@ -51,6 +51,8 @@ pub struct FrameCounters {
     pub arp_replies: u64,
     /// ICMP echo replies queued.
     pub icmp_replies: u64,
+    /// Frames returned to the host by the PHY in loopback (BMCR.LOOPBACK, `ethtool -t`).
+    pub looped_back: u64,
 }
 
 /// Everything behind the one lock.
@@ -154,6 +156,7 @@ impl Emulator {
             s.frames.bad_transfers += 1;
         }
         let up = s.mac.phy.link_mode(now).is_some();
+        let loopback = s.mac.phy.loopback();
         let mut queued = false;
         for f in d.frames {
             s.frames.from_host += 1;
@@ -161,7 +164,16 @@ impl Emulator {
                 s.frames.dropped_link_down += 1;
                 continue;
             }
-            let reply = match s.peer.answer(f) {
+            let answer = if loopback {
+                Answer::Looped(f.to_vec())
+            } else {
+                s.peer.answer(f)
+            };
+            let reply = match answer {
+                Answer::Looped(r) => {
+                    s.frames.looped_back += 1;
+                    r
+                }
                 Answer::Arp(r) => {
                     s.frames.arp_replies += 1;
                     r

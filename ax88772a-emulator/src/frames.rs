@@ -78,13 +78,15 @@ fn checksum(data: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// What the far end did with a frame.
+/// What becomes of a frame from the host.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Answer {
     /// An ARP reply.
     Arp(Vec<u8>),
     /// An ICMP echo reply.
     Icmp(Vec<u8>),
+    /// The frame itself, back from the PHY in loopback.
+    Looped(Vec<u8>),
     /// Not for us, or nothing to answer.
     None,
 }

@@ -205,6 +205,18 @@ fn best_mode(common: u16) -> Option<u16> {
     .find(|&m| common & m != 0)
 }
 
+/// The mode of one ADVERTISE bit.
+fn mode_of(m: u16) -> Mode {
+    Mode {
+        speed: if m & (ADVERTISE_100FULL | ADVERTISE_100HALF) != 0 {
+            100
+        } else {
+            10
+        },
+        full: m & (ADVERTISE_100FULL | ADVERTISE_10FULL) != 0,
+    }
+}
+
 /// Counters of what the PHY did, as phy_sim's `counters` totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PhyCounters {
@@ -281,11 +293,23 @@ impl Phy {
 
     /// The resolved mode if the link is up (without catching up with time first).
     fn link(&self, now: Duration) -> Option<(u16, Mode)> {
-        if !self.cable
-            || self.in_reset
-            || self.hw_hold
-            || self.bmcr & (BMCR_PDOWN | BMCR_ISOLATE) != 0
-        {
+        if self.in_reset || self.hw_hold || self.bmcr & (BMCR_PDOWN | BMCR_ISOLATE) != 0 {
+            return None;
+        }
+        if self.loopback() {
+            // Looped back inside the PHY: up at the forced mode, cable and partner do not matter.
+            let m = match (
+                self.bmcr & BMCR_SPEED100 != 0,
+                self.bmcr & BMCR_FULLDPLX != 0,
+            ) {
+                (true, true) => ADVERTISE_100FULL,
+                (true, false) => ADVERTISE_100HALF,
+                (false, true) => ADVERTISE_10FULL,
+                (false, false) => ADVERTISE_10HALF,
+            };
+            return Some((m, mode_of(m)));
+        }
+        if !self.cable {
             return None;
         }
         if now < self.train_start + self.aneg_delay {
@@ -309,17 +333,12 @@ impl Phy {
                 half
             }
         };
-        best_mode(common).map(|m| {
-            let mode = Mode {
-                speed: if m & (ADVERTISE_100FULL | ADVERTISE_100HALF) != 0 {
-                    100
-                } else {
-                    10
-                },
-                full: m & (ADVERTISE_100FULL | ADVERTISE_10FULL) != 0,
-            };
-            (m, mode)
-        })
+        best_mode(common).map(|m| (m, mode_of(m)))
+    }
+
+    /// BMCR.LOOPBACK: frames from the MAC come back to it.
+    pub fn loopback(&self) -> bool {
+        self.bmcr & BMCR_LOOPBACK != 0
     }
 
     /// Catches up with time: ends a reset, notices a lost link (latched).
@@ -653,6 +672,27 @@ mod tests {
         assert_eq!(p.link_mode(ms(5000)), None);
         p.write(BMCR, BMCR_DEFAULT, ms(5000));
         assert!(p.link_mode(ms(5100)).is_some());
+    }
+
+    #[test]
+    fn loopback_is_up_at_the_forced_mode_without_cable() {
+        let mut p = up_phy();
+        p.set_cable(false, ms(1000));
+        p.write(
+            BMCR,
+            BMCR_LOOPBACK | BMCR_SPEED100 | BMCR_FULLDPLX,
+            ms(1001),
+        );
+        assert!(p.loopback());
+        assert_eq!(
+            p.link_mode(ms(1001)),
+            Some(Mode {
+                speed: 100,
+                full: true
+            })
+        );
+        p.write(BMCR, BMCR_DEFAULT, ms(1002));
+        assert_eq!(p.link_mode(ms(2000)), None, "cable still out");
     }
 
     #[test]

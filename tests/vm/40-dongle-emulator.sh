@@ -71,6 +71,10 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     wait_mode "$DEV" 100 full
     ok "cable in: carrier back"
     check "ping after replug of the cable" ping_ok
+    out=$(ethtool -t "$DEV" 2>&1) || true
+    grep -q "The test result is PASS" <<<"$out" || fail "ethtool -t (net_selftest, PHY loopback): $out"
+    ok "ethtool -t: net_selftest passes (frames looped back in the emulated PHY)"
+    wait_mode "$DEV" 100 full
     ip link set dev "$DEV" down
     wait_for 5 counts_match ||
         fail "MDIO counts differ: tracepoint (reg reads writes):
