@@ -113,11 +113,15 @@ expect_eq "MII requests = traced accesses (no other MDIO user)" "$n_trace" "$mii
 
     # --- injected faults: the errno asix returns to phylib ---
     mark_dmesg "$CUR_DRIVER-faults"
-    expect_eq "mdio-timeout 1: read fails with ETIMEDOUT" "errno 110" "$(dongle_inject_read "$DEV" 2 mdio-timeout 1)"
+    expect_eq "mdio-timeout 1: read fails with ETIMEDOUT" "errno 110" "$(dongle_inject_mii "$DEV" read 2 mdio-timeout 1)"
     expect_eq "emulator: one timed-out access" 1 "$(dongle_status '["mdio"]["timeouts"]')"
     expect_eq "next read works" 0x003b "$(dongle_mii_read "$DEV" 2)"
+    # __asix_mdio_write gives up on -ENODEV only: after a timeout it still writes, and succeeds.
+    expect_eq "mdio-timeout 1: a write still succeeds" ok "$(dongle_inject_mii "$DEV" write 0x1e 0x1234 mdio-timeout 1)"
+    expect_eq "the write reached the PHY" 0x1234 "$(dongle_mii_read "$DEV" 0x1e)"
+    expect_eq "emulator: two timed-out accesses" 2 "$(dongle_status '["mdio"]["timeouts"]')"
     expect_eq "mdio-error read PHYSID1 1: read fails with EPIPE (stall)" "errno 32" \
-        "$(dongle_inject_read "$DEV" 2 mdio-error read PHYSID1 1)"
+        "$(dongle_inject_mii "$DEV" read 2 mdio-error read PHYSID1 1)"
     wait_for 5 grep -q "Failed to read reg index 0x0002: -32" < <(dmesg_since_mark) ||
         fail "asix did not log the failed read"
     ok "dmesg: asix logged 'Failed to read reg index 0x0002: -32'"

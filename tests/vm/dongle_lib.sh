@@ -234,18 +234,20 @@ for e in json.load(sys.stdin)["mdio"]["regs"]:
 ' "$1"
 }
 
-# dongle_inject_read DEV REG COMMAND...: sends COMMAND to the emulator and, at once from the
-# same process (so phylib's 1 s poll hardly ever comes in between), reads REG with
-# SIOCGMIIREG; prints the value or "errno N".
-dongle_inject_read() {
-    local dev=$1 reg=$2
-    shift 2
-    python3 - "$DONGLE_SOCK" "$dev" "$reg" "$*" <<'PY'
+# dongle_inject_mii DEV read REG COMMAND... / dongle_inject_mii DEV write REG VALUE COMMAND...:
+# sends COMMAND to the emulator and, at once from the same process (so phylib's 1 s poll hardly
+# ever comes in between), reads REG with SIOCGMIIREG (prints the value) or writes it with
+# SIOCSMIIREG (prints "ok"), or prints "errno N" as the kernel returned it.
+dongle_inject_mii() {
+    local dev=$1 op=$2 reg=$3 val=0
+    shift 3
+    if [[ $op == write ]]; then val=$1; shift; fi
+    python3 - "$DONGLE_SOCK" "$dev" "$op" "$reg" "$val" "$*" <<'PY'
 import fcntl, json, socket, struct, sys
-path, dev, reg, cmd = sys.argv[1], sys.argv[2], int(sys.argv[3], 0), sys.argv[4]
+path, dev, op, reg, val, cmd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4], 0), int(sys.argv[5], 0), sys.argv[6]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 def ioctl(c, phy=0):
-    req = struct.pack("16sHHHH", dev.encode(), phy, reg, 0, 0).ljust(40, b"\0")
+    req = struct.pack("16sHHHH", dev.encode(), phy, reg, val, 0).ljust(40, b"\0")
     return struct.unpack("16sHHHH", fcntl.ioctl(s.fileno(), c, req)[:24])
 phy = ioctl(0x8947)[1]
 u = socket.socket(socket.AF_UNIX)
@@ -255,7 +257,11 @@ reply = json.loads(u.makefile().readline())
 if not reply["ok"]:
     sys.exit("emulator refused %r: %s" % (cmd, reply["error"]))
 try:
-    print("0x%04x" % ioctl(0x8948, phy)[4])
+    if op == "read":
+        print("0x%04x" % ioctl(0x8948, phy)[4])
+    else:
+        ioctl(0x8949, phy)
+        print("ok")
 except OSError as e:
     print("errno %d" % e.errno)
 PY
