@@ -239,6 +239,46 @@ mod tests {
     }
 
     #[test]
+    fn socket_round_trip() {
+        use std::net::Ipv4Addr;
+
+        use crate::frames::Peer;
+
+        let path = std::env::temp_dir().join(format!(
+            "ax88772a-emulator-test-{}.sock",
+            std::process::id()
+        ));
+        let peer = Peer {
+            mac: [0, 0x0e, 0xc6, 0x87, 0x72, 0x02],
+            ip: Ipv4Addr::new(192, 168, 77, 2),
+        };
+        let emu = Arc::new(Emulator::new(
+            [0, 0x0e, 0xc6, 0x87, 0x72, 1],
+            peer,
+            Duration::ZERO,
+            false,
+            |_| {},
+        ));
+        let listener = bind(&path).unwrap();
+        assert!(matches!(bind(&path), Err(Error::SocketInUse(_))));
+        let served = Arc::clone(&emu);
+        std::thread::spawn(move || serve(listener, served));
+        assert_eq!(request(&path, "cable out").unwrap(), json!({"done": true}));
+        let status = request(&path, "status").unwrap();
+        assert_eq!(status["phy"]["cable"], false);
+        assert_eq!(status["usb"], "unplugged");
+        assert!(matches!(
+            request(&path, "cable sideways"),
+            Err(Error::BadCommand(_))
+        ));
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            request(&path, "status"),
+            Err(Error::NotRunning(..))
+        ));
+    }
+
+    #[test]
     fn rejects_bad_commands() {
         for bad in [
             "",
