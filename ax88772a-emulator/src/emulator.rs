@@ -348,6 +348,7 @@ impl Emulator {
                 "phy_reads": phy_total(|r| r.reads),
                 "phy_writes": phy_total(|r| r.writes),
                 "timeouts": c.mdio_timeouts,
+                "timeouts_armed": mac.timeouts_armed,
                 "timeout_reads_left": mac.timeout_reads_left,
                 "delay_us": s.mdio_delay.as_micros() as u64,
                 "faults": faults,
@@ -449,7 +450,7 @@ mod tests {
         assert_eq!(v["usb"], "unplugged");
         assert_eq!(v["phy"]["phy_id"], "0x003b1861");
         assert_eq!(v["phy"]["regs"]["BMCR"], "0x3100");
-        assert_eq!(v["mdio"]["timeout_reads_left"], 60);
+        assert_eq!(v["mdio"]["timeouts_armed"], 2);
         assert_eq!(v["unknown"], 0);
     }
 

@@ -315,8 +315,12 @@ pub struct Mac {
     pub phy: Phy,
     /// Injected MDIO errors: (op, register) → accesses left to stall.
     pub mdio_errors: BTreeMap<(MdioOp, u8), u32>,
-    /// STATMNGSTS reads left that report no HOST_EN (30 per timed-out access).
+    /// MDIO accesses still to time out, each from its first SET_SW_MII on.
+    pub timeouts_armed: u32,
+    /// STATMNGSTS reads left that report no HOST_EN in the access timing out now.
     pub timeout_reads_left: u32,
+    /// A SET_SW_MII began an access whose HOST_EN check has not ended yet.
+    host_check_pending: bool,
     /// Counters.
     pub counters: Counters,
 }
@@ -344,14 +348,17 @@ impl Mac {
             eeprom_write_enabled: false,
             phy,
             mdio_errors: BTreeMap::new(),
+            timeouts_armed: 0,
             timeout_reads_left: 0,
+            host_check_pending: false,
             counters: Counters::default(),
         }
     }
 
-    /// Makes the next `n` MDIO accesses time out (STATMNGSTS without HOST_EN).
+    /// Makes the next `n` MDIO accesses time out (STATMNGSTS without HOST_EN). An access
+    /// already past its first SET_SW_MII is not affected: it began before the command.
     pub fn inject_timeout(&mut self, n: u32) {
-        self.timeout_reads_left = n.saturating_mul(HOST_EN_RETRIES);
+        self.timeouts_armed = n;
     }
 
     /// Stalls the next `n` `op` accesses to `reg` (0 clears the rule).
@@ -395,6 +402,14 @@ impl Mac {
         match *req {
             SetSwMii => {
                 self.sw_mii = true;
+                // asix repeats SET_SW_MII before every STATMNGSTS: only the first begins an access.
+                if !self.host_check_pending {
+                    self.host_check_pending = true;
+                    if self.timeouts_armed > 0 && self.timeout_reads_left == 0 {
+                        self.timeouts_armed -= 1;
+                        self.timeout_reads_left = HOST_EN_RETRIES;
+                    }
+                }
                 ack
             }
             SetHwMii => {
@@ -405,11 +420,13 @@ impl Mac {
                 let mut v = CHIPCODE_AX88772A;
                 if self.timeout_reads_left > 0 {
                     self.timeout_reads_left -= 1;
-                    if self.timeout_reads_left.is_multiple_of(HOST_EN_RETRIES) {
+                    if self.timeout_reads_left == 0 {
                         self.counters.mdio_timeouts += 1;
+                        self.host_check_pending = false;
                     }
                 } else if self.sw_mii {
                     v |= HOST_EN;
+                    self.host_check_pending = false;
                 }
                 Reply::Data(vec![v])
             }
@@ -654,6 +671,20 @@ mod tests {
         assert_eq!(mdio_read(&mut m, 0x10, 1), Err("timeout"));
         assert_eq!(m.counters.mdio_timeouts, 1);
         assert!(mdio_read(&mut m, 0x10, 1).is_ok());
+
+        // Armed in the middle of an access (after its SET_SW_MII): that one completes, the
+        // next one times out.
+        let now = Duration::from_secs(1);
+        m.handle(&Request::SetSwMii, &[], now);
+        m.inject_timeout(1);
+        assert_eq!(
+            m.handle(&Request::StatMngSts, &[], now),
+            Reply::Data(vec![0x11])
+        );
+        m.handle(&Request::ReadMiiReg { addr: 0x10, reg: 1 }, &[], now);
+        m.handle(&Request::SetHwMii, &[], now);
+        assert_eq!(mdio_read(&mut m, 0x10, 1), Err("timeout"));
+        assert_eq!(m.counters.mdio_timeouts, 2);
     }
 
     #[test]

@@ -235,27 +235,35 @@ for e in json.load(sys.stdin)["mdio"]["regs"]:
 }
 
 # dongle_inject_mii DEV read REG COMMAND... / dongle_inject_mii DEV write REG VALUE COMMAND...:
-# sends COMMAND to the emulator and, at once from the same process (so phylib's 1 s poll hardly
-# ever comes in between), reads REG with SIOCGMIIREG (prints the value) or writes it with
-# SIOCSMIIREG (prints "ok"), or prints "errno N" as the kernel returned it.
+# waits for one of phylib's 1 s polls to pass (the emulator's READ_MII_REG count moves), then
+# sends COMMAND to the emulator and at once, from the same process, reads REG with SIOCGMIIREG
+# (prints the value) or writes it with SIOCSMIIREG (prints "ok"), or prints "errno N" as the
+# kernel returned it. So the injected fault meets this access, not the next poll.
 dongle_inject_mii() {
     local dev=$1 op=$2 reg=$3 val=0
     shift 3
     if [[ $op == write ]]; then val=$1; shift; fi
     python3 - "$DONGLE_SOCK" "$dev" "$op" "$reg" "$val" "$*" <<'PY'
-import fcntl, json, socket, struct, sys
+import fcntl, json, socket, struct, sys, time
 path, dev, op, reg, val, cmd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4], 0), int(sys.argv[5], 0), sys.argv[6]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 def ioctl(c, phy=0):
     req = struct.pack("16sHHHH", dev.encode(), phy, reg, val, 0).ljust(40, b"\0")
     return struct.unpack("16sHHHH", fcntl.ioctl(s.fileno(), c, req)[:24])
 phy = ioctl(0x8947)[1]
-u = socket.socket(socket.AF_UNIX)
-u.connect(path)
-u.sendall((cmd + "\n").encode())
-reply = json.loads(u.makefile().readline())
-if not reply["ok"]:
-    sys.exit("emulator refused %r: %s" % (cmd, reply["error"]))
+def ctl(line):
+    u = socket.socket(socket.AF_UNIX)
+    u.connect(path)
+    u.sendall((line + "\n").encode())
+    reply = json.loads(u.makefile().readline())
+    if not reply["ok"]:
+        sys.exit("emulator refused %r: %s" % (line, reply["error"]))
+    return reply["result"]
+reads = lambda: ctl("status")["requests"].get("READ_MII_REG", 0)
+n0, t0 = reads(), time.monotonic()
+while reads() == n0 and time.monotonic() - t0 < 3:
+    time.sleep(0.02)
+ctl(cmd)
 try:
     if op == "read":
         print("0x%04x" % ioctl(0x8948, phy)[4])
