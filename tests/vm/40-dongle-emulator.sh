@@ -37,13 +37,13 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
 
     # --- probe, as the kernel sees it ---
     usbdev=$(readlink -f "/sys/class/net/$DEV/device/..")
-    expect_eq "USB id (sysfs)" "0b95:772a" "$(<"$usbdev/idVendor"):$(<"$usbdev/idProduct")"
-    expect_eq "USB speed" 480 "$(<"$usbdev/speed")"
+    expect_eq "USB id (sysfs)" "0b95:772a" "$(sysread "$usbdev/idVendor"):$(sysread "$usbdev/idProduct")"
+    expect_eq "USB speed" 480 "$(sysread "$usbdev/speed")"
     expect_eq "interface driver" asix "$(basename "$(readlink "/sys/class/net/$DEV/device/driver")")"
-    expect_eq "PHY id (sysfs)" 0x003b1861 "$(<"$MDIO_DEVS/$BUS:10/phy_id")"
+    expect_eq "PHY id (sysfs)" 0x003b1861 "$(sysread "$MDIO_DEVS/$BUS:10/phy_id")"
     expect_eq "PHY driver" "${ASIX_NAME[ax88772a]}" "$(phy_driver)"
     expect_eq "PHY driver module" "${DRIVER_MOD[$CUR_DRIVER]}" "$(phy_module)"
-    expect_eq "MAC address (READ_NODE_ID)" 00:0e:c6:87:72:01 "$(<"/sys/class/net/$DEV/address")"
+    expect_eq "MAC address (READ_NODE_ID)" 00:0e:c6:87:72:01 "$(sysread "/sys/class/net/$DEV/address")"
     dmesg_since_mark | grep -q "register 'asix' at usb-dummy_hcd.0-1, ASIX AX88772 USB 2.0 Ethernet" ||
         fail "no \"register 'asix'\" line in dmesg"
     ok "dmesg: asix registered the dongle"

@@ -96,12 +96,19 @@ dongle_status() {
     dongle_ctl status | python3 -c "import json,sys; v=json.load(sys.stdin); print(json.dumps(v$1) if isinstance(v$1,(dict,list)) else v$1)"
 }
 
+# sysread FILE: the first line of FILE, or nothing if it is gone (a failed `$(<FILE)` would
+# end the script under `set -e` even inside a condition, and sysfs files vanish on unplug).
+sysread() {
+    local v=""
+    { read -r v <"$1"; } 2>/dev/null || true
+    echo "$v"
+}
+
 # The netdev asix registered for the dongle (via the USB device 0b95:772a), or nothing.
 dongle_netdev() {
     local d
     for d in /sys/class/net/*; do
-        [[ -e $d/device/../idVendor ]] || continue
-        if [[ $(<"$d/device/../idVendor") == 0b95 && $(<"$d/device/../idProduct") == 772a ]]; then
+        if [[ $(sysread "$d/device/../idVendor") == 0b95 && $(sysread "$d/device/../idProduct") == 772a ]]; then
             echo "${d##*/}"
             return 0
         fi
