@@ -242,7 +242,8 @@ for e in json.load(sys.stdin)["mdio"]["regs"]:
 }
 
 # dongle_inject_mii DEV read REG COMMAND... / dongle_inject_mii DEV write REG VALUE COMMAND...:
-# waits for one of phylib's 1 s polls to pass (the emulator's READ_MII_REG count moves), then
+# waits for one of phylib's 1 s polls to pass (the emulator's READ_MII_REG count moves, then
+# stays), then
 # sends COMMAND to the emulator and at once, from the same process, reads REG with SIOCGMIIREG
 # (prints the value) or writes it with SIOCSMIIREG (prints "ok"), or prints "errno N" as the
 # kernel returned it. So the injected fault meets this access, not the next poll.
@@ -266,10 +267,18 @@ def ctl(line):
     if not reply["ok"]:
         sys.exit("emulator refused %r: %s" % (line, reply["error"]))
     return reply["result"]
+# One poll is a burst of accesses (BMSR, BMCR, LPA, ...): wait for one to start, then for the
+# bus to be quiet for 150 ms (an access takes about 36 ms under TCG).
 reads = lambda: ctl("status")["requests"].get("READ_MII_REG", 0)
-n0, t0 = reads(), time.monotonic()
-while reads() == n0 and time.monotonic() - t0 < 3:
+n, t0 = reads(), time.monotonic()
+while reads() == n and time.monotonic() - t0 < 3:
     time.sleep(0.02)
+n, quiet = reads(), time.monotonic()
+while time.monotonic() - quiet < 0.15 and time.monotonic() - t0 < 5:
+    time.sleep(0.03)
+    m = reads()
+    if m != n:
+        n, quiet = m, time.monotonic()
 ctl(cmd)
 try:
     if op == "read":
@@ -280,4 +289,21 @@ try:
 except OSError as e:
     print("errno %d" % e.errno)
 PY
+}
+
+# What a failing test prints (replaces lib.sh's, which shows the simulator): the dongle's
+# netdev and PHY as the kernel sees them, the emulator's status and log, the kernel log.
+dump_state() {
+    local dev
+    if dev=$(dongle_netdev); then
+        echo "--- $dev: carrier $(carrier "$dev") speed $(speed "$dev") duplex $(duplex "$dev")"
+    fi
+    if [[ -n $DONGLE_PID ]]; then
+        echo "--- emulator status"
+        dongle_ctl status 2>&1 || true
+    fi
+    echo "--- emulator log (last 20 lines)"
+    tail -20 "$DONGLE_LOG" 2>/dev/null || true
+    echo "--- dmesg (since the last mark)"
+    dmesg_since_mark | tail -40 || true
 }
