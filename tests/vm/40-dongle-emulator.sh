@@ -115,7 +115,13 @@ expect_eq "MII requests = traced accesses (no other MDIO user)" "$n_trace" "$mii
 
     # --- injected faults: the errno asix returns to phylib ---
     mark_dmesg "$CUR_DRIVER-faults"
+    mdio_trace_start
     expect_eq "mdio-timeout 1: read fails with ETIMEDOUT" "errno 110" "$(dongle_inject_mii "$DEV" read 2 mdio-timeout 1)"
+    mdio_trace_stop
+    tmax=$(mdio_trace_latency) tmax=${tmax#*max_us=}
+    ((tmax > 30000)) || fail "the timed-out read took only $tmax µs (30 HOST_EN rounds expected)"
+    ok "the timed-out read took $tmax µs in __mdiobus_read (30 rounds of SET_SW_MII + 1 ms + STATMNGSTS)"
+    result "\"driver\":\"$CUR_DRIVER\",\"mdio_timeout_read_us\":$tmax"
     expect_eq "emulator: one timed-out access" 1 "$(dongle_status '["mdio"]["timeouts"]')"
     expect_eq "next read works" 0x003b "$(dongle_mii_read "$DEV" 2)"
     # __asix_mdio_write gives up on -ENODEV only: after a timeout it still writes, and succeeds.
