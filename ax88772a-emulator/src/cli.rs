@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::control::{DEFAULT_SOCKET, USAGE};
+use crate::emulator::parse_mac;
 use crate::phy::Partner;
 
 /// A userspace ASIX AX88772A USB Ethernet dongle (0b95:772a) on raw-gadget + dummy_hcd, for
@@ -52,11 +53,11 @@ pub struct RunArgs {
     #[arg(long, default_value = "192.168.77.2")]
     pub ip: Ipv4Addr,
     /// The dongle's node id (MAC address READ_NODE_ID answers).
-    #[arg(long, default_value = "00:0e:c6:87:72:01")]
-    pub node_id: String,
+    #[arg(long, default_value = "00:0e:c6:87:72:01", value_parser = parse_mac)]
+    pub node_id: [u8; 6],
     /// MAC address of the far end (default: the node id + 1).
-    #[arg(long)]
-    pub peer_mac: Option<String>,
+    #[arg(long, value_parser = parse_mac)]
+    pub peer_mac: Option<[u8; 6]>,
     /// Start with the Ethernet cable out.
     #[arg(long)]
     pub cable_out: bool,

@@ -23,7 +23,7 @@ use clap::Parser;
 use serde_json::json;
 
 use crate::cli::{Cli, Cmd, CtlArgs, RunArgs};
-use crate::emulator::{Emulator, emit, parse_mac};
+use crate::emulator::{Emulator, emit};
 use crate::error::Error;
 use crate::frames::Peer;
 use crate::gadget::UdcConfig;
@@ -45,15 +45,16 @@ fn main() -> ExitCode {
 
 /// `run`: the dongle until killed (or a fatal error).
 fn run(a: RunArgs) -> Result<(), Error> {
-    let node_id = parse_mac(&a.node_id).map_err(Error::BadCommand)?;
-    let peer_mac = match &a.peer_mac {
-        Some(m) => parse_mac(m).map_err(Error::BadCommand)?,
-        None => {
-            let mut m = node_id;
-            m[5] = m[5].wrapping_add(1);
-            m
-        }
-    };
+    // Checked before anything starts, also when starting unplugged.
+    if !a.raw_gadget.exists() {
+        return Err(Error::NoRawGadget(a.raw_gadget.display().to_string()));
+    }
+    let node_id = a.node_id;
+    let peer_mac = a.peer_mac.unwrap_or_else(|| {
+        let mut m = node_id;
+        m[5] = m[5].wrapping_add(1);
+        m
+    });
     let peer = Peer {
         mac: peer_mac,
         ip: a.ip,
@@ -86,7 +87,10 @@ fn run(a: RunArgs) -> Result<(), Error> {
         driver: a.udc_driver,
         device: a.udc_device,
     };
-    gadget::serve(emu, &udc)
+    let result = gadget::serve(emu, &udc);
+    // Only a fatal error ends serve: nobody will answer on the socket any more.
+    let _ = std::fs::remove_file(&a.socket);
+    result
 }
 
 /// `ctl`: one command, its result on stdout.
