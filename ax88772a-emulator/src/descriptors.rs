@@ -43,7 +43,8 @@ pub struct EndpointAddrs {
 
 impl EndpointAddrs {
     /// Picks endpoints from `USB_RAW_IOCTL_EPS_INFO` (dummy_hcd: `ep5in-int`, `ep1in-bulk`,
-    /// `ep2out-bulk`); numbers the UDC leaves open get distinct free numbers.
+    /// `ep2out-bulk`) that take our packet sizes; numbers the UDC leaves open get distinct free
+    /// numbers.
     pub fn pick(eps: &[EpInfo]) -> Option<EndpointAddrs> {
         let mut used = Vec::new();
         let mut take = |want: fn(&EpInfo) -> bool, dir_in: bool| -> Option<u8> {
@@ -52,9 +53,18 @@ impl EndpointAddrs {
             let num = ep.addr.unwrap_or(used.len() as u8);
             Some(num | if dir_in { 0x80 } else { 0 })
         };
-        let bulk_in = take(|e| e.bulk && e.dir_in, true)?;
-        let bulk_out = take(|e| e.bulk && e.dir_out, false)?;
-        let int_in = take(|e| e.int && e.dir_in, true)?;
+        let bulk_in = take(
+            |e| e.bulk && e.dir_in && e.maxpacket_limit >= BULK_MAXPACKET,
+            true,
+        )?;
+        let bulk_out = take(
+            |e| e.bulk && e.dir_out && e.maxpacket_limit >= BULK_MAXPACKET,
+            false,
+        )?;
+        let int_in = take(
+            |e| e.int && e.dir_in && e.maxpacket_limit >= INT_MAXPACKET,
+            true,
+        )?;
         Some(EndpointAddrs {
             int_in,
             bulk_in,
