@@ -92,7 +92,14 @@ fn cargo(args: &[&str]) -> Result<()> {
 fn vm_suite(args: &TestArgs) -> Result<()> {
     let kernel = kernel::run(&kernel::KernelArgs { force: false })?;
     modules::build(&kernel)?;
-    cargo(&["build", "--package", "phytrace"])?;
+    // The VM tests run target/debug/phytrace and target/debug/ax88772a-emulator (40-dongle-*).
+    cargo(&[
+        "build",
+        "--package",
+        "phytrace",
+        "--package",
+        "ax88772a-emulator",
+    ])?;
     let runner = paths::workspace().join("tests/vm/run.sh");
     let mut command = vec!["/bin/bash".to_owned(), runner.display().to_string()];
     command.extend(args.filter.clone());
