@@ -27,6 +27,9 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     log "PHY driver: $CUR_DRIVER"
     mark_dmesg "$CUR_DRIVER"
     dongle_modules_load "$CUR_DRIVER"
+    for m in asix "${DRIVER_MOD[$CUR_DRIVER]}"; do
+        ! module_loaded "$m" || fail "$m is loaded before the dongle is plugged in"
+    done
     dongle_start --an-delay-ms 100 --partner all
     wait_for 30 dongle_has_event configured || fail "the host did not configure the device"
     wait_dongle_netdev 30
@@ -42,7 +45,7 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     expect_eq "interface driver" asix "$(basename "$(readlink "/sys/class/net/$DEV/device/driver")")"
     expect_eq "PHY id (sysfs)" 0x003b1861 "$(sysread "$MDIO_DEVS/$BUS:10/phy_id")"
     expect_eq "PHY driver" "${ASIX_NAME[ax88772a]}" "$(phy_driver)"
-    expect_eq "PHY driver module" "${DRIVER_MOD[$CUR_DRIVER]}" "$(phy_module)"
+    expect_eq "PHY driver module, loaded at plug-in by its mdio: alias" "${DRIVER_MOD[$CUR_DRIVER]}" "$(phy_module)"
     expect_eq "MAC address (READ_NODE_ID)" 00:0e:c6:87:72:01 "$(sysread "/sys/class/net/$DEV/address")"
     dmesg_since_mark | grep -q "register 'asix' at usb-dummy_hcd.0-1, ASIX AX88772 USB 2.0 Ethernet" ||
         fail "no \"register 'asix'\" line in dmesg"

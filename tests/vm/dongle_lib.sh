@@ -3,64 +3,43 @@
 # docs/dongle.md). Source after lib.sh. Runs in the guest as root.
 #
 # Environment: DONGLE_BIN (the emulator, default target/debug/ax88772a-emulator),
-# DONGLE_SOCK (its control socket), DONGLE_KERNEL_TREE (the built kernel tree whose .ko files
-# are loaded; default: the tree under ~/.cache/phytrace/kernel whose release is `uname -r`).
+# DONGLE_SOCK (its control socket). Modules come from the guest's module tree (/lib/modules).
 
 DONGLE_BIN=${DONGLE_BIN:-$PHYTRACE_ROOT/target/debug/ax88772a-emulator}
 DONGLE_SOCK=${DONGLE_SOCK:-/run/ax88772a-emulator-$$.sock}
 DONGLE_EVENTS=$PHYTRACE_OUT/dongle-$$.events # the emulator's stdout: one JSON event a line
 DONGLE_LOG=$PHYTRACE_OUT/dongle-$$.log       # its stderr
 DONGLE_PID=""
-# Modules dongle_modules_load inserted, in load order (dongle_modules_unload removes them).
-DONGLE_MODULES=()
 
-# The kernel tree of the running kernel.
-dongle_kernel_tree() {
-    local t rel
-    if [[ -n ${DONGLE_KERNEL_TREE:-} ]]; then echo "$DONGLE_KERNEL_TREE"; return 0; fi
-    for t in /root/.cache/phytrace/kernel/*/linux-source-*; do
-        [[ -r $t/include/config/kernel.release ]] || continue
-        read -r rel <"$t/include/config/kernel.release"
-        if [[ $rel == "$(uname -r)" ]]; then echo "$t"; return 0; fi
-    done
-    return 1
-}
+# The Asix PHY driver modprobe does not load by alias (both, outside the dongle tests).
+ASIX_BLACKLIST=/run/modprobe.d/phytrace-asix.conf
 
-# dongle_modules_load [PHY_DRIVER]: the USB host/gadget side, usbnet and asix, with the PHY
-# driver (c: the in-tree ax88796b.ko, rust: ours) loaded before asix can probe a PHY (else
-# genphy binds). One function, so that it can become `modprobe asix dummy_hcd raw_gadget`.
+# dongle_modules_load [PHY_DRIVER]: as on a real system. Only the USB host and gadget side
+# (dummy_hcd, raw_gadget) is loaded here, by modprobe from the guest's module tree; at plug-in
+# the uevent helper loads asix (and usbnet, phylink, mii) by the device's modalias, and phylib's
+# request_module loads the PHY driver by the PHY's mdio: alias. PHY_DRIVER (c: the in-tree
+# ax88796b, rust: our ax88796b_rust) is the one /run/modprobe.d lets that alias load.
 dongle_modules_load() {
-    local flavour=${1:-c} tree m name
-    tree=$(dongle_kernel_tree) || fail "no kernel tree for $(uname -r): set DONGLE_KERNEL_TREE"
-    local -a kos=(lib/bitrev.ko lib/crc32.ko drivers/net/mii.ko drivers/net/phy/phylink.ko)
-    case $flavour in
-        c) kos+=(drivers/net/phy/ax88796b.ko) ;;
-        rust) kos+=("$PHYTRACE_MODULES/ax88796b_rust.ko") ;;
-        *) fail "dongle_modules_load: PHY driver must be c or rust, not $flavour" ;;
-    esac
-    kos+=(drivers/net/usb/usbnet.ko drivers/net/usb/asix.ko
-        drivers/usb/gadget/udc/dummy_hcd.ko drivers/usb/gadget/legacy/raw_gadget.ko)
-    for m in "${kos[@]}"; do
-        [[ $m == /* ]] || m=$tree/$m
-        name=$(basename "$m" .ko)
-        name=${name//-/_}
-        module_loaded "$name" && continue
-        insmod "$m" || fail "insmod $m failed"
-        DONGLE_MODULES+=("$name")
-    done
+    local flavour=${1:-c}
+    [[ -n ${DRIVER_MOD[$flavour]:-} ]] || fail "dongle_modules_load: PHY driver must be c or rust, not $flavour"
+    local other=${DRIVER_MOD[c]}
+    [[ $flavour == c ]] && other=${DRIVER_MOD[rust]}
+    echo "blacklist $other" >"$ASIX_BLACKLIST"
+    modprobe dummy_hcd || fail "modprobe dummy_hcd failed"
+    modprobe raw_gadget || fail "modprobe raw_gadget failed"
     [[ -c /dev/raw-gadget ]] || wait_for 5 test -c /dev/raw-gadget || fail "/dev/raw-gadget did not appear"
 }
 
-# Removes what dongle_modules_load inserted, last first.
+# Removes what the dongle loaded (asix and its PHY driver included; phylink has a module_init
+# and no module_exit: it stays), and lets neither Asix PHY driver load by alias again.
 dongle_modules_unload() {
-    local i
-    for ((i = ${#DONGLE_MODULES[@]} - 1; i >= 0; i--)); do
-        # phylink has a module_init and no module_exit: it stays.
-        grep -q "^${DONGLE_MODULES[i]} .*\[permanent\]" /proc/modules && continue
-        rmmod "${DONGLE_MODULES[i]}" ||
-            echo "[$TEST_NAME] warning: cannot unload ${DONGLE_MODULES[i]}: $(lsmod | grep "^${DONGLE_MODULES[i]} ")" >&2
+    local m
+    for m in asix usbnet ax88796b ax88796b_rust raw_gadget dummy_hcd; do
+        module_loaded "$m" || continue
+        modprobe -r "$m" ||
+            echo "[$TEST_NAME] warning: cannot unload $m: $(lsmod | grep "^$m ")" >&2
     done
-    DONGLE_MODULES=()
+    printf 'blacklist %s\nblacklist %s\n' "${DRIVER_MOD[c]}" "${DRIVER_MOD[rust]}" >"$ASIX_BLACKLIST"
 }
 
 # dongle_start [RUN OPTIONS...]: starts the emulator in the background, waits for its socket.
