@@ -34,9 +34,9 @@ dongle_modules_load() {
 # and no module_exit: it stays), and lets neither Asix PHY driver load by alias again.
 dongle_modules_unload() {
     local m
-    for m in asix usbnet ax88796b ax88796b_rust raw_gadget dummy_hcd; do
+    for m in asix usbnet mii ax88796b ax88796b_rust raw_gadget dummy_hcd; do
         module_loaded "$m" || continue
-        modprobe -r "$m" ||
+        rmmod "$m" ||
             echo "[$TEST_NAME] warning: cannot unload $m: $(lsmod | grep "^$m ")" >&2
     done
     printf 'blacklist %s\nblacklist %s\n' "${DRIVER_MOD[c]}" "${DRIVER_MOD[rust]}" >"$ASIX_BLACKLIST"
