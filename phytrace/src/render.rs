@@ -226,4 +226,25 @@ mod tests {
         assert_eq!(errno(0), "0");
         assert_eq!(errno(-999), "-999");
     }
+
+    #[test]
+    fn mac_changes_read_as_the_kernel_names_them() {
+        let up = MacChange::LinkUp {
+            speed: 100,
+            duplex: Duplex::Full,
+            tx_pause: true,
+            rx_pause: false,
+        };
+        assert_eq!(mac_change(&up), "mac_link_up 100/full pause tx");
+        assert_eq!(mac_change(&MacChange::LinkDown), "mac_link_down");
+        let off = MacChange::Carrier {
+            netdev: "eth0".into(),
+            up: false,
+        };
+        assert_eq!(mac_change(&off), "carrier_off eth0");
+        let resolve = MacChange::Resolve {
+            latency_ns: 11_600_000,
+        };
+        assert_eq!(mac_change(&resolve), "phylink_resolve 11.6ms");
+    }
 }

@@ -41,10 +41,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         format!("HARDWARE={}", if args.sim { "sim" } else { "dongle" }),
     ];
     if !args.sim {
-        command.push(format!(
-            "DONGLE_BIN={}",
-            vm::release_emulator()?.display()
-        ));
+        command.push(format!("DONGLE_BIN={}", vm::release_emulator()?.display()));
     }
     eprintln!("==> demo: booting the VM (the hardware appears 2 s after phytrace starts)");
     Ok(ExitCode::from(vm::boot(&kernel, &options, &command)?))
