@@ -1,0 +1,289 @@
+//! `cargo xtask dist`: one statically linked `phytrace` per architecture, with its man page and
+//! shell completions, as `target/dist/phytrace-VERSION-ARCH.tar.gz` and a `.sha256` file.
+//!
+//! Each binary is a release build for the architecture's musl target (linked by clang/lld, see
+//! `.cargo/config.toml`); phytrace's build script builds the eBPF object for the same target
+//! architecture (aya-build passes `bpf_target_arch` = the target's `CARGO_CFG_TARGET_ARCH`), so
+//! kprobe arguments are read from that architecture's `pt_regs`. The result is checked: an ELF
+//! of the right machine with no interpreter and no shared libraries, and eBPF objects that
+//! differ between the architectures.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context as _, Result, bail, ensure};
+
+use crate::{arch::Arch, paths, run, setup};
+
+#[derive(clap::Args)]
+pub struct DistArgs {
+    /// Only these architectures (default: all).
+    #[arg(long = "arch", value_enum, value_name = "ARCH")]
+    pub arches: Vec<Arch>,
+}
+
+pub fn run(args: &DistArgs) -> Result<Vec<PathBuf>> {
+    setup::run()?;
+    let arches = if args.arches.is_empty() {
+        Arch::ALL.to_vec()
+    } else {
+        args.arches.clone()
+    };
+    build_all(&arches)
+}
+
+/// Builds, checks and packs `arches` (the host's is always built: its binary generates the man
+/// page and the completions, which are the same for every architecture); returns the tarballs.
+pub fn build_all(arches: &[Arch]) -> Result<Vec<PathBuf>> {
+    let started = run::step("dist: static release builds");
+    let host = Arch::host().context("xtask dist runs on x86_64 or aarch64 hosts")?;
+    let mut built = Vec::new();
+    for arch in std::iter::once(host).chain(arches.iter().copied().filter(|&a| a != host)) {
+        built.push((arch, build(arch)?));
+    }
+    let generated = generate_docs(&built[0].1.0)?;
+    let distinct_ebpf = built.len() < 2 || {
+        let objects: Vec<Vec<u8>> = built
+            .iter()
+            .map(|(_, (_, object))| fs::read(object))
+            .collect::<Result<_, _>>()?;
+        objects.windows(2).all(|pair| pair[0] != pair[1])
+    };
+    ensure!(
+        distinct_ebpf,
+        "the eBPF objects of {} are identical: one was not built for its target's bpf_target_arch",
+        built
+            .iter()
+            .map(|(arch, _)| arch.name())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    );
+    let mut tarballs = Vec::new();
+    for (arch, (binary, _)) in &built {
+        if !arches.contains(arch) {
+            continue;
+        }
+        let tarball = pack(*arch, binary, &generated)?;
+        eprintln!("    {}", tarball.display());
+        tarballs.push(tarball);
+    }
+    let _ = fs::remove_dir_all(&generated);
+    run::done("dist", started);
+    Ok(tarballs)
+}
+
+/// The workspace version (phytrace's, which xtask shares).
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// `target/dist`.
+pub fn dir() -> PathBuf {
+    paths::target().join("dist")
+}
+
+/// The static binary `cargo xtask dist` builds for `arch`.
+pub fn binary(arch: Arch) -> PathBuf {
+    paths::target()
+        .join(arch.musl_target())
+        .join("release/phytrace")
+}
+
+/// Builds phytrace for `arch`'s musl target; returns the binary and its embedded eBPF object.
+fn build(arch: Arch) -> Result<(PathBuf, PathBuf)> {
+    let started = run::step(&format!(
+        "dist: building phytrace for {arch} ({}, release)",
+        arch.musl_target()
+    ));
+    // Quiet on success: the eBPF build's progress arrives as build-script warnings.
+    run::output(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--locked", "--package", "phytrace"])
+            .args(["--target", arch.musl_target()])
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("AYA_BUILD_SKIP")
+            .current_dir(paths::workspace()),
+    )
+    .with_context(|| {
+        format!(
+            "building phytrace for {}: is its Rust target installed (`cargo xtask setup`)?",
+            arch.musl_target()
+        )
+    })?;
+    let binary = binary(arch);
+    check_static(&binary, arch)?;
+    let object = ebpf_object(arch)?;
+    run::done(&format!("{arch} build"), started);
+    Ok((binary, object))
+}
+
+/// The eBPF object the last build for `arch` embedded (the newest one in its build outputs).
+fn ebpf_object(arch: Arch) -> Result<PathBuf> {
+    let build_dir = paths::target()
+        .join(arch.musl_target())
+        .join("release/build");
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    for entry in fs::read_dir(&build_dir)
+        .with_context(|| format!("reading {}", build_dir.display()))?
+        .flatten()
+    {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with("phytrace-") {
+            continue;
+        }
+        let object = entry.path().join("out/phytrace");
+        if let Ok(modified) = fs::metadata(&object).and_then(|m| m.modified())
+            && newest.as_ref().is_none_or(|(time, _)| modified > *time)
+        {
+            newest = Some((modified, object));
+        }
+    }
+    let (_, object) =
+        newest.with_context(|| format!("no eBPF object under {}", build_dir.display()))?;
+    ensure!(
+        fs::metadata(&object)?.len() > 0,
+        "{} is empty (built with AYA_BUILD_SKIP?)",
+        object.display()
+    );
+    Ok(object)
+}
+
+/// What makes an ELF file dynamic, from `readelf --program-headers --dynamic`.
+fn dynamic_parts(readelf: &str) -> Vec<String> {
+    readelf
+        .lines()
+        .filter(|line| line.trim_start().starts_with("INTERP") || line.contains("(NEEDED)"))
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// The ELF machine of `readelf --file-header` output.
+fn machine(readelf: &str) -> Option<&str> {
+    readelf
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Machine:"))
+        .map(str::trim)
+}
+
+/// Fails unless `binary` is an ELF for `arch` with no interpreter and no shared libraries.
+pub fn check_static(binary: &Path, arch: Arch) -> Result<()> {
+    let headers = run::output(
+        Command::new("llvm-readelf-19")
+            .args(["--file-header", "--program-headers", "--dynamic"])
+            .arg(binary),
+    )
+    .with_context(|| format!("reading the ELF headers of {}", binary.display()))?;
+    let want = match arch {
+        Arch::X86_64 => "Advanced Micro Devices X86-64",
+        Arch::Aarch64 => "AArch64",
+    };
+    let got = machine(&headers).unwrap_or("unknown");
+    if got != want {
+        bail!("{} is for {got}, not {want}", binary.display());
+    }
+    let dynamic = dynamic_parts(&headers);
+    if !dynamic.is_empty() {
+        bail!("{} is not static: {}", binary.display(), dynamic.join("; "));
+    }
+    eprintln!("    {}: static {arch} ELF", binary.display());
+    Ok(())
+}
+
+/// The man page and the completions, rendered by `binary` (runs on this machine).
+fn generate_docs(binary: &Path) -> Result<PathBuf> {
+    let out = dir().join(".generated");
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(out.join("completions"))?;
+    for (artifact, file) in [
+        ("man", "phytrace.1"),
+        ("bash", "completions/phytrace.bash"),
+        ("zsh", "completions/_phytrace"),
+        ("fish", "completions/phytrace.fish"),
+    ] {
+        let text = run::output(Command::new(binary).args(["generate", artifact]))
+            .with_context(|| format!("phytrace generate {artifact}"))?;
+        fs::write(out.join(file), text + "\n")?;
+    }
+    Ok(out)
+}
+
+/// Packs `binary`, the generated files and the README into the tarball and writes its SHA-256.
+fn pack(arch: Arch, binary: &Path, generated: &Path) -> Result<PathBuf> {
+    let name = format!("phytrace-{}-{arch}", version());
+    let stage = dir().join(&name);
+    let _ = fs::remove_dir_all(&stage);
+    fs::create_dir_all(&stage)?;
+    fs::copy(binary, stage.join("phytrace"))?;
+    run::status(
+        Command::new("cp")
+            .arg("-R")
+            .arg(generated.join("phytrace.1"))
+            .arg(generated.join("completions"))
+            .arg(&stage),
+    )?;
+    fs::copy(
+        paths::workspace().join("README.md"),
+        stage.join("README.md"),
+    )?;
+    let tarball = dir().join(format!("{name}.tar.gz"));
+    // Reproducible: sorted, fixed owner and time, gzip without a timestamp.
+    run::status(
+        Command::new("tar")
+            .args([
+                "--sort=name",
+                "--owner=0",
+                "--group=0",
+                "--numeric-owner",
+                "--mtime=@0",
+                "--use-compress-program=gzip -n",
+                "-cf",
+            ])
+            .arg(&tarball)
+            .arg("-C")
+            .arg(dir())
+            .arg(&name),
+    )?;
+    fs::remove_dir_all(&stage)?;
+    let sum = run::output(
+        Command::new("sha256sum")
+            .arg(format!("{name}.tar.gz"))
+            .current_dir(dir()),
+    )?;
+    fs::write(dir().join(format!("{name}.tar.gz.sha256")), sum + "\n")?;
+    Ok(tarball)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DYNAMIC: &str = "ELF Header:
+  Machine:                           AArch64
+Program Headers:
+  Type           Offset   VirtAddr           PhysAddr           FileSiz  MemSiz   Flg Align
+  PHDR           0x000040 0x0000000000000040 0x0000000000000040 0x000268 0x000268 R   0x8
+  INTERP         0x0002a8 0x00000000000002a8 0x00000000000002a8 0x00001b 0x00001b R   0x1
+Dynamic section at offset 0x3c8 contains 2 entries:
+  Tag        Type                         Name/Value
+  0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]
+";
+
+    #[test]
+    fn a_dynamic_binary_is_named_by_its_interpreter_and_libraries() {
+        let parts = dynamic_parts(DYNAMIC);
+        assert_eq!(parts.len(), 2);
+        assert!(parts[1].contains("libc.so.6"));
+        assert_eq!(machine(DYNAMIC), Some("AArch64"));
+    }
+
+    #[test]
+    fn a_static_binary_has_no_dynamic_parts() {
+        let text = "ELF Header:\n  Machine: Advanced Micro Devices X86-64\nProgram Headers:\n  LOAD 0x0 0x0\nThere is no dynamic section in this file.\n";
+        assert!(dynamic_parts(text).is_empty());
+        assert_eq!(machine(text), Some("Advanced Micro Devices X86-64"));
+    }
+}
