@@ -117,6 +117,7 @@ fn build(arch: Arch) -> Result<(PathBuf, PathBuf)> {
     let binary = binary(arch);
     check_static(&binary, arch)?;
     let object = ebpf_object(arch)?;
+    check_argument_registers(&object, arch)?;
     run::done(&format!("{arch} build"), started);
     Ok((binary, object))
 }
@@ -150,6 +151,79 @@ fn ebpf_object(arch: Arch) -> Result<PathBuf> {
         object.display()
     );
     Ok(object)
+}
+
+/// The `pt_regs` offset of a kprobe's first argument: x86_64 `di`, arm64 `regs[0]` (x0).
+fn first_argument_offset(arch: Arch) -> u64 {
+    match arch {
+        Arch::X86_64 => 0x70,
+        Arch::Aarch64 => 0x0,
+    }
+}
+
+/// For each entry program (`*_enter`) of an `llvm-objdump -d` listing: the offset of its first
+/// 64-bit load from the context register r1 (its first argument's `pt_regs` slot).
+fn entry_argument_loads(listing: &str) -> Vec<(String, u64)> {
+    let mut found = Vec::new();
+    let mut current: Option<String> = None;
+    for line in listing.lines() {
+        if let Some(name) = line
+            .split_once(" <")
+            .and_then(|(_, rest)| rest.strip_suffix(">:"))
+        {
+            current = name.ends_with("_enter").then(|| name.to_owned());
+            continue;
+        }
+        let Some(name) = &current else { continue };
+        // The first load from r1, of any width: a 64-bit one is a pt_regs slot (a tracepoint
+        // program's context is no pt_regs, and is not checked).
+        let Some((_, load)) = line.split_once(" = *(") else {
+            continue;
+        };
+        if let Some((width, rest)) = load.split_once(" *)(r1 + 0x") {
+            if let Some(offset) = rest
+                .strip_suffix(')')
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                .filter(|_| width == "u64")
+            {
+                found.push((name.clone(), offset));
+            }
+            current = None;
+        }
+    }
+    found
+}
+
+/// Fails unless the eBPF object's entry programs read their first argument from `arch`'s
+/// `pt_regs` (the object was built with `bpf_target_arch` = `arch`).
+fn check_argument_registers(object: &Path, arch: Arch) -> Result<()> {
+    let listing = run::output(
+        Command::new("llvm-objdump-19")
+            .args(["-d", "--no-show-raw-insn"])
+            .arg(object),
+    )?;
+    let loads = entry_argument_loads(&listing);
+    ensure!(
+        !loads.is_empty(),
+        "{}: no entry program (`*_enter`) reading its context: cannot check its bpf_target_arch",
+        object.display()
+    );
+    let want = first_argument_offset(arch);
+    let wrong: Vec<String> = loads
+        .iter()
+        .filter(|(_, offset)| *offset != want)
+        .map(|(name, offset)| format!("{name} reads pt_regs+{offset:#x}"))
+        .collect();
+    ensure!(
+        wrong.is_empty(),
+        "the eBPF object is not built for {arch} (first argument at pt_regs+{want:#x}): {}",
+        wrong.join(", ")
+    );
+    eprintln!(
+        "    eBPF object: {} entry programs read their first argument at {arch}'s pt_regs+{want:#x}",
+        loads.len()
+    );
+    Ok(())
 }
 
 /// What makes an ELF file dynamic, from `readelf --program-headers --dynamic`.
@@ -278,6 +352,25 @@ Dynamic section at offset 0x3c8 contains 2 entries:
         assert_eq!(parts.len(), 2);
         assert!(parts[1].contains("libc.so.6"));
         assert_eq!(machine(DYNAMIC), Some("AArch64"));
+    }
+
+    #[test]
+    fn entry_programs_are_checked_by_their_first_context_load() {
+        let listing = "0000000000000000 <callback_enter>:
+       0:	r9 = *(u64 *)(r1 + 0x70)
+       1:	r2 = *(u64 *)(r1 + 0x68)
+0000000000000240 <mdio_exit>:
+     103:	r2 = *(u64 *)(r1 + 0x50)
+0000000000000618 <mdio_write_enter>:
+     195:	r6 = *(u64 *)(r1 + 0x0)
+";
+        assert_eq!(
+            entry_argument_loads(listing),
+            [
+                ("callback_enter".to_owned(), 0x70),
+                ("mdio_write_enter".to_owned(), 0x0)
+            ]
+        );
     }
 
     #[test]

@@ -72,6 +72,11 @@ echo /bin/modprobe >/proc/sys/kernel/modprobe
 echo /bin/hotplug >/proc/sys/kernel/hotplug
 $B mkdir -p /host/run/modprobe.d
 printf 'blacklist ax88796b\nblacklist ax88796b_rust\n' >/host/run/modprobe.d/phytrace-asix.conf
+# busybox's modprobe reads /etc/modprobe.d only (and the host's files there are not the guest's).
+if [ -n "$PHYTRACE_VM_GUEST_BIN" ] && [ -d /host/etc/modprobe.d ]; then
+    $B mount -t tmpfs tmpfs /host/etc/modprobe.d
+    $B cp /host/run/modprobe.d/phytrace-asix.conf /host/etc/modprobe.d/
+fi
 $B hostname phytrace-vm
 # The console: ttyS0 (x86_64) or ttyAMA0 (arm64's PL011).
 TTY=/dev/ttyS0
