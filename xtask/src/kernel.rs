@@ -316,11 +316,14 @@ fn build(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
         .and_then(|text| text.trim().parse().ok());
     let log_path = dir.join("build.log");
     let mut log = fs::File::create(&log_path)?;
+    // Warnings (pahole's about Rust DWARF, among others) go to a file: shown when the build fails.
+    let err_path = dir.join("build.err");
+    let err_log = fs::File::create(&err_path)?;
     let mut child = make(tree, arch)?
         .arg(format!("-j{jobs}"))
         .args([image, "modules"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(err_log)
         .spawn()
         .context("could not start make")?;
     let stdout = child.stdout.take().context("make's stdout")?;
@@ -359,11 +362,19 @@ fn build(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
         eprintln!();
     }
     let status = child.wait()?;
+    let errors = fs::read_to_string(&err_path).unwrap_or_default();
     if !status.success() {
+        let lines: Vec<&str> = errors.lines().collect();
         bail!(
-            "the kernel build failed ({status}); full log: {}",
-            log_path.display()
+            "the kernel build failed ({status}):\n{}\nfull log: {} and {}",
+            lines[lines.len().saturating_sub(30)..].join("\n"),
+            log_path.display(),
+            err_path.display()
         );
+    }
+    let warnings = errors.lines().count();
+    if warnings > 0 {
+        eprintln!("    {warnings} lines of warnings in {}", err_path.display());
     }
     fs::write(expected_file, steps.to_string())?;
     eprintln!("    {steps} steps");

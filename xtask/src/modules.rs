@@ -65,7 +65,8 @@ pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
                 .arg(format!("{}/", source.display()))
                 .arg(&build_dir),
         )?;
-        run::status(
+        // Quiet on success; kbuild's errors are on stderr, which the error carries.
+        run::output(
             kernel::make(&kernel.tree, kernel.arch)?
                 .arg(format!("M={}", build_dir.display()))
                 .arg("modules"),

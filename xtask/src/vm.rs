@@ -131,8 +131,10 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
 
     let initramfs = initramfs(arch)?;
     let native = Arch::host() == Some(arch);
+    // Another architecture's guest is always emulated.
     let accel = match options.accel {
-        Accel::Auto if native && kvm_works(kernel, &initramfs) => Accel::Kvm,
+        _ if !native => Accel::Tcg,
+        Accel::Auto if kvm_works(kernel, &initramfs) => Accel::Kvm,
         Accel::Auto => Accel::Tcg,
         chosen => chosen,
     };
