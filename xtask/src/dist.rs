@@ -5,8 +5,9 @@
 //! `.cargo/config.toml`); phytrace's build script builds the eBPF object for the same target
 //! architecture (aya-build passes `bpf_target_arch` = the target's `CARGO_CFG_TARGET_ARCH`), so
 //! kprobe arguments are read from that architecture's `pt_regs`. The result is checked: an ELF
-//! of the right machine with no interpreter and no shared libraries, and eBPF objects that
-//! differ between the architectures.
+//! of the right machine with no interpreter and no shared libraries, kprobe programs that read
+//! their first argument at the architecture's `pt_regs` offset, and eBPF objects that differ
+//! between the architectures.
 
 use std::{
     fs,
@@ -161,17 +162,27 @@ fn first_argument_offset(arch: Arch) -> u64 {
     }
 }
 
-/// For each entry program (`*_enter`) of an `llvm-objdump -d` listing: the offset of its first
-/// 64-bit load from the context register r1 (its first argument's `pt_regs` slot).
+/// For each kprobe program (section `kprobe`, `kprobe/…`) of an `llvm-objdump -d` listing: the
+/// offset of its first load from the context register r1, if that is a 64-bit one (its first
+/// argument's `pt_regs` slot).
 fn entry_argument_loads(listing: &str) -> Vec<(String, u64)> {
     let mut found = Vec::new();
+    let mut in_kprobe = false;
     let mut current: Option<String> = None;
     for line in listing.lines() {
+        if let Some(section) = line
+            .strip_prefix("Disassembly of section ")
+            .and_then(|rest| rest.strip_suffix(':'))
+        {
+            in_kprobe = section == "kprobe" || section.starts_with("kprobe/");
+            current = None;
+            continue;
+        }
         if let Some(name) = line
             .split_once(" <")
             .and_then(|(_, rest)| rest.strip_suffix(">:"))
         {
-            current = name.ends_with("_enter").then(|| name.to_owned());
+            current = in_kprobe.then(|| name.to_owned());
             continue;
         }
         let Some(name) = &current else { continue };
@@ -194,7 +205,7 @@ fn entry_argument_loads(listing: &str) -> Vec<(String, u64)> {
     found
 }
 
-/// Fails unless the eBPF object's entry programs read their first argument from `arch`'s
+/// Fails unless the eBPF object's kprobe programs read their first argument from `arch`'s
 /// `pt_regs` (the object was built with `bpf_target_arch` = `arch`).
 fn check_argument_registers(object: &Path, arch: Arch) -> Result<()> {
     let listing = run::output(
@@ -205,7 +216,7 @@ fn check_argument_registers(object: &Path, arch: Arch) -> Result<()> {
     let loads = entry_argument_loads(&listing);
     ensure!(
         !loads.is_empty(),
-        "{}: no entry program (`*_enter`) reading its context: cannot check its bpf_target_arch",
+        "{}: no kprobe program reading its pt_regs: cannot check its bpf_target_arch",
         object.display()
     );
     let want = first_argument_offset(arch);
@@ -220,7 +231,7 @@ fn check_argument_registers(object: &Path, arch: Arch) -> Result<()> {
         wrong.join(", ")
     );
     eprintln!(
-        "    eBPF object: {} entry programs read their first argument at {arch}'s pt_regs+{want:#x}",
+        "    eBPF object: {} kprobe programs read their first argument at {arch}'s pt_regs+{want:#x}",
         loads.len()
     );
     Ok(())
@@ -355,14 +366,26 @@ Dynamic section at offset 0x3c8 contains 2 entries:
     }
 
     #[test]
-    fn entry_programs_are_checked_by_their_first_context_load() {
-        let listing = "0000000000000000 <callback_enter>:
-       0:	r9 = *(u64 *)(r1 + 0x70)
-       1:	r2 = *(u64 *)(r1 + 0x68)
-0000000000000240 <mdio_exit>:
-     103:	r2 = *(u64 *)(r1 + 0x50)
+    fn kprobe_programs_are_checked_by_their_first_context_load() {
+        let listing = "Disassembly of section .text:
+0000000000000000 <helper>:
+       0:\tr2 = *(u64 *)(r1 + 0x8)
+Disassembly of section kprobe:
+0000000000000000 <callback_enter>:
+       0:\tr9 = *(u64 *)(r1 + 0x70)
+       1:\tr2 = *(u64 *)(r1 + 0x68)
 0000000000000618 <mdio_write_enter>:
-     195:	r6 = *(u64 *)(r1 + 0x0)
+     194:\tr7 = *(u64 *)(r10 - 0x8)
+     195:\tr6 = *(u64 *)(r1 + 0x0)
+0000000000000728 <selftest_enter>:
+     232:\tr7 = *(u32 *)(r1 + 0x0)
+     233:\tr1 = *(u64 *)(r1 + 0x8)
+Disassembly of section kretprobe:
+0000000000000000 <callback_exit>:
+       0:\tr2 = *(u64 *)(r1 + 0x50)
+Disassembly of section raw_tp/module_load:
+0000000000000000 <module_load>:
+       0:\tr2 = *(u64 *)(r1 + 0x0)
 ";
         assert_eq!(
             entry_argument_loads(listing),

@@ -31,6 +31,7 @@ const APT_PACKAGES: &[&str] = &[
     "iproute2",
     "ethtool",
     "tmux",
+    "shellcheck",
 ];
 
 /// Packages taken from bookworm-backports (bookworm's own QEMU clashes with the image's
