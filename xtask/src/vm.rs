@@ -8,8 +8,8 @@
 //!
 //! An aarch64 guest (`--arch aarch64`: QEMU `virt`, always TCG) boots the same init script with
 //! an arm64 busybox. It sees the same x86_64 host root but cannot run its programs: the init
-//! puts busybox's applets first on `PATH` (in `/run/phytrace-guest/bin`) and runs the command
-//! with busybox `sh`, so the guest runs static arm64 binaries only (busybox, `cargo xtask
+//! puts busybox's applets in `/run/phytrace-guest/bin`, the only directory on `PATH`, and runs
+//! the command with busybox `sh`, so the guest runs static arm64 binaries only (busybox, `cargo xtask
 //! dist`'s phytrace). See docs/arm64.md.
 
 use std::{
@@ -76,7 +76,7 @@ pub enum Accel {
 pub fn run(args: &VmArgs) -> Result<ExitCode> {
     let kernel = crate::kernel::locate(args.arch)?;
     let command = if args.command.is_empty() && kernel.arch != Arch::X86_64 {
-        vec!["sh".to_owned(), "-l".to_owned()]
+        vec!["sh".to_owned()]
     } else if args.command.is_empty() {
         vec!["/bin/bash".to_owned(), "-l".to_owned()]
     } else {
@@ -229,11 +229,13 @@ fn guest_script(command: &[String], bin: &Path, interactive: bool, arch: Arch) -
     let workspace = paths::workspace();
     let cwd = env::current_dir()?;
     let mut script = String::from("set -e\n");
-    let host_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/root/.cargo/bin";
     let path = match arch {
-        Arch::X86_64 => host_path.to_owned(),
-        // The host's programs are for another architecture: busybox's applets come first.
-        _ => format!("{GUEST_BIN}:{host_path}"),
+        Arch::X86_64 => {
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/root/.cargo/bin"
+                .to_owned()
+        }
+        // The host's programs are for another architecture: busybox's applets only.
+        _ => GUEST_BIN.to_owned(),
     };
     let vars = [
         ("PATH", path),
