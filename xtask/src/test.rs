@@ -24,7 +24,8 @@ pub struct TestArgs {
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
     /// The VM tests of these architectures only (default: both): x86_64 is the VM suite,
-    /// aarch64 the arm64 test (the same scenario recorded in an arm64 and an x86_64 guest).
+    /// aarch64 the arm64 test (the same scenario recorded in an arm64 and an x86_64 guest, with
+    /// the static `dist` binaries; not run with --filter).
     #[arg(long = "arch", value_enum, value_name = "ARCH")]
     pub arches: Vec<Arch>,
     #[command(flatten)]

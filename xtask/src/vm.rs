@@ -82,6 +82,14 @@ pub fn run(args: &VmArgs) -> Result<ExitCode> {
     } else {
         args.command.clone()
     };
+    let dist_binary = crate::dist::binary(kernel.arch);
+    if kernel.arch != Arch::X86_64 && args.options.bin.is_none() && !dist_binary.exists() {
+        eprintln!(
+            "xtask vm: {} is not built: `cargo xtask dist --arch {}` builds the phytrace this guest can run",
+            dist_binary.display(),
+            kernel.arch
+        );
+    }
     let code = boot(&kernel, &args.options, &command)?;
     Ok(ExitCode::from(code))
 }
