@@ -118,6 +118,13 @@ fn build(arch: Arch) -> Result<(PathBuf, PathBuf)> {
     let binary = binary(arch);
     check_static(&binary, arch)?;
     let object = ebpf_object(arch)?;
+    let (program, embedded) = (fs::read(&binary)?, fs::read(&object)?);
+    ensure!(
+        contains(&program, &embedded),
+        "{} does not embed {}: which eBPF object did the build use?",
+        binary.display(),
+        object.display()
+    );
     check_argument_registers(&object, arch)?;
     run::done(&format!("{arch} build"), started);
     Ok((binary, object))
@@ -152,6 +159,18 @@ fn ebpf_object(arch: Arch) -> Result<PathBuf> {
         object.display()
     );
     Ok(object)
+}
+
+/// Whether `haystack` holds `needle` (an `include_bytes!`'d file is stored as it is).
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, _)) = needle.split_first() else {
+        return true;
+    };
+    haystack
+        .iter()
+        .enumerate()
+        .filter(|&(_, &byte)| byte == first)
+        .any(|(at, _)| haystack[at..].starts_with(needle))
 }
 
 /// The `pt_regs` offset of a kprobe's first argument: x86_64 `di`, arm64 `regs[0]` (x0).
@@ -394,6 +413,12 @@ Disassembly of section raw_tp/module_load:
                 ("mdio_write_enter".to_owned(), 0x0)
             ]
         );
+    }
+
+    #[test]
+    fn an_embedded_object_is_found() {
+        assert!(contains(b"..\x7fELF.obj..", b"\x7fELF.obj"));
+        assert!(!contains(b"..\x7fELF.ob", b"\x7fELF.obj"));
     }
 
     #[test]
