@@ -4,6 +4,7 @@
 # test`, docs/arm64.md): the Rust Asix driver binds to one simulated AX88772A, its link comes up,
 # the cable is unplugged (phylib NOLINK: link_change_notify re-initialises the PHY) and
 # replugged, then unplugged again with the next BMCR write failing (-EIO) and replugged.
+# `phytrace doctor` must find the kernel traceable first.
 # `phytrace record` ($PHYTRACE_BIN) captures it all to $PHYTRACE_OUT/twin-ARCH.ptrace.
 #
 # POSIX sh only, no program but busybox's applets and phytrace: the arm64 guest runs static
@@ -53,7 +54,9 @@ resets_done() { at_least total resets "$1" && [ "$(sed -n 's/^0x00 BMCR *//p' "$
 
 cleanup
 mkdir -p "$PHYTRACE_OUT"
-rm -f "$CAPTURE" "$CAPTURE.stderr"
+rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.doctor"
+"$PHYTRACE_BIN" doctor >"$CAPTURE.doctor" 2>&1 || { cat "$CAPTURE.doctor"; fail "phytrace doctor"; }
+say "ok: $(tail -n 1 "$CAPTURE.doctor")"
 insmod "$PHYTRACE_MODULES/ax88796b_rust.ko"
 "$PHYTRACE_BIN" record -o "$CAPTURE" 2>"$CAPTURE.stderr" &
 RECORD_PID=$!
