@@ -270,7 +270,9 @@ fn guest_busybox() -> Result<()> {
     eprintln!("    apt-get download busybox-static:arm64");
     let fetched = run::status(
         Command::new("apt-get")
-            .args(["download", "-q", "busybox-static:arm64"])
+            // Into root's cache, which apt's sandbox user cannot write to.
+            .args(["download", "-q", "-o", "APT::Sandbox::User=root"])
+            .arg("busybox-static:arm64")
             .current_dir(&download),
     );
     if fetched.is_err() {
@@ -278,7 +280,9 @@ fn guest_busybox() -> Result<()> {
         run::status(Command::new("apt-get").args(["update", "-q"]))?;
         run::status(
             Command::new("apt-get")
-                .args(["download", "-q", "busybox-static:arm64"])
+                // Into root's cache, which apt's sandbox user cannot write to.
+                .args(["download", "-q", "-o", "APT::Sandbox::User=root"])
+                .arg("busybox-static:arm64")
                 .current_dir(&download),
         )
         .context("apt-get could not download busybox-static:arm64")?;
