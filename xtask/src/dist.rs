@@ -173,11 +173,13 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         .any(|(at, _)| haystack[at..].starts_with(needle))
 }
 
-/// The `pt_regs` offset of a kprobe's first argument: x86_64 `di`, arm64 `regs[0]` (x0).
-fn first_argument_offset(arch: Arch) -> u64 {
+/// The `pt_regs` offsets of a kprobe's argument registers, in order: x86_64 `di si dx cx r8 r9`,
+/// arm64 `regs[0..8]` (x0…x7). The two sets are disjoint, so a program's first argument load
+/// tells which architecture it was built for.
+fn argument_offsets(arch: Arch) -> Vec<u64> {
     match arch {
-        Arch::X86_64 => 0x70,
-        Arch::Aarch64 => 0x0,
+        Arch::X86_64 => vec![0x70, 0x68, 0x60, 0x58, 0x48, 0x40],
+        Arch::Aarch64 => (0..8).map(|n| n * 8).collect(),
     }
 }
 
@@ -224,8 +226,8 @@ fn entry_argument_loads(listing: &str) -> Vec<(String, u64)> {
     found
 }
 
-/// Fails unless the eBPF object's kprobe programs read their first argument from `arch`'s
-/// `pt_regs` (the object was built with `bpf_target_arch` = `arch`).
+/// Fails unless the eBPF object's kprobe programs read their arguments from `arch`'s argument
+/// registers in `pt_regs` (the object was built with `bpf_target_arch` = `arch`).
 fn check_argument_registers(object: &Path, arch: Arch) -> Result<()> {
     let listing = run::output(
         Command::new("llvm-objdump-19")
@@ -238,19 +240,21 @@ fn check_argument_registers(object: &Path, arch: Arch) -> Result<()> {
         "{}: no kprobe program reading its pt_regs: cannot check its bpf_target_arch",
         object.display()
     );
-    let want = first_argument_offset(arch);
+    let slots = argument_offsets(arch);
     let wrong: Vec<String> = loads
         .iter()
-        .filter(|(_, offset)| *offset != want)
+        .filter(|(_, offset)| !slots.contains(offset))
         .map(|(name, offset)| format!("{name} reads pt_regs+{offset:#x}"))
         .collect();
+    let shown: Vec<String> = slots.iter().map(|slot| format!("{slot:#x}")).collect();
     ensure!(
         wrong.is_empty(),
-        "the eBPF object is not built for {arch} (first argument at pt_regs+{want:#x}): {}",
+        "the eBPF object is not built for {arch} (arguments at pt_regs+{}): {}",
+        shown.join("/"),
         wrong.join(", ")
     );
     eprintln!(
-        "    eBPF object: {} kprobe programs read their first argument at {arch}'s pt_regs+{want:#x}",
+        "    eBPF object: {} kprobe programs read their arguments from {arch}'s registers",
         loads.len()
     );
     Ok(())
