@@ -1,20 +1,73 @@
 #!/bin/bash
-# demo: what `cargo xtask demo` runs in the guest. phytrace starts first and waits for the
-# driver, as on a board where the dongle is plugged in later; then the Rust driver and the
-# simulated PHYs load, the links come up, and the AX88772A's cable is unplugged and replugged
-# every PERIOD seconds, once with the "LPA reads 0" quirk on.
-#   MODE=tui|headless CYCLES=6 PERIOD=3 OUT=$PHYTRACE_OUT/demo.ptrace
+# demo: what `cargo xtask demo` runs in the guest. phytrace starts first, as on a board where
+# the dongle is plugged in later. HARDWARE=dongle (the default): the emulated AX88772A USB
+# dongle is plugged in (asix loads by its USB id, our Rust PHY driver by the PHY's mdio:
+# alias), the link comes up, ping goes through, and every PERIOD seconds the cable is pulled
+# and put back; once the partner drops to 10/half, once the dongle itself is unplugged and
+# plugged in again. HARDWARE=sim: the Rust driver and the simulated PHYs (phy_sim) load, and
+# the AX88772A's cable is unplugged and replugged, once with the "LPA reads 0" quirk on.
+#   MODE=tui|headless HARDWARE=dongle|sim CYCLES=6 PERIOD=3 OUT=$PHYTRACE_OUT/demo.ptrace
+#   DONGLE_BIN=target/debug/ax88772a-emulator
 # MODE=tui runs `phytrace tui` on this terminal (q quits); MODE=headless records the same
 # scenario to OUT and prints the decoded end of it and a summary.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-MODE=${MODE:-tui} CYCLES=${CYCLES:-6} PERIOD=${PERIOD:-3}
+MODE=${MODE:-tui} HARDWARE=${HARDWARE:-dongle} CYCLES=${CYCLES:-6} PERIOD=${PERIOD:-3}
 OUT=${OUT:-$PHYTRACE_OUT/demo.ptrace}
 BIN=${PHYTRACE_BIN:?PHYTRACE_BIN must name the phytrace binary}
 unload_all
 
-# The cable story, logged to a file in TUI mode so that it does not draw over the screen.
+# The dongle story: plug-in, link, ping, cable pulls, a slower partner, an unplug.
+dongle_story() {
+    . "$PHYTRACE_ROOT/tests/vm/dongle_lib.sh"
+    local dev i
+    dongle_modules_load rust
+    sleep 2
+    log "plugging in the AX88772A dongle"
+    dongle_start --an-delay-ms 500 --partner all
+    wait_dongle_netdev 60
+    dev=$(dongle_netdev)
+    ip link set dev "$dev" up
+    wait_mode "$dev" 100 full 30
+    ip addr add 192.168.77.1/24 dev "$dev"
+    busybox ping -c 3 -W 2 192.168.77.2 || log "ping failed"
+    for ((i = 1; i <= CYCLES; i++)); do
+        sleep "$PERIOD"
+        if ((i == 2)); then
+            log "cycle $i: the partner drops to 10/half"
+            dongle_ctl partner 10half >/dev/null
+        fi
+        if ((i == 4)); then
+            log "cycle $i: unplugging the dongle itself"
+            dongle_ctl unplug >/dev/null
+            sleep "$PERIOD"
+            log "cycle $i: plugging it in again"
+            dongle_ctl plug >/dev/null
+            wait_dongle_netdev 60
+            dev=$(dongle_netdev)
+            ip link set dev "$dev" up
+            continue
+        fi
+        log "cycle $i: cable out"
+        dongle_ctl cable out >/dev/null
+        sleep "$PERIOD"
+        log "cycle $i: cable in"
+        dongle_ctl cable in >/dev/null
+        ((i != 3)) || dongle_ctl partner all >/dev/null
+    done
+    sleep "$PERIOD"
+    ip link set dev "$dev" down
+    dongle_stop
+    dongle_modules_unload
+    log "story done"
+}
+
 story() {
+    if [[ $HARDWARE == dongle ]]; then dongle_story; else sim_story; fi
+}
+
+# The cable story, logged to a file in TUI mode so that it does not draw over the screen.
+sim_story() {
     sleep 2
     load_driver rust
     load_sim
@@ -41,7 +94,7 @@ story() {
 
 case $MODE in
 headless)
-    "$BIN" record -o "$OUT" --module ax88796b_rust &
+    "$BIN" record -o "$OUT" &
     record_pid=$!
     story
     kill -INT "$record_pid"
@@ -53,7 +106,7 @@ headless)
 tui)
     story >"$PHYTRACE_OUT/demo-story.log" 2>&1 &
     story_pid=$!
-    "$BIN" tui --module ax88796b_rust || true
+    "$BIN" tui || true
     kill "$story_pid" 2>/dev/null || true
     wait "$story_pid" 2>/dev/null || true
     ;;

@@ -8,6 +8,8 @@
 pub const BUS_ID_LEN: usize = 32;
 /// Bytes kept of the bound `phy_driver.name`.
 pub const DRIVER_NAME_LEN: usize = 32;
+/// Bytes of `net_device.name` (`IFNAMSIZ`).
+pub const NETDEV_NAME_LEN: usize = 16;
 /// How many callbacks may be open at once on one thread (callbacks can nest: the AX88772A's
 /// `link_change_notify` re-inits the PHY, which runs `soft_reset`).
 pub const MAX_CALLBACK_DEPTH: usize = 4;
@@ -40,7 +42,22 @@ pub enum RawKind {
     ModuleLoad = 7,
     /// A module was freed after unloading (`module_free` tracepoint; the name is in `driver`).
     ModuleFree = 8,
+    /// The MAC was told the link is up (`mac_link_up`: speed, duplex, pause in `value`).
+    MacLinkUp = 9,
+    /// The MAC was told the link is down (`mac_link_down`).
+    MacLinkDown = 10,
+    /// `netif_carrier_on` (netdev in `netdev`).
+    CarrierOn = 11,
+    /// `netif_carrier_off`.
+    CarrierOff = 12,
+    /// `phylink_resolve` returned (latency; the PHY of the MAC calls it made, if any).
+    PhylinkResolve = 13,
 }
+
+/// Bit of [`RawEvent::value`] set when a [`RawKind::MacLinkUp`] enables transmit pause.
+pub const MAC_TX_PAUSE: u16 = 1;
+/// Bit of [`RawEvent::value`] set when a [`RawKind::MacLinkUp`] enables receive pause.
+pub const MAC_RX_PAUSE: u16 = 2;
 
 impl RawKind {
     /// Decodes the kind byte of a [`RawEvent`].
@@ -54,6 +71,11 @@ impl RawKind {
             6 => Self::SelfTestExit,
             7 => Self::ModuleLoad,
             8 => Self::ModuleFree,
+            9 => Self::MacLinkUp,
+            10 => Self::MacLinkDown,
+            11 => Self::CarrierOn,
+            12 => Self::CarrierOff,
+            13 => Self::PhylinkResolve,
             _ => return None,
         })
     }
@@ -113,6 +135,8 @@ pub struct RawEvent {
     pub bus_id: [u8; BUS_ID_LEN],
     /// `phy_device.drv->name`, NUL-padded.
     pub driver: [u8; DRIVER_NAME_LEN],
+    /// `net_device.name` of MAC-side events, NUL-padded.
+    pub netdev: [u8; NETDEV_NAME_LEN],
 }
 
 impl RawEvent {
@@ -140,6 +164,7 @@ impl RawEvent {
         _pad: [0; 7],
         bus_id: [0; BUS_ID_LEN],
         driver: [0; DRIVER_NAME_LEN],
+        netdev: [0; NETDEV_NAME_LEN],
     };
 }
 
@@ -176,6 +201,10 @@ pub struct KernelOffsets {
     pub mdio_flags: u32,
     /// `module.name`.
     pub module_name: u32,
+    /// `net_device.name`.
+    pub netdev_name: u32,
+    /// `net_device.phydev`.
+    pub netdev_phydev: u32,
 }
 
 // SAFETY: `KernelOffsets` is `#[repr(C)]`, made of `u32`s only, with no padding; any bit pattern
@@ -194,7 +223,7 @@ mod tests {
 
     #[test]
     fn raw_event_has_no_implicit_padding() {
-        let fields = 6 * 8 + 6 * 4 + 2 * 2 + 5 + 7 + BUS_ID_LEN + DRIVER_NAME_LEN;
+        let fields = 6 * 8 + 6 * 4 + 2 * 2 + 5 + 7 + BUS_ID_LEN + DRIVER_NAME_LEN + NETDEV_NAME_LEN;
         assert_eq!(core::mem::size_of::<RawEvent>(), fields);
         assert_eq!(core::mem::size_of::<RawEvent>() % 8, 0);
     }
@@ -210,6 +239,11 @@ mod tests {
             RawKind::SelfTestExit,
             RawKind::ModuleLoad,
             RawKind::ModuleFree,
+            RawKind::MacLinkUp,
+            RawKind::MacLinkDown,
+            RawKind::CarrierOn,
+            RawKind::CarrierOff,
+            RawKind::PhylinkResolve,
         ] {
             assert_eq!(RawKind::from_u8(kind as u8), Some(kind));
         }

@@ -8,13 +8,13 @@ use aya_ebpf::{
         generated::{bpf_get_attach_cookie, bpf_get_func_ip},
     },
     macros::{kprobe, kretprobe, map, raw_tracepoint},
-    maps::{HashMap, PerCpuArray, RingBuf},
+    maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
     programs::{ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use aya_log_ebpf::info;
 use phytrace_common::{
-    DROP_COUNTERS, DROP_RING_FULL, DROP_STACK_OVERFLOW, KernelOffsets, MAX_CALLBACK_DEPTH,
-    RawEvent, RawKind,
+    DROP_COUNTERS, DROP_RING_FULL, DROP_STACK_OVERFLOW, KernelOffsets, MAC_RX_PAUSE, MAC_TX_PAUSE,
+    MAX_CALLBACK_DEPTH, RawEvent, RawKind,
 };
 
 /// Struct offsets, overridden by the loader from vmlinux BTF.
@@ -34,6 +34,8 @@ static OFFSETS: KernelOffsets = KernelOffsets {
     bus_mdio_map: 0,
     mdio_flags: 0,
     module_name: 0,
+    netdev_name: 0,
+    netdev_phydev: 0,
 };
 
 /// Process whose calls the self-test probe reports (set by `phytrace doctor`).
@@ -88,6 +90,22 @@ static PENDING_MDIO: HashMap<u32, PendingMdio> = HashMap::with_max_entries(4096,
 
 #[map]
 static SELFTEST_START: HashMap<u32, u64> = HashMap::with_max_entries(64, 0);
+
+/// The PHY each MAC's `phylink_config` was last told about by `mac_link_up`: `mac_link_down`
+/// only gets the config.
+#[map]
+static MAC_PHY: LruHashMap<u64, u64> = LruHashMap::with_max_entries(256, 0);
+
+/// A `phylink_resolve` running on a thread: when it started, and the PHY of the MAC calls it
+/// made so far.
+#[derive(Clone, Copy)]
+struct PendingResolve {
+    ts_ns: u64,
+    phydev: u64,
+}
+
+#[map]
+static PENDING_RESOLVE: LruHashMap<u32, PendingResolve> = LruHashMap::with_max_entries(256, 0);
 
 fn offsets() -> KernelOffsets {
     // SAFETY: `OFFSETS` is a plain global the loader rewrites before load; a volatile read keeps
@@ -404,6 +422,145 @@ pub fn module_load(ctx: RawTracePointContext) -> u32 {
 #[raw_tracepoint(tracepoint = "module_free")]
 pub fn module_free(ctx: RawTracePointContext) -> u32 {
     module_event(&ctx, RawKind::ModuleFree)
+}
+
+/// Argument `n` (0-based, ≥ 6) of a function just entered: on x86-64 the seventh argument on
+/// is on the stack, after the return address.
+#[cfg(bpf_target_arch = "x86_64")]
+fn stack_arg(ctx: &ProbeContext, n: u64) -> u64 {
+    let regs = ctx.as_ptr() as *const aya_ebpf::bindings::pt_regs;
+    // SAFETY: a kprobe's context is the probed task's `pt_regs`.
+    let sp = unsafe { (*regs).rsp };
+    read_at(sp + 8 * (n - 5), 0)
+}
+
+/// Argument `n` (0-based, < 8) of a function just entered: arm64 passes eight in registers.
+#[cfg(not(bpf_target_arch = "x86_64"))]
+fn stack_arg(ctx: &ProbeContext, n: u64) -> u64 {
+    ctx.arg::<u64>(n as usize).unwrap_or(0)
+}
+
+/// Notes `phydev` as the PHY of the `phylink_resolve` running on this thread, if one is.
+fn note_resolve_phy(tid: u32, phydev: u64) {
+    if let Some(pending) = PENDING_RESOLVE.get_ptr_mut(tid) {
+        // SAFETY: the pointer is this thread's map entry; only this thread touches it.
+        unsafe { (*pending).phydev = phydev };
+    }
+}
+
+/// Reports a MAC-side event of `kind` for `phydev` (0: none known).
+fn mac_event(kind: RawKind, phydev: u64, fill: impl FnOnce(&mut RawEvent)) {
+    let off = offsets();
+    if phydev != 0 {
+        note_resolve_phy(tid(), phydev);
+    }
+    if let Some(mut entry) = reserve(kind) {
+        // SAFETY: `reserve` initialised the entry.
+        let event = unsafe { entry.assume_init_mut() };
+        if phydev != 0 {
+            fill_phy(event, &off, phydev);
+            fill_link(event, &off, phydev);
+        }
+        fill(event);
+        entry.submit(0);
+    }
+}
+
+/// `mac_link_up(config, phy, mode, interface, speed, duplex, tx_pause, rx_pause)` of a
+/// phylink MAC (the AX88772's `ax88772_mac_link_up`).
+#[kprobe]
+pub fn mac_link_up(ctx: ProbeContext) -> u32 {
+    let (Some(config), Some(phydev), Some(speed), Some(duplex)) = (
+        ctx.arg::<u64>(0),
+        ctx.arg::<u64>(1),
+        ctx.arg::<i32>(4),
+        ctx.arg::<i32>(5),
+    ) else {
+        return 0;
+    };
+    let _ = MAC_PHY.insert(config, phydev, 0);
+    let tx_pause = stack_arg(&ctx, 6) & 1 != 0;
+    let rx_pause = stack_arg(&ctx, 7) & 1 != 0;
+    mac_event(RawKind::MacLinkUp, phydev, |event| {
+        event.speed = speed;
+        event.duplex = duplex as u8;
+        event.value =
+            if tx_pause { MAC_TX_PAUSE } else { 0 } | if rx_pause { MAC_RX_PAUSE } else { 0 };
+    });
+    0
+}
+
+/// `mac_link_down(config, mode, interface)` of a phylink MAC.
+#[kprobe]
+pub fn mac_link_down(ctx: ProbeContext) -> u32 {
+    let Some(config) = ctx.arg::<u64>(0) else {
+        return 0;
+    };
+    // SAFETY: the value is copied out at once.
+    let phydev = unsafe { MAC_PHY.get(config) }.copied().unwrap_or(0);
+    mac_event(RawKind::MacLinkDown, phydev, |_| {});
+    0
+}
+
+fn carrier(ctx: &ProbeContext, kind: RawKind) -> u32 {
+    let Some(netdev) = ctx.arg::<u64>(0) else {
+        return 0;
+    };
+    let off = offsets();
+    let phydev: u64 = read_at(netdev, off.netdev_phydev);
+    mac_event(kind, phydev, |event| {
+        // SAFETY: `net_device.name` is an IFNAMSIZ array inside the struct; the helper bounds
+        // the copy and fails cleanly on a bad pointer.
+        let _ = unsafe {
+            bpf_probe_read_kernel_str_bytes(
+                (netdev + off.netdev_name as u64) as *const u8,
+                &mut event.netdev,
+            )
+        };
+    });
+    0
+}
+
+#[kprobe]
+pub fn carrier_on(ctx: ProbeContext) -> u32 {
+    carrier(&ctx, RawKind::CarrierOn)
+}
+
+#[kprobe]
+pub fn carrier_off(ctx: ProbeContext) -> u32 {
+    carrier(&ctx, RawKind::CarrierOff)
+}
+
+#[kprobe]
+pub fn phylink_resolve_enter(_ctx: ProbeContext) -> u32 {
+    let pending = PendingResolve {
+        ts_ns: ktime_ns(),
+        phydev: 0,
+    };
+    let _ = PENDING_RESOLVE.insert(tid(), pending, 0);
+    0
+}
+
+#[kretprobe]
+pub fn phylink_resolve_exit(_ctx: RetProbeContext) -> u32 {
+    let tid = tid();
+    // SAFETY: the value is copied out before the entry is removed.
+    let Some(pending) = (unsafe { PENDING_RESOLVE.get(tid) }).copied() else {
+        return 0;
+    };
+    let _ = PENDING_RESOLVE.remove(tid);
+    let off = offsets();
+    if let Some(mut entry) = reserve(RawKind::PhylinkResolve) {
+        // SAFETY: `reserve` initialised the entry.
+        let event = unsafe { entry.assume_init_mut() };
+        event.latency_ns = event.ts_ns.saturating_sub(pending.ts_ns);
+        if pending.phydev != 0 {
+            fill_phy(event, &off, pending.phydev);
+            fill_link(event, &off, pending.phydev);
+        }
+        entry.submit(0);
+    }
+    0
 }
 
 fn is_selftest_process() -> bool {

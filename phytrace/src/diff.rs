@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use similar::{Algorithm, DiffOp, capture_diff_slices_deadline, group_diff_ops};
 
-use crate::event::{Event, EventKind, MdioOp};
+use crate::event::{Event, EventKind, MacChange, MdioOp};
 use crate::registers;
 use crate::render;
 
@@ -39,6 +39,9 @@ pub struct Token {
     pub value: Option<u16>,
     /// Negative errno of a failed access.
     pub error: Option<i32>,
+    /// A MAC-side link change instead of an access (`mac_link_up`, `carrier_off`, …): where
+    /// the MAC followed the PHY is part of the sequence.
+    pub mac: Option<&'static str>,
 }
 
 /// One MDIO access of a PHY, as compared and as shown.
@@ -67,8 +70,8 @@ pub struct PhyAccesses<'a> {
 pub fn accesses<'a>(events: &'a [Event], opts: &Options) -> BTreeMap<String, PhyAccesses<'a>> {
     let mut phys: BTreeMap<String, PhyAccesses<'a>> = BTreeMap::new();
     for event in events {
-        let (
-            Some(phy),
+        let Some(phy) = &event.phy else { continue };
+        let (op, reg, value, error, caller) = match &event.kind {
             EventKind::Mdio {
                 op,
                 reg,
@@ -76,10 +79,23 @@ pub fn accesses<'a>(events: &'a [Event], opts: &Options) -> BTreeMap<String, Phy
                 error,
                 caller,
                 ..
-            },
-        ) = (&event.phy, &event.kind)
-        else {
-            continue;
+            } => (*op, *reg, *value, *error, caller.as_ref()),
+            // The link changes the MAC saw; how long phylink_resolve took is not compared.
+            EventKind::Mac { change } if !matches!(change, MacChange::Resolve { .. }) => {
+                phys.entry(phy.key()).or_default().accesses.push(Access {
+                    token: Token {
+                        write: false,
+                        reg: 0,
+                        value: None,
+                        error: None,
+                        mac: Some(change.name()),
+                    },
+                    value: 0,
+                    caller: None,
+                });
+                continue;
+            }
+            _ => continue,
         };
         let entry = phys.entry(phy.key()).or_default();
         if phy.phy_id != 0 {
@@ -88,19 +104,20 @@ pub fn accesses<'a>(events: &'a [Event], opts: &Options) -> BTreeMap<String, Phy
         if !phy.driver.is_empty() {
             entry.driver = &phy.driver;
         }
-        if opts.ignore_reads && *op == MdioOp::Read {
+        if opts.ignore_reads && op == MdioOp::Read {
             continue;
         }
-        let compared = error.is_none() && !opts.ignore_values.contains(reg);
+        let compared = error.is_none() && !opts.ignore_values.contains(&reg);
         entry.accesses.push(Access {
             token: Token {
-                write: *op == MdioOp::Write,
-                reg: *reg,
-                value: compared.then_some(*value),
-                error: *error,
+                write: op == MdioOp::Write,
+                reg,
+                value: compared.then_some(value),
+                error,
+                mac: None,
             },
-            value: *value,
-            caller: caller.as_ref().map(|c| c.name.as_ref()),
+            value,
+            caller: caller.map(|c| c.name.as_ref()),
         });
     }
     phys
@@ -182,6 +199,9 @@ fn label(key: &str, phy: &PhyAccesses<'_>) -> String {
 
 /// One access as a line: `write BMCR      0x8200  [RESET ANRESTART]  soft_reset`.
 fn access_line(x: &Access<'_>) -> String {
+    if let Some(mac) = x.token.mac {
+        return format!("MAC {mac}");
+    }
     let op = if x.token.write { "write" } else { "read " };
     let name = registers::name(x.token.reg);
     let caller = x.caller.unwrap_or("(phylib)");
@@ -301,7 +321,10 @@ pub fn render(
 /// Two accesses at the same place: one `~` line with the bit changes when only the value
 /// differs, else `-` and `+` lines.
 fn changed(x: &Access<'_>, y: &Access<'_>) -> String {
-    let same_access = x.token.write == y.token.write && x.token.reg == y.token.reg;
+    let same_access = x.token.mac.is_none()
+        && y.token.mac.is_none()
+        && x.token.write == y.token.write
+        && x.token.reg == y.token.reg;
     if same_access && x.token.error.is_none() && y.token.error.is_none() {
         let changes = registers::changes(x.token.reg, x.value, y.value);
         format!("  ~ {}  B: {:#06x} ({changes})\n", access_line(x), y.value)

@@ -186,6 +186,52 @@ pub enum EventKind {
         /// Events lost since the previous `Lost` event.
         count: u64,
     },
+    /// The MAC side of the link: what phylink and the MAC driver did with what the PHY
+    /// reported (the PHY is the one the MAC is attached to, when known).
+    Mac {
+        /// What happened.
+        change: MacChange,
+    },
+}
+
+/// A change on the MAC side of a link.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum MacChange {
+    /// `phylink_resolve` ran: it resolves the link from the PHY's state and calls the MAC.
+    Resolve {
+        /// Time it took, in nanoseconds.
+        latency_ns: u64,
+    },
+    /// The MAC was configured for a link that came up (`mac_link_up`).
+    LinkUp {
+        /// Mb/s.
+        speed: i32,
+        duplex: Duplex,
+        tx_pause: bool,
+        rx_pause: bool,
+    },
+    /// The MAC was told the link went down (`mac_link_down`).
+    LinkDown,
+    /// The network device's carrier changed (`netif_carrier_on`/`_off`).
+    Carrier {
+        /// `net_device.name`.
+        netdev: Text,
+        up: bool,
+    },
+}
+
+impl MacChange {
+    /// The name used in captures, `dump` and check patterns.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Resolve { .. } => "phylink_resolve",
+            Self::LinkUp { .. } => "mac_link_up",
+            Self::LinkDown => "mac_link_down",
+            Self::Carrier { up: true, .. } => "carrier_on",
+            Self::Carrier { up: false, .. } => "carrier_off",
+        }
+    }
 }
 
 /// What a capture of a module's callbacks can be trusted to hold.

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::event::{Duplex, Event, EventKind, LinkState, MdioOp, PhyState};
+use crate::event::{Duplex, Event, EventKind, LinkState, MacChange, MdioOp, PhyState};
 use crate::model::Applied;
 use crate::registers;
 
@@ -174,8 +174,40 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
         EventKind::Lost { count } => {
             let _ = write!(line, "LOST {count} events (ring buffer full)");
         }
+        EventKind::Mac { change } => {
+            let _ = write!(line, "  MAC {}", mac_change(change));
+        }
     }
     line
+}
+
+/// `mac_link_up 100/full pause tx+rx`, `carrier_off eth0`, `phylink_resolve 52.1µs`.
+pub fn mac_change(change: &MacChange) -> String {
+    let name = change.name();
+    match change {
+        MacChange::Resolve { latency_ns } => format!("{name} {}", duration(*latency_ns)),
+        MacChange::LinkUp {
+            speed,
+            duplex,
+            tx_pause,
+            rx_pause,
+        } => {
+            let pause = match (tx_pause, rx_pause) {
+                (true, true) => "tx+rx",
+                (true, false) => "tx",
+                (false, true) => "rx",
+                (false, false) => "off",
+            };
+            let duplex = match duplex {
+                Duplex::Full => "full",
+                Duplex::Half => "half",
+                Duplex::Unknown => "?",
+            };
+            format!("{name} {speed}/{duplex} pause {pause}")
+        }
+        MacChange::LinkDown => name.to_owned(),
+        MacChange::Carrier { netdev, .. } => format!("{name} {netdev}"),
+    }
 }
 
 #[cfg(test)]
@@ -193,5 +225,26 @@ mod tests {
         assert_eq!(errno(-110), "-110 (ETIMEDOUT)");
         assert_eq!(errno(0), "0");
         assert_eq!(errno(-999), "-999");
+    }
+
+    #[test]
+    fn mac_changes_read_as_the_kernel_names_them() {
+        let up = MacChange::LinkUp {
+            speed: 100,
+            duplex: Duplex::Full,
+            tx_pause: true,
+            rx_pause: false,
+        };
+        assert_eq!(mac_change(&up), "mac_link_up 100/full pause tx");
+        assert_eq!(mac_change(&MacChange::LinkDown), "mac_link_down");
+        let off = MacChange::Carrier {
+            netdev: "eth0".into(),
+            up: false,
+        };
+        assert_eq!(mac_change(&off), "carrier_off eth0");
+        let resolve = MacChange::Resolve {
+            latency_ns: 11_600_000,
+        };
+        assert_eq!(mac_change(&resolve), "phylink_resolve 11.6ms");
     }
 }

@@ -1,7 +1,8 @@
-//! `cargo xtask demo`: the VM with the simulated PHYs and the Rust driver, traced live.
+//! `cargo xtask demo`: the emulated AX88772A USB dongle (or, with `--sim`, the simulated PHYs)
+//! and the Rust driver, traced live.
 //!
 //! Builds what is missing, boots the test kernel and runs `scenarios/demo.sh` in the guest:
-//! `phytrace tui` on this terminal while the AX88772A's cable is plugged and unplugged, or,
+//! `phytrace tui` on this terminal while the dongle is plugged in and its cable pulled, or,
 //! with `--headless`, a recording of the same story and its decoded summary.
 
 use std::process::ExitCode;
@@ -15,6 +16,9 @@ pub struct DemoArgs {
     /// Record the scenario to target/vm-out/demo.ptrace and print a summary instead of the TUI.
     #[arg(long)]
     pub headless: bool,
+    /// The simulated MDIO PHYs (phy_sim) instead of the emulated USB dongle.
+    #[arg(long)]
+    pub sim: bool,
     /// Unplug/replug cycles.
     #[arg(long, default_value_t = 6)]
     pub cycles: u32,
@@ -28,13 +32,17 @@ pub struct DemoArgs {
 pub fn run(args: &DemoArgs) -> Result<ExitCode> {
     let (kernel, options) = vm::prepare_release(&args.vm)?;
     let script = paths::workspace().join("scenarios/demo.sh");
-    let command = vec![
+    let mut command = vec![
         "/bin/bash".to_owned(),
         script.display().to_string(),
         format!("MODE={}", if args.headless { "headless" } else { "tui" }),
         format!("CYCLES={}", args.cycles),
         format!("PERIOD={}", args.period),
+        format!("HARDWARE={}", if args.sim { "sim" } else { "dongle" }),
     ];
-    eprintln!("==> demo: booting the VM (the driver loads 2 s after phytrace starts)");
+    if !args.sim {
+        command.push(format!("DONGLE_BIN={}", vm::release_emulator()?.display()));
+    }
+    eprintln!("==> demo: booting the VM (the hardware appears 2 s after phytrace starts)");
     Ok(ExitCode::from(vm::boot(&kernel, &options, &command)?))
 }

@@ -117,7 +117,14 @@ fn vm_suite(args: &TestArgs) -> Result<()> {
         arch: crate::arch::Arch::X86_64,
     })?;
     modules::build(&kernel)?;
-    cargo(&["build", "--package", "phytrace"])?;
+    // The VM tests run target/debug/phytrace and target/debug/ax88772a-emulator (40-dongle-*).
+    cargo(&[
+        "build",
+        "--package",
+        "phytrace",
+        "--package",
+        "ax88772a-emulator",
+    ])?;
     let runner = paths::workspace().join("tests/vm/run.sh");
     let mut command = vec!["/bin/bash".to_owned(), runner.display().to_string()];
     command.extend(args.filter.clone());

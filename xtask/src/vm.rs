@@ -118,6 +118,18 @@ pub fn prepare_release(options: &VmOptions) -> Result<(Kernel, VmOptions)> {
     Ok((kernel, options))
 }
 
+/// The AX88772A dongle emulator, built with `--release`.
+pub fn release_emulator() -> Result<PathBuf> {
+    let started = run::step("building ax88772a-emulator (release)");
+    run::status(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--package", "ax88772a-emulator"])
+            .current_dir(paths::workspace()),
+    )?;
+    run::done("build", started);
+    Ok(paths::target().join("release/ax88772a-emulator"))
+}
+
 /// Boots `kernel`, runs `command` in the guest with the workspace's environment, streams its
 /// output, and returns its exit status (or [`EXIT_TIMEOUT`] / [`EXIT_NO_STATUS`]).
 pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<u8> {

@@ -4,7 +4,7 @@
 //! can keep up with. The helpers are always inlined so that each key is copied with its length
 //! known at compile time.
 
-use crate::event::{Duplex, Event, EventKind, MdioOp};
+use crate::event::{Duplex, Event, EventKind, MacChange, MdioOp};
 
 /// Appends fields to one JSON object.
 struct Object<'a> {
@@ -165,6 +165,32 @@ pub(crate) fn write_event(
             o.raw(r#""kind":"#, r#""lost""#);
             o.int(r#""count":"#, *count);
         }
+        EventKind::Mac { change } => {
+            o.raw(r#""kind":"#, r#""mac""#);
+            match change {
+                MacChange::Resolve { latency_ns } => {
+                    o.int(r#""lat":"#, *latency_ns);
+                    o.string(r#""mac":"#, change.name())?;
+                }
+                MacChange::LinkUp {
+                    speed,
+                    duplex: d,
+                    tx_pause,
+                    rx_pause,
+                } => {
+                    o.int(r#""speed":"#, *speed);
+                    o.raw(r#""duplex":"#, duplex(*d));
+                    o.string(r#""mac":"#, change.name())?;
+                    o.bool(r#""tx_pause":"#, *tx_pause);
+                    o.bool(r#""rx_pause":"#, *rx_pause);
+                }
+                MacChange::LinkDown => o.string(r#""mac":"#, change.name())?,
+                MacChange::Carrier { netdev, .. } => {
+                    o.string(r#""mac":"#, change.name())?;
+                    o.string(r#""netdev":"#, netdev)?;
+                }
+            }
+        }
     }
     o.end();
     Ok(())
@@ -276,6 +302,20 @@ mod tests {
                 module: module.to_string()
             }),
             any::<u64>().prop_map(|count| EventKind::Lost { count }),
+            prop_oneof![
+                any::<u64>().prop_map(|latency_ns| MacChange::Resolve { latency_ns }),
+                (any::<i32>(), duplexes(), any::<bool>(), any::<bool>()).prop_map(
+                    |(speed, duplex, tx_pause, rx_pause)| MacChange::LinkUp {
+                        speed,
+                        duplex,
+                        tx_pause,
+                        rx_pause,
+                    }
+                ),
+                Just(MacChange::LinkDown),
+                (texts(), any::<bool>()).prop_map(|(netdev, up)| MacChange::Carrier { netdev, up }),
+            ]
+            .prop_map(|change| EventKind::Mac { change }),
         ]
     }
 

@@ -42,6 +42,10 @@ pub(crate) fn parse_event(line: &str) -> Option<WireEvent<'_>> {
             "callbacks" => set(&mut w.callbacks, Some(s.int()?), 20),
             "reattached" => set(&mut w.reattached, Some(s.boolean()?), 21),
             "count" => set(&mut w.count, Some(s.int()?), 22),
+            "mac" => set(&mut w.mac, Some(Cow::Borrowed(s.string()?)), 23),
+            "netdev" => set(&mut w.netdev, Some(Cow::Borrowed(s.string()?)), 24),
+            "tx_pause" => set(&mut w.tx_pause, Some(s.boolean()?), 25),
+            "rx_pause" => set(&mut w.rx_pause, Some(s.boolean()?), 26),
             _ => return None,
         };
         if seen & bit != 0 {

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::dictionary::{CallbackDef, Definition, Interner, PhyDef, Tables};
-use crate::event::{Duplex, Event, EventKind, Guarantee, LinkState, MdioOp, PhyState};
+use crate::event::{Duplex, Event, EventKind, Guarantee, LinkState, MacChange, MdioOp, PhyState};
 
 /// Value of the header's `format` field.
 pub const FORMAT_NAME: &str = "phytrace-capture";
@@ -161,6 +161,9 @@ pub struct KindCounts {
     pub detached: u64,
     /// `lost` records.
     pub lost: u64,
+    /// `mac` records (version 2).
+    #[serde(default)]
+    pub mac: u64,
 }
 
 impl KindCounts {
@@ -173,6 +176,7 @@ impl KindCounts {
             EventKind::Attached { .. } => &mut self.attached,
             EventKind::Detached { .. } => &mut self.detached,
             EventKind::Lost { .. } => &mut self.lost,
+            EventKind::Mac { .. } => &mut self.mac,
         };
         *slot += 1;
     }
@@ -255,6 +259,14 @@ pub(crate) struct WireEvent<'a> {
     pub reattached: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<Cow<'a, str>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_pause: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_pause: Option<bool>,
 }
 
 /// The ids of the PHY and the callback `event` refers to; the definitions and states it needs
@@ -288,7 +300,10 @@ pub(crate) fn intern(
             }
             caller.as_ref()
         }
-        EventKind::Attached { .. } | EventKind::Detached { .. } | EventKind::Lost { .. } => None,
+        EventKind::Attached { .. }
+        | EventKind::Detached { .. }
+        | EventKind::Lost { .. }
+        | EventKind::Mac { .. } => None,
     };
     (phy, callback.map(|c| ids.callback(c, new)))
 }
@@ -368,6 +383,26 @@ impl<'a> WireEvent<'a> {
                 w.count = Some(*count);
                 "lost"
             }
+            EventKind::Mac { change } => {
+                w.mac = Some(Cow::Borrowed(change.name()));
+                match change {
+                    MacChange::Resolve { latency_ns } => w.lat = Some(*latency_ns),
+                    MacChange::LinkUp {
+                        speed,
+                        duplex,
+                        tx_pause,
+                        rx_pause,
+                    } => {
+                        w.speed = Some(*speed);
+                        w.duplex = Some(*duplex);
+                        w.tx_pause = Some(*tx_pause);
+                        w.rx_pause = Some(*rx_pause);
+                    }
+                    MacChange::LinkDown => {}
+                    MacChange::Carrier { netdev, .. } => w.netdev = Some(Cow::Borrowed(netdev)),
+                }
+                "mac"
+            }
         };
         w.kind = Cow::Borrowed(kind);
         w
@@ -416,6 +451,25 @@ impl<'a> WireEvent<'a> {
             },
             "lost" => EventKind::Lost {
                 count: need(self.count, "count")?,
+            },
+            "mac" => EventKind::Mac {
+                change: match &*need(self.mac.clone(), "mac")? {
+                    "phylink_resolve" => MacChange::Resolve {
+                        latency_ns: need(self.lat, "lat")?,
+                    },
+                    "mac_link_up" => MacChange::LinkUp {
+                        speed: need(self.speed, "speed")?,
+                        duplex: need(self.duplex, "duplex")?,
+                        tx_pause: need(self.tx_pause, "tx_pause")?,
+                        rx_pause: need(self.rx_pause, "rx_pause")?,
+                    },
+                    "mac_link_down" => MacChange::LinkDown,
+                    op @ ("carrier_on" | "carrier_off") => MacChange::Carrier {
+                        netdev: need(self.netdev.clone(), "netdev")?.as_ref().into(),
+                        up: op == "carrier_on",
+                    },
+                    other => return Err(format!("unknown MAC change `{other}`")),
+                },
             },
             other => return Err(format!("unknown event kind `{other}`")),
         };

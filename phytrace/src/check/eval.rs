@@ -562,6 +562,7 @@ pub fn matches(p: &Pattern, f: &Fact<'_>) -> bool {
             to == t && from.as_ref().is_none_or(|from| Some(from.as_str()) == *f)
         }
         (Atom::Link(up), FactKind::Link(u)) => up == u,
+        (Atom::Mac(name), FactKind::Mac(n)) => name == n,
         (Atom::Error, FactKind::Exit(_, ret, _)) => *ret < 0,
         (Atom::Error, FactKind::Mdio { error, .. }) => error.is_some(),
         _ => false,

@@ -52,6 +52,8 @@ pub enum FactKind<'a> {
     },
     /// The link went up (`true`) or down.
     Link(bool),
+    /// A MAC-side change ([`crate::event::MacChange::name`]).
+    Mac(&'static str),
 }
 
 /// The facts of one PHY and who it is.
@@ -178,6 +180,10 @@ impl<'a> PhyFacts<'a> {
                     error: *error,
                 };
                 self.push(index, ts, kind, &inside);
+            }
+            EventKind::Mac { change } => {
+                let inside = self.stack(tid);
+                self.push(index, ts, FactKind::Mac(change.name()), &inside);
             }
             EventKind::Attached { .. } | EventKind::Detached { .. } | EventKind::Lost { .. } => {}
         }

@@ -280,6 +280,9 @@ pub enum Atom {
     },
     /// `link up|down`: the link reported at a callback's return changed.
     Link(bool),
+    /// `mac_link_up`, `mac_link_down`, `carrier up|down`, `phylink_resolve`: the MAC side
+    /// (named as [`crate::event::MacChange::name`] names them).
+    Mac(&'static str),
     /// `error`: a callback returned a negative value or an MDIO access failed.
     Error,
 }
@@ -675,8 +678,7 @@ impl Parser<'_> {
     }
 
     fn atom(&mut self) -> Result<Atom, SpecError> {
-        const EVENTS: &str =
-            "an event (`enter`, `exit`, `read`, `write`, `mdio`, `state`, `link` or `error`)";
+        const EVENTS: &str = "an event (`enter`, `exit`, `read`, `write`, `mdio`, `state`, `link`, `mac_link_up`, `mac_link_down`, `carrier`, `phylink_resolve` or `error`)";
         let Some(word) = self.peek_word().map(str::to_owned) else {
             return Err(self.expected(EVENTS));
         };
@@ -737,6 +739,20 @@ impl Parser<'_> {
                 Some("down") => {
                     self.pos += 1;
                     Atom::Link(false)
+                }
+                _ => return Err(self.expected("`up` or `down`")),
+            },
+            "mac_link_up" => Atom::Mac("mac_link_up"),
+            "mac_link_down" => Atom::Mac("mac_link_down"),
+            "phylink_resolve" => Atom::Mac("phylink_resolve"),
+            "carrier" => match self.peek_word() {
+                Some("up") => {
+                    self.pos += 1;
+                    Atom::Mac("carrier_on")
+                }
+                Some("down") => {
+                    self.pos += 1;
+                    Atom::Mac("carrier_off")
                 }
                 _ => return Err(self.expected("`up` or `down`")),
             },

@@ -71,6 +71,8 @@ pub enum Kind {
     Detached,
     /// Events lost by the kernel side.
     Lost,
+    /// The MAC side: phylink_resolve, mac_link_up/down, carrier.
+    Mac,
 }
 
 impl Kind {
@@ -83,6 +85,7 @@ impl Kind {
                 | (Self::Attached, EventKind::Attached { .. })
                 | (Self::Detached, EventKind::Detached { .. })
                 | (Self::Lost, EventKind::Lost { .. })
+                | (Self::Mac, EventKind::Mac { .. })
         )
     }
 }

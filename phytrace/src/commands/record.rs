@@ -159,6 +159,12 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     }
     written(failed)?;
     writer.flush_if_due().map_err(output_failure)?;
+    let report_notes = |tracer: &mut Tracer| {
+        for note in tracer.take_notes() {
+            eprintln!("phytrace: warning: {note}");
+        }
+    };
+    report_notes(&mut tracer);
     for arming in tracer.arming() {
         eprintln!(
             "phytrace: {}: {} ({})",
@@ -224,6 +230,7 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
             }
         };
         written(failed)?;
+        report_notes(&mut tracer);
         if let Some(stop) = stop {
             break stop;
         }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::capture::Capture;
-use crate::event::{EventKind, MdioOp};
+use crate::event::{EventKind, MacChange, MdioOp};
 use crate::model::{ClosedCallback, Model};
 use crate::registers;
 use crate::render;
@@ -72,6 +72,7 @@ pub fn trace(capture: &Capture) -> Value {
                 ),
                 EventKind::Detached { module } => (format!("detached {module}"), json!({})),
                 EventKind::Lost { count } => ("lost events".to_owned(), json!({"count": count})),
+                EventKind::Mac { change } => (render::mac_change(change), json!({})),
                 _ => ("event without PHY".to_owned(), json!({})),
             };
             entries.push(instant(name, PHYTRACE_PID, "g", args));
@@ -144,6 +145,29 @@ pub fn trace(capture: &Capture) -> Value {
                                   "ts": us(start), "dur": (ts - start) as f64 / 1e3,
                                   "pid": pid, "tid": pid, "args": args}),
                 });
+            }
+            EventKind::Mac {
+                change: MacChange::Resolve { latency_ns },
+            } => {
+                let start = ts.saturating_sub(*latency_ns);
+                entries.push(Entry {
+                    ts_ns: start,
+                    dur_ns: *latency_ns,
+                    value: json!({"ph": "X", "cat": "mac", "name": "phylink_resolve",
+                                  "ts": us(start), "dur": *latency_ns as f64 / 1e3,
+                                  "pid": pid, "tid": pid, "args": {}}),
+                });
+            }
+            EventKind::Mac { change } => {
+                if let MacChange::Carrier { up, .. } = change {
+                    entries.push(Entry {
+                        ts_ns: ts,
+                        dur_ns: 0,
+                        value: json!({"ph": "C", "name": "carrier", "ts": us(ts), "pid": pid,
+                                      "tid": pid, "args": {"up": u8::from(*up)}}),
+                    });
+                }
+                entries.push(instant(render::mac_change(change), pid, "t", json!({})));
             }
             _ => {}
         }

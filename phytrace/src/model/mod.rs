@@ -234,6 +234,8 @@ impl Model {
                 }
             }
             (EventKind::Lost { count }, _) => self.unowned.lost += count,
+            (EventKind::Mac { change }, Some(phy)) => phy.mac.apply(change),
+            (EventKind::Mac { .. }, None) => {}
         }
         applied
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::callbacks::{Access, CallStacks, ClosedCallback, LostReturn, LostWhy, OpenCallback};
 use super::counters::Counters;
 use super::history::History;
-use crate::event::{Callback, LinkState, MdioOp, PhyRef, PhyState};
+use crate::event::{Callback, LinkState, MacChange, MdioOp, PhyRef, PhyState, Text};
 use crate::registers::{MmdAccess, MmdTracker};
 
 /// Last known value of a register.
@@ -69,6 +69,37 @@ pub struct PhyModel {
     pub last_calls: BTreeMap<String, ClosedCallback>,
     /// Counters.
     pub counters: Counters,
+    /// The MAC side of this PHY's link.
+    pub mac: MacSide,
+}
+
+/// What the MAC side last did with the link of a PHY.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MacSide {
+    /// The link the MAC was last configured for (`mac_link_up`), `None` once it went down.
+    pub link: Option<MacChange>,
+    /// Whether `mac_link_up`/`mac_link_down` was seen at all.
+    pub seen: bool,
+    /// Carrier of the PHY's network device, and its name.
+    pub carrier: Option<(Text, bool)>,
+}
+
+impl MacSide {
+    /// Takes in a MAC-side change.
+    pub fn apply(&mut self, change: &MacChange) {
+        match change {
+            MacChange::LinkUp { .. } => {
+                self.link = Some(change.clone());
+                self.seen = true;
+            }
+            MacChange::LinkDown => {
+                self.link = None;
+                self.seen = true;
+            }
+            MacChange::Carrier { netdev, up } => self.carrier = Some((netdev.clone(), *up)),
+            MacChange::Resolve { .. } => {}
+        }
+    }
 }
 
 impl PhyModel {
@@ -86,6 +117,7 @@ impl PhyModel {
             open: CallStacks::default(),
             last_calls: BTreeMap::new(),
             counters: Counters::default(),
+            mac: MacSide::default(),
         }
     }
 

@@ -25,7 +25,7 @@ mod tests;
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// The named types phytrace looks up: the structs [`KernelBtf::offsets`] starts from (`module`
-/// for the name the module tracepoints report) and `enum phy_state`.
+/// for the name the module tracepoints report, `net_device` for the MAC side) and `enum phy_state`.
 const WANTED: &[&str] = &[
     "phy_device",
     "mdio_device",
@@ -33,6 +33,7 @@ const WANTED: &[&str] = &[
     "phy_driver",
     "phy_state",
     "module",
+    "net_device",
 ];
 
 /// How many anonymous structs and unions one member look-up may search before the BTF is taken
@@ -197,6 +198,8 @@ impl KernelBtf {
             bus_mdio_map: self.offset("mii_bus", &["mdio_map"])?,
             mdio_flags: self.offset("mdio_device", &["flags"])?,
             module_name: self.offset("module", &["name"])?,
+            netdev_name: self.offset("net_device", &["name"])?,
+            netdev_phydev: self.offset("net_device", &["phydev"])?,
         })
     }
 

@@ -1,10 +1,12 @@
 //! [`RawEvent`] → [`Event`]: resolve addresses to callbacks, decode strings and states.
 use foldhash::HashMap as FastMap;
 
-use phytrace_common::{BUS_ID_LEN, DRIVER_NAME_LEN, RawEvent, RawKind};
+use phytrace_common::{BUS_ID_LEN, DRIVER_NAME_LEN, MAC_RX_PAUSE, MAC_TX_PAUSE, RawEvent, RawKind};
 
 use super::btf::PhyStates;
-use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef, Text};
+use crate::event::{
+    Callback, Duplex, Event, EventKind, LinkState, MacChange, MdioOp, PhyRef, Text,
+};
 
 /// `phy_driver` operations that return nothing: their "return value" is a stale register.
 fn is_void(callback: &str) -> bool {
@@ -144,6 +146,28 @@ impl Decoder {
                 latency_ns: raw.latency_ns,
                 caller: (raw.caller_ip != 0).then(|| self.callback(raw.caller_ip)),
                 state: (raw.phydev != 0).then(|| self.states.state(raw.state_before)),
+            },
+            RawKind::MacLinkUp => EventKind::Mac {
+                change: MacChange::LinkUp {
+                    speed: raw.speed,
+                    duplex: Duplex::from_kernel(raw.duplex),
+                    tx_pause: raw.value & MAC_TX_PAUSE != 0,
+                    rx_pause: raw.value & MAC_RX_PAUSE != 0,
+                },
+            },
+            RawKind::MacLinkDown => EventKind::Mac {
+                change: MacChange::LinkDown,
+            },
+            kind @ (RawKind::CarrierOn | RawKind::CarrierOff) => EventKind::Mac {
+                change: MacChange::Carrier {
+                    netdev: self.texts.get(&raw.netdev),
+                    up: kind == RawKind::CarrierOn,
+                },
+            },
+            RawKind::PhylinkResolve => EventKind::Mac {
+                change: MacChange::Resolve {
+                    latency_ns: raw.latency_ns,
+                },
             },
             RawKind::SelfTestEnter
             | RawKind::SelfTestExit

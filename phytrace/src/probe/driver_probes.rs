@@ -54,6 +54,8 @@ pub struct DriverProbes {
     // Declared before the group: the links close before the group removes their events
     // (tracefs refuses to remove an event in use).
     modules: BTreeMap<String, ArmedModule>,
+    /// Probes on functions of fixed name (the MAC side), with their events.
+    functions: Vec<(String, EventLink)>,
     group: EventGroup,
     keys: BTreeMap<(String, String), u64>,
     next_event: u32,
@@ -68,6 +70,7 @@ impl DriverProbes {
             group: EventGroup::open()?,
             keys: BTreeMap::new(),
             modules: BTreeMap::new(),
+            functions: Vec::new(),
             next_event: 0,
             // The kernel's default, max(10, 2 × CPUs), is soon exhausted by many PHYs polled
             // at once (each poll holds an instance for the callback's whole run).
@@ -116,7 +119,7 @@ impl DriverProbes {
             ] {
                 let id = self
                     .group
-                    .define(event, probe, module, &symbol.symbol)
+                    .define(event, probe, Some(module), &symbol.symbol)
                     .context("arming a driver callback")?;
                 links.push(trace_events::attach(program.as_fd(), id, key, event)?);
             }
@@ -138,6 +141,32 @@ impl DriverProbes {
         }
         self.modules
             .insert(module.to_owned(), ArmedModule { source, callbacks });
+        Ok(())
+    }
+
+    /// Attaches kprobe program `program` to `symbol` (in `module`, loaded or not; `None`: in
+    /// vmlinux or a built-in module), on return if `on_return`.
+    pub fn arm_function(
+        &mut self,
+        ebpf: &mut Ebpf,
+        module: Option<&str>,
+        symbol: &str,
+        program: &str,
+        on_return: bool,
+    ) -> Result<()> {
+        let fd = program_fd(ebpf, program)?;
+        self.next_event += 1;
+        let event = format!("{program}_{}", self.next_event);
+        let probe = if on_return {
+            Probe::Return {
+                max_active: self.max_active,
+            }
+        } else {
+            Probe::Entry
+        };
+        let id = self.group.define(&event, probe, module, symbol)?;
+        let link = trace_events::attach(fd.as_fd(), id, 0, &event)?;
+        self.functions.push((event, link));
         Ok(())
     }
 

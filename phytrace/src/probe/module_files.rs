@@ -120,6 +120,7 @@ fn callbacks_in(data: &[u8], module: &str) -> Result<Vec<CallbackSymbol>, String
 pub struct ModuleTree {
     files: BTreeMap<String, PathBuf>,
     phy_drivers: Vec<String>,
+    built_in: Vec<String>,
 }
 
 impl ModuleTree {
@@ -131,7 +132,23 @@ impl ModuleTree {
         let phy_drivers = fs::read_to_string(tree.join("modules.alias"))
             .map(|text| phy_driver_modules(&text))
             .unwrap_or_default();
-        Self { files, phy_drivers }
+        let built_in = fs::read_to_string(tree.join("modules.builtin"))
+            .map(|text| {
+                text.lines()
+                    .filter_map(|line| module_name(Path::new(line)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            files,
+            phy_drivers,
+            built_in,
+        }
+    }
+
+    /// Whether module `name` is built into the kernel (its symbols are vmlinux's).
+    pub fn is_built_in(&self, name: &str) -> bool {
+        self.built_in.iter().any(|m| m == name)
     }
 
     /// The file of module `name`.

@@ -104,13 +104,13 @@ impl EventGroup {
         Ok(group)
     }
 
-    /// Defines the event `name` on `module:symbol` (the module need not be loaded) and
-    /// returns its tracepoint id.
+    /// Defines the event `name` on `module:symbol` (the module need not be loaded; `None`:
+    /// a symbol of vmlinux or of a built-in module) and returns its tracepoint id.
     pub fn define(
         &mut self,
         name: &str,
         probe: Probe,
-        module: &str,
+        module: Option<&str>,
         symbol: &str,
     ) -> Result<u64, TraceEventError> {
         let name = event_name(name);
@@ -118,7 +118,11 @@ impl EventGroup {
             Probe::Entry => "p".to_owned(),
             Probe::Return { max_active } => format!("r{max_active}"),
         };
-        let definition = format!("{kind}:{}/{name} {module}:{symbol}", self.group);
+        let place = match module {
+            Some(module) => format!("{module}:{symbol}"),
+            None => symbol.to_owned(),
+        };
+        let definition = format!("{kind}:{}/{name} {place}", self.group);
         self.command(&definition)
             .map_err(|source| TraceEventError::Define {
                 definition: definition.clone(),

@@ -41,6 +41,21 @@ const MODULE_TRACEPOINTS: &[(&str, &str)] = &[
     ("module_free", "module_free"),
 ];
 
+/// The MAC side of a phylink link: (module, function, program, on return). Armed before the
+/// modules load, like the driver callbacks: a dongle's first link-up is seen too.
+const MAC_PROBES: &[(&str, &str, &str, bool)] = &[
+    ("phylink", "phylink_resolve", "phylink_resolve_enter", false),
+    ("phylink", "phylink_resolve", "phylink_resolve_exit", true),
+    ("asix", "ax88772_mac_link_up", "mac_link_up", false),
+    ("asix", "ax88772_mac_link_down", "mac_link_down", false),
+];
+
+/// Carrier changes of every network device (vmlinux).
+const CARRIER_PROBES: &[(&str, &str)] = &[
+    ("netif_carrier_on", "carrier_on"),
+    ("netif_carrier_off", "carrier_off"),
+];
+
 /// How often drop counters are checked.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -108,6 +123,8 @@ struct Prefetched {
     files: BTreeMap<String, Result<(PathBuf, Vec<CallbackSymbol>), String>>,
     /// Modules of the tree known not to be PHY drivers (no `mdio:` alias).
     not_phy_drivers: BTreeSet<String>,
+    /// The modules of [`MAC_PROBES`] that are built into the kernel.
+    built_in: BTreeSet<String>,
 }
 
 impl Prefetched {
@@ -165,10 +182,17 @@ impl Prefetched {
             .filter(|name| !tree.phy_drivers().contains(name))
             .cloned()
             .collect();
+        let built_in = MAC_PROBES
+            .iter()
+            .map(|(module, ..)| *module)
+            .filter(|module| tree.is_built_in(module))
+            .map(str::to_owned)
+            .collect();
         Ok(Self {
             live_callbacks,
             files,
             not_phy_drivers,
+            built_in,
         })
     }
 }
@@ -196,6 +220,8 @@ pub struct Tracer {
     /// Modules of the tree known not to be PHY drivers.
     not_phy_drivers: BTreeSet<String>,
     lost_reported: u64,
+    /// What the user should know about the session, not yet handed out.
+    notes: Vec<String>,
     /// Time and CPU of the last record read: events phytrace adds are stamped with them, so
     /// that every CPU's records stay in time order.
     last_seen: (u64, u32),
@@ -276,6 +302,9 @@ impl Tracer {
         for (tracepoint, program) in MODULE_TRACEPOINTS {
             attach_raw_tracepoint(&mut ebpf, program, tracepoint)?;
         }
+        for (symbol, program) in CARRIER_PROBES {
+            attach(&mut ebpf, program, symbol)?;
+        }
         startup.mdio = lap();
         let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
         let drops = PerCpuArray::try_from(ebpf.take_map("DROPS").context("DROPS map")?)?;
@@ -298,13 +327,16 @@ impl Tracer {
             arming: BTreeMap::new(),
             not_phy_drivers: prefetched.not_phy_drivers.clone(),
             lost_reported: 0,
+            notes: Vec::new(),
             last_seen: (0, 0),
             last_poll: Instant::now(),
             last_read: Read::Nothing,
             states,
             startup,
         };
+        let built_in = prefetched.built_in.clone();
         let events = tracer.arm_at_start(prefetched)?;
+        tracer.arm_mac(&built_in);
         tracer.startup.modules = lap();
         Ok((tracer, events))
     }
@@ -374,6 +406,21 @@ impl Tracer {
         Ok(events)
     }
 
+    /// Arms [`MAC_PROBES`]; a MAC the kernel cannot probe is reported, not fatal (the PHY
+    /// side is traced without it).
+    fn arm_mac(&mut self, built_in: &BTreeSet<String>) {
+        for (module, symbol, program, on_return) in MAC_PROBES {
+            let module = (!built_in.contains(*module)).then_some(*module);
+            if let Err(err) =
+                self.probes
+                    .arm_function(&mut self.ebpf, module, symbol, program, *on_return)
+            {
+                self.notes
+                    .push(format!("the MAC side will not show {symbol}: {err:#}"));
+            }
+        }
+    }
+
     fn set_arming(&mut self, module: &str, guarantee: Guarantee, source: String) {
         self.arming.insert(
             module.to_owned(),
@@ -383,6 +430,12 @@ impl Tracer {
                 source,
             },
         );
+    }
+
+    /// What the user should know about the session since the last call (a probe that could
+    /// not be armed, a module attached late).
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 
     /// Where start-up time went.
@@ -544,9 +597,9 @@ impl Tracer {
                 Some(a) => a.source.clone(),
                 None => "not known before it loaded".to_owned(),
             };
-            log::warn!(
+            self.notes.push(format!(
                 "{module}: callbacks attached after the module loaded ({why}): its first callbacks may be missing"
-            );
+            ));
             self.set_arming(&module, Guarantee::AfterLoad, why);
         }
         let reattached = !self.ever_attached.insert(module.clone());

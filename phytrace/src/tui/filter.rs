@@ -18,6 +18,8 @@ pub enum KindSel {
     Mdio,
     /// Attach, detach and lost events.
     Session,
+    /// The MAC side: phylink, the MAC driver, carrier.
+    Mac,
 }
 
 impl KindSel {
@@ -28,6 +30,7 @@ impl KindSel {
             "exit" => Self::Exit,
             "mdio" => Self::Mdio,
             "session" | "attach" | "attached" | "detached" | "lost" => Self::Session,
+            "mac" | "carrier" | "phylink" => Self::Mac,
             _ => return None,
         })
     }
@@ -47,6 +50,7 @@ impl KindSel {
                         | EventKind::Detached { .. }
                         | EventKind::Lost { .. }
                 )
+                | (Self::Mac, EventKind::Mac { .. })
         )
     }
 }
@@ -156,7 +160,9 @@ impl Filter {
                 caller, reg, error, ..
             } => (caller.as_ref(), Some(*reg), error.is_some()),
             EventKind::Lost { .. } => (None, None, true),
-            EventKind::Attached { .. } | EventKind::Detached { .. } => (None, None, false),
+            EventKind::Attached { .. } | EventKind::Detached { .. } | EventKind::Mac { .. } => {
+                (None, None, false)
+            }
         };
         if self.errors && !failed {
             return false;

@@ -326,3 +326,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn mac_side_patterns_parse() {
+    let r = rule(r#"rule "m": after link up: mac_link_up then carrier up within 1s"#);
+    let Body::After {
+        trigger,
+        steps,
+        within,
+    } = r.body
+    else {
+        panic!()
+    };
+    assert_eq!(trigger.atom, Atom::Link(true));
+    assert_eq!(steps[0].atom, Atom::Mac("mac_link_up"));
+    assert_eq!(steps[1].atom, Atom::Mac("carrier_on"));
+    assert_eq!(within, Some(Duration::from_secs(1)));
+    let r = rule(r#"rule "d": after link down: mac_link_down then carrier down"#);
+    let Body::After { steps, .. } = r.body else {
+        panic!()
+    };
+    assert_eq!(steps[1].atom, Atom::Mac("carrier_off"));
+    assert!(
+        error(r#"rule "x": never carrier sideways"#)
+            .2
+            .contains("`up` or `down`")
+    );
+}

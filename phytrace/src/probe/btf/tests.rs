@@ -124,6 +124,13 @@ fn phylib(variant: Variant) -> Vec<u8> {
         80,
         &[("state", int, 0, 0), ("name", name, 24 * 8, 0)],
     );
+    let ifname = b.array(char, int, 16);
+    b.composite(
+        false,
+        "net_device",
+        64,
+        &[("name", ifname, 0, 0), ("phydev", char_ptr, 40 * 8, 0)],
+    );
     b.build()
 }
 
@@ -144,6 +151,8 @@ fn expected() -> KernelOffsets {
         bus_mdio_map: 128,
         mdio_flags: 20,
         module_name: 24,
+        netdev_name: 0,
+        netdev_phydev: 40,
     }
 }
 
@@ -475,6 +484,8 @@ mod btf_rs_reference {
             bus_mdio_map: offset(btf, "mii_bus", &["mdio_map"])?,
             mdio_flags: offset(btf, "mdio_device", &["flags"])?,
             module_name: offset(btf, "module", &["name"])?,
+            netdev_name: offset(btf, "net_device", &["name"])?,
+            netdev_phydev: offset(btf, "net_device", &["phydev"])?,
         })
     }
 

@@ -1,4 +1,5 @@
-//! The PHY list: `bus:addr`, PHY ID and name, driver, link, `phy_state`.
+//! The PHY list: `bus:addr`, PHY ID and name, driver, link, `phy_state`, the MAC side's
+//! carrier.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -45,6 +46,12 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 None => ("?".to_owned(), theme.dim()),
             };
             let state = phy.state.as_ref().map_or("?", |s| s.name.as_ref());
+            // The MAC side: the network device's carrier, as phylib or phylink set it.
+            let (carrier, carrier_style) = match &phy.mac.carrier {
+                Some((netdev, true)) => (format!("{netdev} on"), theme.good()),
+                Some((netdev, false)) => (format!("{netdev} off"), theme.bad()),
+                None => ("-".to_owned(), theme.dim()),
+            };
             let marker = if is_selected { "▶ " } else { "  " };
             let row = Row::new(vec![
                 Line::from(format!("{marker}{key}")),
@@ -52,6 +59,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 Line::from(Span::styled(name, theme.name())),
                 Line::from(Span::styled(link, link_style)),
                 Line::from(state.to_owned()),
+                Line::from(Span::styled(carrier, carrier_style)),
                 Line::from(phy.phy.driver.to_string()),
             ]);
             if is_selected {
@@ -60,8 +68,16 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 row
             }
         });
-    let header =
-        Row::new(["  bus:addr", "PHY ID", "name", "link", "state", "driver"]).style(theme.dim());
+    let header = Row::new([
+        "  bus:addr",
+        "PHY ID",
+        "name",
+        "link",
+        "state",
+        "carrier",
+        "driver",
+    ])
+    .style(theme.dim());
     let table = Table::new(
         rows,
         [
@@ -70,6 +86,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             Constraint::Length(8),
             Constraint::Length(11),
             Constraint::Length(9),
+            Constraint::Length(10),
             Constraint::Fill(1),
         ],
     )

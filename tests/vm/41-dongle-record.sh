@@ -1,0 +1,129 @@
+#!/bin/bash
+# phytrace on the emulated AX88772A dongle, for each PHY driver (DONGLE_DRIVERS, default
+# $PHYTRACE_DRIVERS): `record` starts before anything of the dongle is loaded; the dongle is
+# plugged in (asix by modalias, the PHY driver by its mdio: alias), the link comes up, ping
+# works, the cable is pulled and put back, then the dongle itself is unplugged and plugged in
+# again with `record` and the TUI running. The capture is checked against the kernel's and the
+# emulator's own records: MDIO accesses per register equal the emulator's counters, the PHY's
+# probe-time callbacks come first (Rust driver), MDIO over USB takes as long as the kernel's
+# kprobes say, the MAC side (phylink_resolve, mac_link_up/down, carrier) follows the link, the
+# shipped spec passes from the very first callback, an MDIO timeout shows as ETIMEDOUT, and the
+# unplugged PHY ends with nothing left open. Both drivers show the same MAC-side story.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/record_lib.sh"
+. "$(dirname "$0")/dongle_lib.sh"
+trap_cleanup
+sock=$PHYTRACE_OUT/tmux-dongle.sock
+cleanup_also 'tmux -S "$sock" kill-server 2>/dev/null; dongle_stop; mdio_trace_remove; dongle_modules_unload'
+[[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+ping_ok() { busybox ping -c 2 -W 2 192.168.77.2 >/dev/null 2>&1; }
+# usb_json CAPTURE: the capture's events of the dongle's PHY, as JSON lines.
+usb_json() { jq -c 'select(.phy.bus // "" | startswith("usb-"))' "$1.json"; }
+mac_story() {
+    usb_json "$1" | jq -r 'select(.kind == "mac" and .change.op != "resolve") | .change |
+        if .op == "carrier" then (if .up then "carrier_on" else "carrier_off" end) else .op end' |
+        uniq | tr '\n' ' '
+}
+
+declare -A STORY
+for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
+    log "PHY driver: $CUR_DRIVER"
+    mark_dmesg "$CUR_DRIVER"
+    dongle_modules_load "$CUR_DRIVER"
+    cap=$PHYTRACE_OUT/dongle-$CUR_DRIVER.ptrace
+    start_record "$cap"
+    if [[ $CUR_DRIVER == rust ]]; then
+        jq -e '.arming[] | select(.module == "ax88796b_rust" and .guarantee == "first_callback")' \
+            <(head -n 1 "$cap") >/dev/null || fail "ax88796b_rust is not armed before it loads"
+    fi
+
+    # Plug-in, link, ping, cable: the part counted against the emulator.
+    dongle_start --an-delay-ms 100 --partner all
+    wait_dongle_netdev 30
+    dev=$(dongle_netdev)
+    ip link set dev "$dev" up
+    wait_mode "$dev" 100 full 30
+    ip addr add 192.168.77.1/24 dev "$dev"
+    check "ping through the dongle" ping_ok
+    dongle_ctl cable out >/dev/null
+    wait_carrier "$dev" 0
+    dongle_ctl cable in >/dev/null
+    wait_mode "$dev" 100 full 30
+    # Synchronous: phylib's polling has stopped when it returns.
+    ip link set dev "$dev" down
+    counts=$(dongle_mdio_counts 0x10)
+    bus=$(dongle_mdio_bus)
+
+    stop_record "$cap"
+    events_json "$cap"
+
+    # An MDIO timeout on the USB side, then unplug and replug with record and the TUI running.
+    cap2=$PHYTRACE_OUT/dongle-$CUR_DRIVER-unplug.ptrace
+    start_record "$cap2"
+    ip link set dev "$dev" up
+    wait_mode "$dev" 100 full 30
+    expect_eq "mdio-timeout: the read fails with ETIMEDOUT" "errno 110" "$(dongle_inject_mii "$dev" read 2 mdio-timeout 1)"
+    tmux -S "$sock" new-session -d -x 120 -y 30 "$PHYTRACE_BIN tui; echo \$? >$PHYTRACE_OUT/tui-dongle-exit"
+    wait_for 30 eval 'tmux -S "$sock" capture-pane -p | grep -q "usb-.*003b1861"' || fail "the TUI does not show the dongle's PHY"
+    dongle_ctl unplug >/dev/null
+    wait_for 15 no_dongle_netdev || fail "the netdev is still there after unplug"
+    dongle_ctl plug >/dev/null
+    wait_dongle_netdev 30
+    dev=$(dongle_netdev)
+    ip link set dev "$dev" up
+    wait_mode "$dev" 100 full 30
+    tmux -S "$sock" capture-pane -p | grep -q "usb-.*003b1861" || fail "the TUI lost the replugged PHY"
+    tmux -S "$sock" send-keys q
+    wait_for 10 test -s "$PHYTRACE_OUT/tui-dongle-exit" || fail "the TUI did not quit"
+    expect_eq "the TUI ran through unplug and replug" 0 "$(<"$PHYTRACE_OUT/tui-dongle-exit")"
+    rm -f "$PHYTRACE_OUT/tui-dongle-exit"
+    ip link set dev "$dev" down
+    dongle_stop
+    stop_record "$cap2"
+    events_json "$cap2"
+
+    # The plug-in capture, per register, against the emulator's counters.
+    first=$(jq -c --arg bus "$bus" 'select(.phy.bus == $bus and .phy.addr == 16)' "$cap.json")
+    want=$(sort -n <<<"$counts")
+    got=$(jq -r 'select(.kind == "mdio" and .error == null) | "\(.reg) \(.op)"' <<<"$first" |
+        awk '{ n[$1] += 0; if ($2 == "read") r[$1]++; else w[$1]++ }
+             END { for (k in n) print k, r[k] + 0, w[k] + 0 }' | sort -n)
+    expect_eq "MDIO accesses per register (reg reads writes) vs the emulator's counters" "$want" "$got"
+
+    # Plug-in seen from the first callback: the probe-time soft_reset comes first.
+    if [[ $CUR_DRIVER == rust ]]; then
+        firstcb=$(jq -r 'select(.kind == "callback_enter") | .callback.name' <<<"$first" | head -n 1)
+        expect_eq "the dongle's first callback" soft_reset "$firstcb"
+        "$PHYTRACE_BIN" check --spec "$PHYTRACE_ROOT/specs/ax88796b.spec" "$cap" ||
+            fail "the shipped spec fails on the dongle capture"
+    fi
+
+    # MDIO over USB as slow as the kernel makes it (four control transfers on dummy_hcd's timer).
+    median=$(jq -r 'select(.kind == "mdio" and .error == null) | .latency_ns' <<<"$first" | sort -n |
+        awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] + 0 }')
+    ((median > 1000000)) || fail "median MDIO latency over USB is only $median ns"
+    ok "median MDIO latency over USB: $((median / 1000)) µs"
+    result "\"driver\":\"$CUR_DRIVER\",\"usb_mdio_median_us\":$((median / 1000))"
+
+    # The timeout, as the driver returned it.
+    timeouts=$(usb_json "$cap2" | jq -r 'select(.kind == "mdio" and .error == -110) | 1' | wc -l)
+    expect_eq "MDIO reads that failed with ETIMEDOUT" 1 "$timeouts"
+
+    # The MAC side follows the link, and the unplugged PHY's callbacks are all closed.
+    "$PHYTRACE_BIN" check --spec "$PHYTRACE_ROOT/specs/dongle.spec" "$cap" ||
+        fail "the MAC side does not follow the link (specs/dongle.spec)"
+    up=$(usb_json "$cap" | jq -r 'select(.kind == "mac" and .change.op == "link_up") |
+        "\(.change.speed)/\(.change.duplex)"' | sort -u | tr '\n' ' ')
+    expect_eq "mac_link_up at the partner's mode" "100/full " "$up"
+    open=$("$PHYTRACE_BIN" stats --format json "$cap2" |
+        jq '[.captures[].stats.phys[] | select(.key | startswith("usb-")) | (.callbacks // [])[] | .lost_returns.total] | add // 0')
+    expect_eq "callbacks left open on the unplugged PHY" 0 "$open"
+    STORY[$CUR_DRIVER]=$(mac_story "$cap")
+    log "MAC side: ${STORY[$CUR_DRIVER]}"
+    dongle_modules_unload
+    assert_clean_dmesg "$CUR_DRIVER"
+done
+if [[ -n ${STORY[rust]:-} && -n ${STORY[c]:-} ]]; then
+    expect_eq "the MAC side tells the same story with either PHY driver" "${STORY[c]}" "${STORY[rust]}"
+fi
