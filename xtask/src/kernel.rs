@@ -1,8 +1,11 @@
 //! `cargo xtask kernel`: the test kernel, built from Debian's linux-source-6.12 with the
-//! fragment `kernel/phytrace.config`, and cached outside the repository.
+//! fragment `kernel/phytrace.config` (plus the architecture's part, for arm64), and cached
+//! outside the repository.
 //!
 //! The cache key covers everything that changes the result: the source package version, the
-//! fragment, this recipe, and the versions of rustc, clang, bindgen and pahole.
+//! fragment, this recipe, the architecture, and the versions of rustc, clang, bindgen and
+//! pahole. Each architecture has its own cache directory (the x86_64 one is where it always
+//! was), so that building one never prunes the other.
 
 use std::{
     collections::BTreeMap,
@@ -15,7 +18,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::{paths, run, setup};
+use crate::{arch::Arch, paths, run, setup};
 
 /// Bump when the build steps below change in a way that changes the output.
 const RECIPE_VERSION: u32 = 1;
@@ -30,6 +33,9 @@ pub struct KernelArgs {
     /// Rebuild even if a cached kernel matches.
     #[arg(long)]
     pub force: bool,
+    /// The architecture to build for (arm64 is cross-built with LLVM).
+    #[arg(long, value_enum, default_value_t = Arch::X86_64)]
+    pub arch: Arch,
 }
 
 /// A built test kernel.
@@ -38,16 +44,32 @@ pub struct Kernel {
     pub tree: PathBuf,
     /// The cache key this tree was built for.
     pub key: String,
+    /// The architecture it was built for.
+    pub arch: Arch,
 }
 
 impl Kernel {
-    pub fn bzimage(&self) -> PathBuf {
-        self.tree.join("arch/x86/boot/bzImage")
+    /// The boot image QEMU loads (`bzImage` on x86_64, `Image` on arm64).
+    pub fn image(&self) -> PathBuf {
+        self.tree.join(self.arch.boot_image().1)
     }
 }
 
 fn fragment_path() -> PathBuf {
     paths::workspace().join("kernel/phytrace.config")
+}
+
+/// The fragment for `arch`: the common part, then the architecture's part (later lines win).
+fn fragment_text(arch: Arch) -> Result<String> {
+    let mut text = fs::read_to_string(fragment_path())
+        .with_context(|| format!("reading {}", fragment_path().display()))?;
+    if let Some(part) = arch.fragment_part() {
+        let path = paths::workspace().join(part);
+        text += "\n";
+        text +=
+            &fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    }
+    Ok(text)
 }
 
 /// 64-bit FNV-1a over `parts`, each followed by a NUL: a stable hash for cache keys (std's
@@ -76,12 +98,11 @@ fn source_version() -> Result<String> {
         .with_context(|| format!("{SOURCE_PACKAGE} is not installed: run `cargo xtask setup`"))
 }
 
-fn cache_key() -> Result<(String, String)> {
+fn cache_key(arch: Arch) -> Result<(String, String)> {
     let version = source_version()?;
-    let fragment = fs::read_to_string(fragment_path())
-        .with_context(|| format!("reading {}", fragment_path().display()))?;
+    let fragment = fragment_text(arch)?;
     let toolchain = setup::workspace_toolchain()?;
-    let parts = vec![
+    let mut parts = vec![
         RECIPE_VERSION.to_string(),
         version.clone(),
         fragment,
@@ -90,62 +111,83 @@ fn cache_key() -> Result<(String, String)> {
         tool_version("bindgen", &["--version"]),
         tool_version("pahole", &["--version"]),
     ];
+    // The x86_64 key is what it was before there were two architectures: its cache stays valid.
+    if arch != Arch::X86_64 {
+        parts.push(format!("arch={arch}"));
+    }
     Ok((version, format!("{:016x}", fnv1a(&parts))))
 }
 
-fn cache_root() -> PathBuf {
-    paths::cache().join("kernel")
+/// The cache directory of `arch`'s kernels (x86_64: `kernel`, others: `kernel-ARCH`).
+fn cache_root(arch: Arch) -> PathBuf {
+    match arch {
+        Arch::X86_64 => paths::cache().join("kernel"),
+        other => paths::cache().join(format!("kernel-{other}")),
+    }
 }
 
-/// The cached kernel for the current inputs, if it has been built; `PHYTRACE_KERNEL_TREE`
-/// names another built tree to use instead (a kernel of your own, say).
-pub fn locate() -> Result<Kernel> {
-    if let Some(tree) = std::env::var_os("PHYTRACE_KERNEL_TREE") {
+/// The cached kernel for `arch` and the current inputs, if it has been built;
+/// `PHYTRACE_KERNEL_TREE` (x86_64) or `PHYTRACE_KERNEL_TREE_AARCH64` names another built tree
+/// to use instead (a kernel of your own, say).
+pub fn locate(arch: Arch) -> Result<Kernel> {
+    let variable = match arch {
+        Arch::X86_64 => "PHYTRACE_KERNEL_TREE",
+        Arch::Aarch64 => "PHYTRACE_KERNEL_TREE_AARCH64",
+    };
+    if let Some(tree) = std::env::var_os(variable) {
         let tree = PathBuf::from(tree);
+        let image = arch.boot_image().1;
         anyhow::ensure!(
-            tree.join("arch/x86/boot/bzImage").exists(),
-            "PHYTRACE_KERNEL_TREE={} has no arch/x86/boot/bzImage",
+            tree.join(image).exists(),
+            "{variable}={} has no {image}",
             tree.display()
         );
         let key = format!("custom-{:016x}", fnv1a(&[tree.display().to_string()]));
-        return Ok(Kernel { tree, key });
+        return Ok(Kernel { tree, key, arch });
     }
-    let (version, key) = cache_key()?;
-    let dir = cache_root().join(format!("{version}-{key}"));
+    let (version, key) = cache_key(arch)?;
+    let dir = cache_root(arch).join(format!("{version}-{key}"));
     if !dir.join(BUILT_STAMP).exists() {
+        let flag = if arch == Arch::X86_64 {
+            String::new()
+        } else {
+            format!(" --arch {arch}")
+        };
         bail!(
-            "the test kernel is not built for the current inputs: run `cargo xtask kernel` (about 10 minutes)"
+            "the {arch} test kernel is not built for the current inputs: run `cargo xtask kernel{flag}` (about 10 minutes)"
         );
     }
     Ok(Kernel {
         tree: dir.join(TREE_NAME),
         key,
+        arch,
     })
 }
 
 pub fn run(args: &KernelArgs) -> Result<Kernel> {
-    let (version, key) = cache_key()?;
-    let dir = cache_root().join(format!("{version}-{key}"));
+    let arch = args.arch;
+    let (version, key) = cache_key(arch)?;
+    let dir = cache_root(arch).join(format!("{version}-{key}"));
     let tree = dir.join(TREE_NAME);
     if dir.join(BUILT_STAMP).exists() && !args.force {
         eprintln!("==> kernel: cached ({})", tree.display());
-        return Ok(Kernel { tree, key });
+        return Ok(Kernel { tree, key, arch });
     }
     let started = run::step(&format!(
-        "kernel: building {SOURCE_PACKAGE} {version} in {}",
+        "kernel: building {SOURCE_PACKAGE} {version} for {arch} in {}",
         dir.display()
     ));
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     unpack(&dir)?;
-    configure(&tree)?;
-    build(&tree, &dir)?;
+    configure(&tree, &dir, arch)?;
+    build(&tree, &dir, arch)?;
     fs::write(
         dir.join(BUILT_STAMP),
         format!("{}\n", started.elapsed().as_secs()),
     )?;
-    prune_others(&dir);
+    prune_others(&dir, arch);
     run::done("kernel", started);
-    Ok(Kernel { tree, key })
+    Ok(Kernel { tree, key, arch })
 }
 
 fn unpack(dir: &Path) -> Result<()> {
@@ -172,11 +214,14 @@ fn unpack(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn make(tree: &Path) -> Result<Command> {
+/// `make` in a kernel tree for `arch` (cross-built with LLVM for arm64: no GNU cross tools).
+pub fn make(tree: &Path, arch: Arch) -> Result<Command> {
     let mut cmd = Command::new("make");
-    cmd.current_dir(tree)
-        .arg("LLVM=-19")
-        .env("RUSTUP_TOOLCHAIN", setup::workspace_toolchain()?)
+    cmd.current_dir(tree).arg("LLVM=-19");
+    if arch != Arch::X86_64 {
+        cmd.arg(format!("ARCH={}", arch.kernel_arch()));
+    }
+    cmd.env("RUSTUP_TOOLCHAIN", setup::workspace_toolchain()?)
         .env("LIBCLANG_PATH", setup::LIBCLANG_PATH);
     Ok(cmd)
 }
@@ -220,15 +265,26 @@ fn dropped_options(requested: &BTreeMap<String, Option<String>>, config: &str) -
         .collect()
 }
 
-fn configure(tree: &Path) -> Result<()> {
-    let started = run::step("kernel: configuring (allnoconfig + kernel/phytrace.config)");
-    let fragment = fragment_path();
+fn configure(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
+    let fragment = match arch.fragment_part() {
+        None => fragment_path(),
+        Some(_) => {
+            // Kconfig reads one file: the common part and the architecture's, concatenated.
+            let combined = dir.join("phytrace.config");
+            fs::write(&combined, fragment_text(arch)?)?;
+            combined
+        }
+    };
+    let started = run::step(&format!(
+        "kernel: configuring (allnoconfig + {})",
+        fragment.display()
+    ));
     run::output(
-        make(tree)?
+        make(tree, arch)?
             .arg(format!("KCONFIG_ALLCONFIG={}", fragment.display()))
             .arg("allnoconfig"),
     )?;
-    run::output(make(tree)?.arg("olddefconfig"))?;
+    run::output(make(tree, arch)?.arg("olddefconfig"))?;
     let requested = requested_options(&fs::read_to_string(&fragment)?);
     let config = fs::read_to_string(tree.join(".config"))?;
     let dropped = dropped_options(&requested, &config);
@@ -250,20 +306,24 @@ fn is_step(line: &str) -> bool {
     line.starts_with("  ") && line.split_whitespace().count() >= 2
 }
 
-fn build(tree: &Path, dir: &Path) -> Result<()> {
+fn build(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let started = run::step(&format!("kernel: make -j{jobs} bzImage modules"));
-    let expected_file = cache_root().join("last-build-steps");
+    let image = arch.boot_image().0;
+    let started = run::step(&format!("kernel: make -j{jobs} {image} modules"));
+    let expected_file = cache_root(arch).join("last-build-steps");
     let expected: Option<u64> = fs::read_to_string(&expected_file)
         .ok()
         .and_then(|text| text.trim().parse().ok());
     let log_path = dir.join("build.log");
     let mut log = fs::File::create(&log_path)?;
-    let mut child = make(tree)?
+    // Warnings (pahole's about Rust DWARF, among others) go to a file: shown when the build fails.
+    let err_path = dir.join("build.err");
+    let err_log = fs::File::create(&err_path)?;
+    let mut child = make(tree, arch)?
         .arg(format!("-j{jobs}"))
-        .args(["bzImage", "modules"])
+        .args([image, "modules"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(err_log)
         .spawn()
         .context("could not start make")?;
     let stdout = child.stdout.take().context("make's stdout")?;
@@ -302,11 +362,19 @@ fn build(tree: &Path, dir: &Path) -> Result<()> {
         eprintln!();
     }
     let status = child.wait()?;
+    let errors = fs::read_to_string(&err_path).unwrap_or_default();
     if !status.success() {
+        let lines: Vec<&str> = errors.lines().collect();
         bail!(
-            "the kernel build failed ({status}); full log: {}",
-            log_path.display()
+            "the kernel build failed ({status}):\n{}\nfull log: {} and {}",
+            lines[lines.len().saturating_sub(30)..].join("\n"),
+            log_path.display(),
+            err_path.display()
         );
+    }
+    let warnings = errors.lines().count();
+    if warnings > 0 {
+        eprintln!("    {warnings} lines of warnings in {}", err_path.display());
     }
     fs::write(expected_file, steps.to_string())?;
     eprintln!("    {steps} steps");
@@ -314,9 +382,9 @@ fn build(tree: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Removes kernels built for other inputs: each tree takes several GiB.
-fn prune_others(keep: &Path) {
-    let Ok(entries) = fs::read_dir(cache_root()) else {
+/// Removes `arch`'s kernels built for other inputs: each tree takes several GiB.
+fn prune_others(keep: &Path, arch: Arch) {
+    let Ok(entries) = fs::read_dir(cache_root(arch)) else {
         return;
     };
     for entry in entries.flatten() {
@@ -370,6 +438,19 @@ mod tests {
             assert_eq!(options[key].as_deref(), Some("y"), "{key}");
         }
         assert_eq!(options["CONFIG_AX88796B_PHY"].as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn the_arm64_part_overrides_the_x86_only_options() {
+        let options = requested_options(&fragment_text(Arch::Aarch64).unwrap());
+        assert_eq!(options["CONFIG_KVM_GUEST"], None);
+        assert_eq!(
+            options["CONFIG_SERIAL_AMBA_PL011_CONSOLE"].as_deref(),
+            Some("y")
+        );
+        assert_eq!(options["CONFIG_RUST"].as_deref(), Some("y"));
+        let x86 = requested_options(&fragment_text(Arch::X86_64).unwrap());
+        assert_eq!(x86["CONFIG_KVM_GUEST"].as_deref(), Some("y"));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `cargo xtask`: set-up, test kernel, modules, VM, tests and demo for phytrace.
 
+mod arch;
 mod bench;
 mod demo;
+mod dist;
 mod fuzz;
 mod kernel;
 mod modules;
@@ -10,6 +12,7 @@ mod run;
 mod setup;
 mod soak;
 mod test;
+mod twin;
 mod vm;
 
 use std::process::ExitCode;
@@ -32,18 +35,25 @@ enum Command {
     /// Example: `cargo xtask setup`
     Setup,
     /// Build the test kernel (Debian's linux-source-6.12 + kernel/phytrace.config), cached in
-    /// $XDG_CACHE_HOME/phytrace.
+    /// $XDG_CACHE_HOME/phytrace; `--arch aarch64` cross-builds the arm64 one (+
+    /// kernel/phytrace-arm64.config).
     ///
-    /// Example: `cargo xtask kernel`
+    /// Example: `cargo xtask kernel` (or `cargo xtask kernel --arch aarch64`)
     Kernel(kernel::KernelArgs),
+    /// Build the static release binaries for x86_64 and aarch64, with the man page and the
+    /// completions, as target/dist/phytrace-VERSION-ARCH.tar.gz (+ .sha256).
+    ///
+    /// Example: `cargo xtask dist` (or `cargo xtask dist --arch aarch64`)
+    Dist(dist::DistArgs),
     /// Build the out-of-tree modules (driver/*) against the test kernel into target/modules.
     ///
-    /// Example: `cargo xtask modules`
-    Modules,
+    /// Example: `cargo xtask modules` (or `cargo xtask modules --arch aarch64`)
+    Modules(modules::ModulesArgs),
     /// Boot the test kernel in QEMU and run COMMAND as root in the guest.
     ///
     /// The host's root file system is the guest's (read-only); $PHYTRACE_OUT (target/vm-out) is
-    /// writable. Example: `cargo xtask vm -- uname -r`
+    /// writable. The arm64 guest (`--arch aarch64`) runs static arm64 binaries only: busybox's
+    /// applets and `cargo xtask dist`'s phytrace. Example: `cargo xtask vm -- uname -r`
     Vm(vm::VmArgs),
     /// The demo: the VM with the simulated PHYs and the Rust driver, traced live in the TUI
     /// while a scenario plugs and unplugs the cable.
@@ -77,7 +87,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Setup => setup::run().map(|()| ExitCode::SUCCESS),
         Command::Kernel(args) => kernel::run(&args).map(|_| ExitCode::SUCCESS),
-        Command::Modules => modules::run().map(|_| ExitCode::SUCCESS),
+        Command::Dist(args) => dist::run(&args).map(|_| ExitCode::SUCCESS),
+        Command::Modules(args) => modules::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Vm(args) => vm::run(&args),
         Command::Test(args) => test::run(&args),
         Command::Demo(args) => demo::run(&args),

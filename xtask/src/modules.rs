@@ -1,5 +1,6 @@
 //! `cargo xtask modules`: builds the out-of-tree modules under `driver/` against the test
-//! kernel and collects them, with the in-tree C Asix driver, in `target/modules/`.
+//! kernel and collects them, with the in-tree C Asix driver, in `target/modules/` (x86_64) or
+//! `target/modules-ARCH/` (another architecture's kernel).
 
 use std::{
     fs,
@@ -9,21 +10,39 @@ use std::{
 
 use anyhow::{Context as _, Result};
 
-use crate::{kernel, paths, run};
+use crate::{arch::Arch, kernel, paths, run};
 
 /// The in-tree C driver, built as a module by the test kernel, for side-by-side runs.
 const IN_TREE_MODULES: &[&str] = &["drivers/net/phy/ax88796b.ko"];
 const KERNEL_KEY_FILE: &str = ".kernel-key";
 
+#[derive(clap::Args)]
+pub struct ModulesArgs {
+    /// The architecture of the test kernel to build against.
+    #[arg(long, value_enum, default_value_t = Arch::X86_64)]
+    pub arch: Arch,
+}
+
 /// Builds every `driver/<name>/` that has a Kbuild file; returns the modules directory.
-pub fn run() -> Result<PathBuf> {
-    let kernel = kernel::locate()?;
+pub fn run(args: &ModulesArgs) -> Result<PathBuf> {
+    let kernel = kernel::locate(args.arch)?;
     build(&kernel)
 }
 
+/// Where the modules for `arch`'s kernel are collected.
+pub fn dir(arch: Arch) -> PathBuf {
+    match arch {
+        Arch::X86_64 => paths::modules(),
+        other => paths::target().join(format!("modules-{other}")),
+    }
+}
+
 pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
-    let started = run::step("modules: building driver/* against the test kernel");
-    let out = paths::modules();
+    let started = run::step(&format!(
+        "modules: building driver/* against the {} test kernel",
+        kernel.arch
+    ));
+    let out = dir(kernel.arch);
     let build_root = out.join("build");
     // A module built against another kernel fails to load ("failed to validate module BTF").
     let key_file = out.join(KERNEL_KEY_FILE);
@@ -46,13 +65,11 @@ pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
                 .arg(format!("{}/", source.display()))
                 .arg(&build_dir),
         )?;
-        run::status(
-            Command::new("make")
-                .arg("-C")
-                .arg(&kernel.tree)
+        // Quiet on success; kbuild's errors are on stderr, which the error carries.
+        run::output(
+            kernel::make(&kernel.tree, kernel.arch)?
                 .arg(format!("M={}", build_dir.display()))
-                .args(["LLVM=-19", "modules"])
-                .env("RUSTUP_TOOLCHAIN", crate::setup::workspace_toolchain()?),
+                .arg("modules"),
         )
         .with_context(|| format!("building the module in {}", source.display()))?;
         for entry in fs::read_dir(&build_dir)? {
@@ -73,19 +90,17 @@ pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
 /// The guest's module tree (`lib/modules/RELEASE` below it), which the VM mounts over
 /// `/lib/modules`: the kernel's modules, ours in `extra/`, indexed by depmod, so that modprobe
 /// and the kernel's own `request_module` find drivers by name and by alias as on a real system.
-pub fn tree() -> PathBuf {
-    paths::modules().join("tree")
+pub fn tree(arch: Arch) -> PathBuf {
+    dir(arch).join("tree")
 }
 
 fn install_tree(kernel: &kernel::Kernel, out: &Path) -> Result<()> {
-    let root = tree();
+    let root = tree(kernel.arch);
     let _ = fs::remove_dir_all(&root);
     run::output(
-        Command::new("make")
-            .arg("-C")
-            .arg(&kernel.tree)
+        kernel::make(&kernel.tree, kernel.arch)?
             .arg(format!("INSTALL_MOD_PATH={}", root.display()))
-            .args(["LLVM=-19", "-s", "modules_install"]),
+            .args(["-s", "modules_install"]),
     )
     .context("installing the kernel's modules into the guest's module tree")?;
     let release = fs::read_to_string(kernel.tree.join("include/config/kernel.release"))

@@ -31,11 +31,12 @@ const APT_PACKAGES: &[&str] = &[
     "iproute2",
     "ethtool",
     "tmux",
+    "shellcheck",
 ];
 
 /// Packages taken from bookworm-backports (bookworm's own QEMU clashes with the image's
 /// newer qemu-utils).
-const BACKPORTS_PACKAGES: &[&str] = &["qemu-system-x86"];
+const BACKPORTS_PACKAGES: &[&str] = &["qemu-system-x86", "qemu-system-arm"];
 
 const BACKPORTS_SOURCE: &str = "/etc/apt/sources.list.d/phytrace-backports.sources";
 const BACKPORTS_ENTRY: &str = "Types: deb
@@ -58,7 +59,9 @@ pub fn run() -> Result<()> {
     let started = run::step("setup: checking what is installed");
     apt()?;
     toolchains()?;
+    rust_targets()?;
     cargo_tools()?;
+    guest_busybox()?;
     fs::create_dir_all(paths::cache())
         .with_context(|| format!("creating the cache {}", paths::cache().display()))?;
     module_tree_mount_point()?;
@@ -114,7 +117,10 @@ fn apt() -> Result<()> {
     let missing_backports = missing_packages(BACKPORTS_PACKAGES);
     let needs_source = !Path::new(BACKPORTS_SOURCE).exists();
     if missing.is_empty() && missing_backports.is_empty() {
-        eprintln!("    apt packages: all {} present", APT_PACKAGES.len() + 1);
+        eprintln!(
+            "    apt packages: all {} present",
+            APT_PACKAGES.len() + BACKPORTS_PACKAGES.len()
+        );
         return Ok(());
     }
     require_root("installing Debian packages")?;
@@ -207,6 +213,93 @@ pub fn toolchains() -> Result<()> {
             "rustup could not install the toolchain: is the Rust toolchain server reachable?",
         )?;
     }
+    Ok(())
+}
+
+/// The static (musl) targets `cargo xtask dist` builds for, on the workspace's toolchain. Their
+/// rust-std brings musl's C runtime; clang/lld from the apt packages link them.
+const RUST_TARGETS: &[&str] = &["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"];
+
+fn rust_targets() -> Result<()> {
+    let toolchain = workspace_toolchain()?;
+    let installed = run::probe(
+        "rustup",
+        ["target", "list", "--installed", "--toolchain", &toolchain],
+    )
+    .unwrap_or_default();
+    let missing: Vec<&str> = RUST_TARGETS
+        .iter()
+        .copied()
+        .filter(|target| !installed.lines().any(|line| line.trim() == *target))
+        .collect();
+    if missing.is_empty() {
+        eprintln!("    rust targets: {} present", RUST_TARGETS.join(", "));
+        return Ok(());
+    }
+    eprintln!("    rustup target add {}", missing.join(" "));
+    run::status(
+        Command::new("rustup")
+            .args(["target", "add", "--toolchain", &toolchain])
+            .args(&missing),
+    )
+    .context("rustup could not add the targets: is the Rust toolchain server reachable?")
+}
+
+/// The arm64 guest's busybox (Debian's busybox-static for arm64), unpacked in the cache: the
+/// arm64 guest cannot run the host's x86_64 binaries, only static arm64 ones.
+pub fn guest_busybox_path() -> std::path::PathBuf {
+    paths::cache().join("busybox-arm64/bin/busybox")
+}
+
+fn guest_busybox() -> Result<()> {
+    let target = guest_busybox_path();
+    if target.exists() {
+        eprintln!("    busybox-static:arm64: present");
+        return Ok(());
+    }
+    require_root("fetching busybox-static:arm64 (the arm64 guest's shell)")?;
+    let foreign = run::probe("dpkg", ["--print-foreign-architectures"]).unwrap_or_default();
+    if !foreign.lines().any(|arch| arch == "arm64") {
+        eprintln!("    dpkg --add-architecture arm64 (to download busybox-static:arm64)");
+        run::status(Command::new("dpkg").args(["--add-architecture", "arm64"]))?;
+        run::status(Command::new("apt-get").args(["update", "-q"]))?;
+    }
+    let download = paths::cache().join("busybox-arm64.download");
+    let _ = fs::remove_dir_all(&download);
+    fs::create_dir_all(&download)?;
+    eprintln!("    apt-get download busybox-static:arm64");
+    let fetched = run::status(
+        Command::new("apt-get")
+            // Into root's cache, which apt's sandbox user cannot write to.
+            .args(["download", "-q", "-o", "APT::Sandbox::User=root"])
+            .arg("busybox-static:arm64")
+            .current_dir(&download),
+    );
+    if fetched.is_err() {
+        // The arm64 package lists may be missing or stale after the architecture was added.
+        run::status(Command::new("apt-get").args(["update", "-q"]))?;
+        run::status(
+            Command::new("apt-get")
+                // Into root's cache, which apt's sandbox user cannot write to.
+                .args(["download", "-q", "-o", "APT::Sandbox::User=root"])
+                .arg("busybox-static:arm64")
+                .current_dir(&download),
+        )
+        .context("apt-get could not download busybox-static:arm64")?;
+    }
+    let deb = fs::read_dir(&download)?
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "deb"))
+        .context("apt-get download left no .deb")?;
+    let unpacked = download.join("root");
+    run::status(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
+    let dir = target.parent().context("busybox directory")?;
+    fs::create_dir_all(dir)?;
+    fs::copy(unpacked.join("bin/busybox"), &target)
+        .context("busybox-static:arm64 has no bin/busybox")?;
+    let _ = fs::remove_dir_all(&download);
+    eprintln!("    {}", target.display());
     Ok(())
 }
 

@@ -1,13 +1,15 @@
 //! `cargo xtask test`: formatting, lints, host tests, then the VM suite, with one summary.
 //!
 //! The VM suite boots the test kernel once and runs `tests/vm/run.sh`, which runs every
-//! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line.
+//! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The arm64
+//! test then records the same scenario with the static `dist` binaries in an x86_64 and an
+//! arm64 guest and compares the captures on the host (`twin.rs`).
 
 use std::process::{Command, ExitCode};
 
 use anyhow::Result;
 
-use crate::{kernel, modules, paths, run, setup, vm};
+use crate::{arch::Arch, kernel, modules, paths, run, setup, twin, vm};
 
 #[derive(clap::Args)]
 pub struct TestArgs {
@@ -21,6 +23,11 @@ pub struct TestArgs {
     /// (e.g. `kill9|churn`).
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
+    /// The VM tests of these architectures only (default: both): x86_64 is the VM suite,
+    /// aarch64 the arm64 test (the same scenario recorded in an arm64 and an x86_64 guest, with
+    /// the static `dist` binaries; not run with --filter).
+    #[arg(long = "arch", value_enum, value_name = "ARCH")]
+    pub arches: Vec<Arch>,
     #[command(flatten)]
     pub vm: vm::VmOptions,
 }
@@ -53,7 +60,13 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         if args.vm_only {
             setup::run()?;
         }
-        outcomes.push(check("VM suite", vm_suite(args)));
+        let all = args.arches.is_empty();
+        if all || args.arches.contains(&Arch::X86_64) {
+            outcomes.push(check("VM suite", vm_suite(args)));
+        }
+        if (all || args.arches.contains(&Arch::Aarch64)) && args.filter.is_none() {
+            outcomes.push(check("arm64 test", arm64_test(args)));
+        }
     }
     eprintln!();
     for outcome in &outcomes {
@@ -89,8 +102,20 @@ fn cargo(args: &[&str]) -> Result<()> {
     )
 }
 
+fn arm64_test(args: &TestArgs) -> Result<()> {
+    let started = run::step("arm64 test");
+    // The host build reads the captures (as in the VM suite).
+    cargo(&["build", "--package", "phytrace"])?;
+    twin::run(&args.vm, &paths::target().join("debug/phytrace"))?;
+    run::done("arm64 test", started);
+    Ok(())
+}
+
 fn vm_suite(args: &TestArgs) -> Result<()> {
-    let kernel = kernel::run(&kernel::KernelArgs { force: false })?;
+    let kernel = kernel::run(&kernel::KernelArgs {
+        force: false,
+        arch: crate::arch::Arch::X86_64,
+    })?;
     modules::build(&kernel)?;
     // The VM tests run target/debug/phytrace and target/debug/ax88772a-emulator (40-dongle-*).
     cargo(&[

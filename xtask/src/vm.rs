@@ -5,6 +5,12 @@
 //! directories, mounts `target/vm-out` read-write at the same path, then runs the command on
 //! the serial console and records its exit status. KVM is used when it works on this host
 //! (probed once and remembered), TCG otherwise.
+//!
+//! An aarch64 guest (`--arch aarch64`: QEMU `virt`, always TCG) boots the same init script with
+//! an arm64 busybox. It sees the same x86_64 host root but cannot run its programs: the init
+//! puts busybox's applets in `/run/phytrace-guest/bin`, the only directory on `PATH`, and runs
+//! the command with busybox `sh`, so the guest runs static arm64 binaries only (busybox, `cargo xtask
+//! dist`'s phytrace). See docs/arm64.md.
 
 use std::{
     env, fs,
@@ -17,7 +23,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::{kernel::Kernel, paths, run};
+use crate::{arch::Arch, kernel::Kernel, paths, run};
 
 /// Exit code when the guest did not finish within the timeout (as `timeout(1)`).
 pub const EXIT_TIMEOUT: u8 = 124;
@@ -29,6 +35,10 @@ const BUSYBOX: &str = "/bin/busybox";
 
 #[derive(clap::Args)]
 pub struct VmArgs {
+    /// The guest's architecture (aarch64: QEMU `virt`, TCG; the guest runs static aarch64
+    /// binaries only, see docs/arm64.md).
+    #[arg(long, value_enum, default_value_t = Arch::X86_64)]
+    pub arch: Arch,
     #[command(flatten)]
     pub options: VmOptions,
     /// The command to run in the guest, as root (default: an interactive shell).
@@ -50,7 +60,8 @@ pub struct VmOptions {
     /// Accelerator: KVM if it works here, else TCG (software emulation).
     #[arg(long, value_enum, default_value_t = Accel::Auto)]
     pub accel: Accel,
-    /// The phytrace binary the guest sees as $PHYTRACE_BIN [default: target/debug/phytrace].
+    /// The phytrace binary the guest sees as $PHYTRACE_BIN [default: target/debug/phytrace; for
+    /// aarch64 the static build of `cargo xtask dist`].
     #[arg(long, value_name = "PATH")]
     pub bin: Option<PathBuf>,
 }
@@ -63,12 +74,22 @@ pub enum Accel {
 }
 
 pub fn run(args: &VmArgs) -> Result<ExitCode> {
-    let kernel = crate::kernel::locate()?;
-    let command = if args.command.is_empty() {
+    let kernel = crate::kernel::locate(args.arch)?;
+    let command = if args.command.is_empty() && kernel.arch != Arch::X86_64 {
+        vec!["sh".to_owned()]
+    } else if args.command.is_empty() {
         vec!["/bin/bash".to_owned(), "-l".to_owned()]
     } else {
         args.command.clone()
     };
+    let dist_binary = crate::dist::binary(kernel.arch);
+    if kernel.arch != Arch::X86_64 && args.options.bin.is_none() && !dist_binary.exists() {
+        eprintln!(
+            "xtask vm: {} is not built: `cargo xtask dist --arch {}` builds the phytrace this guest can run",
+            dist_binary.display(),
+            kernel.arch
+        );
+    }
     let code = boot(&kernel, &args.options, &command)?;
     Ok(ExitCode::from(code))
 }
@@ -78,7 +99,10 @@ pub fn run(args: &VmArgs) -> Result<ExitCode> {
 /// another binary).
 pub fn prepare_release(options: &VmOptions) -> Result<(Kernel, VmOptions)> {
     crate::setup::run()?;
-    let kernel = crate::kernel::run(&crate::kernel::KernelArgs { force: false })?;
+    let kernel = crate::kernel::run(&crate::kernel::KernelArgs {
+        force: false,
+        arch: crate::arch::Arch::X86_64,
+    })?;
     crate::modules::build(&kernel)?;
     let started = run::step("building phytrace (release)");
     run::status(
@@ -115,17 +139,21 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
     let _ = fs::remove_dir_all(&run_dir);
     fs::create_dir_all(&run_dir)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let bin = options
-        .bin
-        .clone()
-        .unwrap_or_else(|| paths::target().join("debug/phytrace"));
+    let arch = kernel.arch;
+    let bin = options.bin.clone().unwrap_or_else(|| match arch {
+        Arch::X86_64 => paths::target().join("debug/phytrace"),
+        other => crate::dist::binary(other),
+    });
     fs::write(
         run_dir.join("run.sh"),
-        guest_script(command, &bin, interactive)?,
+        guest_script(command, &bin, interactive, arch)?,
     )?;
 
-    let initramfs = initramfs()?;
+    let initramfs = initramfs(arch)?;
+    let native = Arch::host() == Some(arch);
+    // Another architecture's guest is always emulated.
     let accel = match options.accel {
+        _ if !native => Accel::Tcg,
         Accel::Auto if kvm_works(kernel, &initramfs) => Accel::Kvm,
         Accel::Auto => Accel::Tcg,
         chosen => chosen,
@@ -148,7 +176,7 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
     .stderr(Stdio::inherit());
     let mut child = qemu
         .spawn()
-        .context("could not start qemu-system-x86_64: run `cargo xtask setup`")?;
+        .with_context(|| format!("could not start {}: run `cargo xtask setup`", arch.qemu()))?;
     let mut stdout = child.stdout.take().context("qemu's stdout")?;
     let pump = thread::spawn(move || {
         // Serial output arrives with CRLF line ends; keep them for a terminal only.
@@ -213,17 +241,24 @@ fn shell_quote(arg: &str) -> String {
     format!("'{}'", arg.replace('\'', r"'\''"))
 }
 
+/// Where a foreign-architecture guest's init puts busybox and its applets (on a tmpfs).
+const GUEST_BIN: &str = "/run/phytrace-guest/bin";
+
 /// The script the guest runs: environment, working directory, terminal size, the command.
-fn guest_script(command: &[String], bin: &Path, interactive: bool) -> Result<String> {
+fn guest_script(command: &[String], bin: &Path, interactive: bool, arch: Arch) -> Result<String> {
     let workspace = paths::workspace();
     let cwd = env::current_dir()?;
     let mut script = String::from("set -e\n");
-    let vars = [
-        (
-            "PATH",
+    let path = match arch {
+        Arch::X86_64 => {
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/root/.cargo/bin"
-                .to_owned(),
-        ),
+                .to_owned()
+        }
+        // The host's programs are for another architecture: busybox's applets only.
+        _ => GUEST_BIN.to_owned(),
+    };
+    let vars = [
+        ("PATH", path),
         ("HOME", "/root".to_owned()),
         ("LANG", "C.UTF-8".to_owned()),
         (
@@ -231,7 +266,11 @@ fn guest_script(command: &[String], bin: &Path, interactive: bool) -> Result<Str
             env::var("TERM").unwrap_or_else(|_| "linux".to_owned()),
         ),
         ("PHYTRACE_ROOT", workspace.display().to_string()),
-        ("PHYTRACE_MODULES", paths::modules().display().to_string()),
+        (
+            "PHYTRACE_MODULES",
+            crate::modules::dir(arch).display().to_string(),
+        ),
+        ("PHYTRACE_ARCH", arch.name().to_owned()),
         ("PHYTRACE_OUT", paths::vm_out().display().to_string()),
         ("PHYTRACE_BIN", bin.display().to_string()),
     ];
@@ -273,12 +312,27 @@ fn qemu_command(
     run_dir: &Path,
     interactive: bool,
 ) -> Command {
-    let mut cmd = Command::new("qemu-system-x86_64");
-    cmd.args(["-M", "microvm,acpi=off,rtc=on"]);
-    match accel {
-        Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host,-arch-capabilities"]),
-        _ => cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"]),
-    };
+    let arch = kernel.arch;
+    let mut cmd = Command::new(arch.qemu());
+    match arch {
+        Arch::X86_64 => {
+            cmd.args(["-M", "microvm,acpi=off,rtc=on"]);
+            match accel {
+                Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host,-arch-capabilities"]),
+                _ => cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"]),
+            };
+        }
+        // Pointer authentication with QEMU's own (fast) algorithm: the architected one is slow
+        // under TCG.
+        Arch::Aarch64 => {
+            cmd.args(["-M", "virt"]).args([
+                "-accel",
+                "tcg,thread=multi",
+                "-cpu",
+                "max,pauth-impdef=on",
+            ]);
+        }
+    }
     let signal = if interactive { "off" } else { "on" };
     cmd.args([
         "-smp",
@@ -302,18 +356,28 @@ fn qemu_command(
         "chardev:console",
     ])
     .arg("-kernel")
-    .arg(kernel.bzimage())
+    .arg(kernel.image())
     .arg("-initrd")
     .arg(initramfs)
     .arg("-append")
     .arg(format!(
-        "console=ttyS0 quiet reboot=t panic=-1 oops=panic rdinit=/init tsc=reliable no_timer_check \
-             {}PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={} PHYTRACE_VM_MODULES={}",
-        tsc_khz().map_or(String::new(), |khz| format!("tsc_early_khz={khz} ")),
+        "console={} quiet panic=-1 oops=panic rdinit=/init {}\
+             PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={} PHYTRACE_VM_MODULES={}",
+        arch.console(),
+        match arch {
+            Arch::X86_64 => format!(
+                "reboot=t tsc=reliable no_timer_check {}",
+                tsc_khz().map_or(String::new(), |khz| format!("tsc_early_khz={khz} "))
+            ),
+            // The host root's programs cannot run here: init uses its own busybox.
+            _ => format!("PHYTRACE_VM_GUEST_BIN={GUEST_BIN} "),
+        },
         out.display(),
         run_dir.display(),
         kept_directories().join(","),
-        crate::modules::tree().join("lib/modules").display()
+        crate::modules::tree(kernel.arch)
+            .join("lib/modules")
+            .display()
     ))
     .args([
         "-fsdev",
@@ -360,10 +424,17 @@ fn tsc_khz() -> Option<u64> {
     Some((mhz * 1000.0) as u64)
 }
 
-/// The initramfs (busybox + `/init`), cached by content.
-fn initramfs() -> Result<PathBuf> {
-    let busybox = fs::read(BUSYBOX).with_context(|| {
-        format!("reading {BUSYBOX}: install busybox-static (`cargo xtask setup`)")
+/// The initramfs (`arch`'s busybox + `/init`), cached by content.
+fn initramfs(arch: Arch) -> Result<PathBuf> {
+    let source = match arch {
+        Arch::X86_64 => PathBuf::from(BUSYBOX),
+        _ => crate::setup::guest_busybox_path(),
+    };
+    let busybox = fs::read(&source).with_context(|| {
+        format!(
+            "reading {}: install busybox-static (`cargo xtask setup`)",
+            source.display()
+        )
     })?;
     let key = crate::kernel::fnv1a(&[INIT_SCRIPT.as_bytes(), &busybox]);
     let image = paths::cache().join(format!("initramfs-{key:016x}.cpio"));
@@ -484,6 +555,7 @@ mod tests {
             &["echo".into(), "a'b".into()],
             Path::new("/bin/phytrace"),
             false,
+            Arch::X86_64,
         )
         .unwrap();
         assert!(script.contains("export PHYTRACE_MODULES="));

@@ -1,8 +1,12 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # phytrace VM init: mount the host's root read-only, the output directory read-write, the
 # kernel's pseudo file systems, then run $PHYTRACE_VM_RUN/run.sh on the serial console and
 # record its exit status in $PHYTRACE_VM_RUN/status. The kernel passes PHYTRACE_VM_* from its
 # command line as environment variables.
+# PHYTRACE_VM_GUEST_BIN set: the host root's programs are for another architecture (an arm64
+# guest on an x86_64 host). This busybox and its applets are then copied to that directory of
+# the guest's /run and the command runs with its sh, that directory first on PATH.
 B=/bin/busybox
 $B mount -t proc proc /proc
 $B mount -t devtmpfs dev /dev
@@ -45,15 +49,40 @@ $B mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "/host$PHYTRACE
 if [ -d "/host$PHYTRACE_VM_MODULES" ]; then
     $B mount -o bind "/host$PHYTRACE_VM_MODULES" /host/lib/modules
 fi
-printf '#!/bin/busybox sh\nexec /bin/busybox chroot /host /sbin/modprobe "$@"\n' >/bin/modprobe
-printf '#!/bin/busybox sh\n[ "$ACTION" = add ] && [ -n "$MODALIAS" ] && exec /bin/busybox chroot /host /sbin/modprobe -q "$MODALIAS"\nexit 0\n' >/bin/hotplug
+SHELL_BIN=/bin/sh
+MODPROBE=/sbin/modprobe
+SETSID="/usr/bin/setsid -c -w"
+if [ -n "$PHYTRACE_VM_GUEST_BIN" ]; then
+    G="/host$PHYTRACE_VM_GUEST_BIN"
+    $B mkdir -p "$G"
+    $B cp $B "$G/busybox"
+    # From inside the chroot, so that the applet links name the copy by its path there.
+    $B chroot /host "$PHYTRACE_VM_GUEST_BIN/busybox" --install -s "$PHYTRACE_VM_GUEST_BIN"
+    SHELL_BIN="$PHYTRACE_VM_GUEST_BIN/sh"
+    MODPROBE="$PHYTRACE_VM_GUEST_BIN/modprobe"
+    SETSID="$PHYTRACE_VM_GUEST_BIN/setsid -c"
+fi
+# The helpers expand their own variables when they run.
+# shellcheck disable=SC2016
+printf '#!/bin/busybox sh\nexec /bin/busybox chroot /host %s "$@"\n' "$MODPROBE" >/bin/modprobe
+# shellcheck disable=SC2016
+printf '#!/bin/busybox sh\n[ "$ACTION" = add ] && [ -n "$MODALIAS" ] && exec /bin/busybox chroot /host %s -q "$MODALIAS"\nexit 0\n' "$MODPROBE" >/bin/hotplug
 $B chmod 755 /bin/modprobe /bin/hotplug
 echo /bin/modprobe >/proc/sys/kernel/modprobe
 echo /bin/hotplug >/proc/sys/kernel/hotplug
 $B mkdir -p /host/run/modprobe.d
 printf 'blacklist ax88796b\nblacklist ax88796b_rust\n' >/host/run/modprobe.d/phytrace-asix.conf
+# busybox's modprobe reads /etc/modprobe.d only (and the host's files there are not the guest's).
+if [ -n "$PHYTRACE_VM_GUEST_BIN" ] && [ -d /host/etc/modprobe.d ]; then
+    $B mount -t tmpfs tmpfs /host/etc/modprobe.d
+    $B cp /host/run/modprobe.d/phytrace-asix.conf /host/etc/modprobe.d/
+fi
 $B hostname phytrace-vm
-$B chroot /host /usr/bin/setsid -c -w /bin/sh "$PHYTRACE_VM_RUN/run.sh" </dev/ttyS0 >/dev/ttyS0 2>&1
+# The console: ttyS0 (x86_64) or ttyAMA0 (arm64's PL011).
+TTY=/dev/ttyS0
+[ -e /dev/ttyAMA0 ] && TTY=/dev/ttyAMA0
+# shellcheck disable=SC2086,SC2094  # $SETSID is a command with its options; the console is read and written
+$B chroot /host $SETSID "$SHELL_BIN" "$PHYTRACE_VM_RUN/run.sh" <$TTY >$TTY 2>&1
 echo $? > "/host$PHYTRACE_VM_RUN/status"
 $B sync
 $B reboot -f

@@ -206,7 +206,7 @@ pub struct EventLink {
 /// `PERF_TYPE_TRACEPOINT`.
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 /// `PERF_EVENT_IOC_ENABLE`.
-const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
 /// `PERF_FLAG_FD_CLOEXEC`.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 /// `BPF_LINK_CREATE`.

@@ -1,0 +1,108 @@
+#!/bin/sh
+# shellcheck shell=dash
+# The scenario recorded on both architectures and compared afterwards on the host (`cargo xtask
+# test`, docs/arm64.md): the Rust Asix driver binds to one simulated AX88772A, its link comes up,
+# the cable is unplugged (phylib NOLINK: link_change_notify re-initialises the PHY) and
+# replugged, then unplugged again with the next BMCR write failing (-EIO) and replugged.
+# `phytrace doctor` must find the kernel traceable first.
+# `phytrace record` ($PHYTRACE_BIN) captures it all to $PHYTRACE_OUT/twin-ARCH.ptrace.
+#
+# POSIX sh only, no program but busybox's applets and phytrace: the arm64 guest runs static
+# arm64 binaries only (busybox sh and `cargo xtask dist`'s phytrace).
+set -eu
+: "${PHYTRACE_BIN:?}" "${PHYTRACE_MODULES:?}" "${PHYTRACE_OUT:?}"
+ARCH=${PHYTRACE_ARCH:-$(uname -m)}
+CAPTURE="$PHYTRACE_OUT/twin-$ARCH.ptrace"
+SIM=/sys/kernel/debug/phy_sim/sim0
+RECORD_PID=
+
+say() { echo "[twin $ARCH] $*"; }
+fail() {
+    echo "[twin $ARCH] FAIL: $*" >&2
+    [ ! -e "$SIM/info" ] || cat "$SIM/info" >&2
+    dmesg | tail -n 20 >&2
+    exit 1
+}
+cleanup() {
+    [ -z "$RECORD_PID" ] || kill -9 "$RECORD_PID" 2>/dev/null || true
+    [ ! -e /sys/class/net/sim0 ] || ip link set dev sim0 down 2>/dev/null || true
+    for module in phy_sim ax88796b_rust; do rmmod "$module" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# wait_until SECONDS WHAT COMMAND...: polls COMMAND every 0.1 s until it succeeds.
+wait_until() {
+    limit=$(($1 * 10)) what=$2 n=0
+    shift 2
+    until "$@"; do
+        n=$((n + 1))
+        [ "$n" -le "$limit" ] || fail "$what (not within $((limit / 10)) s)"
+        sleep 0.1
+    done
+}
+
+info() { sed -n "s/^$1: //p" "$SIM/info"; }
+total() { sed -n "s/^$1 //p" "$SIM/counters"; }
+# wr_err REG: the register's failed writes (counters: reg, name, reads, writes, rd_err, wr_err).
+wr_err() { awk -v r="$1" '$2 == r { print $6 }' "$SIM/counters"; }
+is() { [ "$(info "$1")" = "$2" ]; }
+at_least() { [ "$($1 "$2")" -ge "$3" ]; }
+link_is_up() { is carrier 1 && is phy_speed 100 && is phy_duplex full && is state RUNNING; }
+link_is_down() { is carrier 0 && is state NOLINK; }
+recording() { grep -q "recording to" "$CAPTURE.stderr" 2>/dev/null; }
+resets_done() { at_least total resets "$1" && [ "$(sed -n 's/^0x00 BMCR *//p' "$SIM/regs")" = 0x3100 ]; }
+
+cleanup
+mkdir -p "$PHYTRACE_OUT"
+rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.doctor"
+"$PHYTRACE_BIN" doctor >"$CAPTURE.doctor" 2>&1 || { cat "$CAPTURE.doctor"; fail "phytrace doctor"; }
+say "ok: $(tail -n 1 "$CAPTURE.doctor")"
+insmod "$PHYTRACE_MODULES/ax88796b_rust.ko"
+"$PHYTRACE_BIN" record -o "$CAPTURE" 2>"$CAPTURE.stderr" &
+RECORD_PID=$!
+wait_until 60 "phytrace record started" recording
+say "recording with $("$PHYTRACE_BIN" --version)"
+
+insmod "$PHYTRACE_MODULES/phy_sim.ko" phys=ax88772a@1 aneg_delay_ms=50 reset_delay_ms=5
+wait_until 10 "phy_sim's debugfs" test -e "$SIM/info"
+driver=$(info driver)
+[ "$driver" = "Asix Electronics AX88772A" ] || fail "bound driver: $driver"
+module=$(readlink "/sys/bus/mdio_bus/drivers/$driver/module")
+[ "${module##*/}" = ax88796b_rust ] || fail "bound module: ${module##*/}"
+say "ok: bound to $driver (${module##*/})"
+
+ip link set dev sim0 up
+wait_until 20 "link up at 100/full" link_is_up
+say "ok: link up at 100/full"
+
+echo 0 >"$SIM/counters"
+echo 0 >"$SIM/cable"
+wait_until 20 "NOLINK after the unplug" link_is_down
+wait_until 20 "the NOLINK re-init (one soft reset, BMCR back to 0x3100)" resets_done 1
+say "ok: unplugged, NOLINK, PHY re-initialised"
+echo 1 >"$SIM/cable"
+wait_until 20 "link up again after the replug" link_is_up
+say "ok: replugged, link up"
+
+echo 0 >"$SIM/counters"
+echo "BMCR -5 1 w" >"$SIM/inject"
+echo 0 >"$SIM/cable"
+wait_until 20 "NOLINK after the second unplug" link_is_down
+wait_until 20 "the injected BMCR write error" at_least wr_err BMCR 1
+say "ok: unplugged, the BMCR write failed with -EIO"
+echo 1 >"$SIM/cable"
+wait_until 20 "link up after the failed re-init" link_is_up
+echo clear >"$SIM/inject"
+say "ok: replugged, link up"
+
+ip link set dev sim0 down
+wait_until 20 "PHY halted" is state HALTED
+kill -INT "$RECORD_PID"
+wait "$RECORD_PID" || fail "phytrace record exited with status $?"
+RECORD_PID=
+cat "$CAPTURE.stderr"
+events=$("$PHYTRACE_BIN" dump --format json "$CAPTURE" | wc -l)
+[ "$events" -gt 20 ] || fail "only $events events in $CAPTURE"
+"$PHYTRACE_BIN" dump --format json "$CAPTURE" | grep -q '"op":"write".*"error":-5' ||
+    fail "no MDIO write with errno -5 in $CAPTURE"
+say "ok: $events events in $CAPTURE, the failed write among them"

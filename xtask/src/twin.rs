@@ -1,0 +1,289 @@
+//! The arm64 test: the static `dist` binaries record the same scenario (`tests/arm64/scenario.sh`)
+//! with the Rust driver and one simulated AX88772A in an x86_64 guest and in an arm64 guest;
+//! then the host build's `check`, `dump` and `diff` must tell the same story of both captures.
+//!
+//! "The same story": the check verdicts are equal rule by rule; the decoded events are equal
+//! once timing is taken out (timestamps, latencies, CPUs and thread ids) and so are the reads
+//! and `read_status` polls, whose number depends on how fast the guest runs; `diff
+//! --ignore-reads` finds the MDIO sequences equal.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use serde_json::Value;
+
+use crate::{arch::Arch, dist, kernel, modules, paths, run, vm};
+
+/// The scenario both guests run.
+const SCENARIO: &str = "tests/arm64/scenario.sh";
+/// The spec the captures are checked against.
+const SPEC: &str = "specs/ax88796b.spec";
+
+/// The capture the scenario leaves for `arch`.
+pub fn capture(arch: Arch) -> PathBuf {
+    paths::vm_out().join(format!("twin-{arch}.ptrace"))
+}
+
+/// Builds what the test needs, records the scenario in both guests (one after the other) and
+/// compares the captures with `host_phytrace`.
+pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
+    dist::build_all(&Arch::ALL)?;
+    let mut kernels = Vec::new();
+    for arch in Arch::ALL {
+        let kernel = kernel::run(&kernel::KernelArgs { force: false, arch })?;
+        modules::build(&kernel)?;
+        kernels.push(kernel);
+    }
+    let command = vec![
+        "sh".to_owned(),
+        paths::workspace().join(SCENARIO).display().to_string(),
+    ];
+    for kernel in &kernels {
+        let arch = kernel.arch;
+        let started = run::step(&format!("arm64 test: the scenario in the {arch} guest"));
+        let mut options = options.clone();
+        options.bin = Some(dist::binary(arch));
+        let _ = std::fs::remove_file(capture(arch));
+        let code = vm::boot(kernel, &options, &command)?;
+        ensure!(
+            code == 0,
+            "the scenario failed in the {arch} guest (exit status {code})"
+        );
+        run::done(&format!("{arch} guest"), started);
+    }
+    compare(
+        host_phytrace,
+        &capture(Arch::X86_64),
+        &capture(Arch::Aarch64),
+    )
+}
+
+/// `check`, `dump` and `diff` of the two captures agree.
+pub fn compare(phytrace: &Path, a: &Path, b: &Path) -> Result<()> {
+    let spec = paths::workspace().join(SPEC);
+    let verdicts = |capture: &Path| -> Result<Vec<String>> {
+        let out = Command::new(phytrace)
+            .arg("check")
+            .arg("--spec")
+            .arg(&spec)
+            .arg(capture)
+            .output()
+            .context("running phytrace check")?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines = verdict_lines(&text);
+        ensure!(
+            !lines.is_empty(),
+            "phytrace check printed no verdicts for {}: {}",
+            capture.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        Ok(lines)
+    };
+    let (check_a, check_b) = (verdicts(a)?, verdicts(b)?);
+    if check_a != check_b {
+        bail!(
+            "phytrace check disagrees:\n  {}:\n    {}\n  {}:\n    {}",
+            a.display(),
+            check_a.join("\n    "),
+            b.display(),
+            check_b.join("\n    ")
+        );
+    }
+    ensure!(
+        check_a.iter().any(|line| line.starts_with("ok ")),
+        "phytrace check: no rule holds on the captures"
+    );
+    eprintln!("    check: the same {} verdicts on both", check_a.len());
+    for line in &check_a {
+        eprintln!("      {line}");
+    }
+
+    let story = |capture: &Path| -> Result<Vec<String>> {
+        let json = run::output(
+            Command::new(phytrace)
+                .args(["dump", "--format", "json"])
+                .arg(capture),
+        )?;
+        story(&json)
+    };
+    let (story_a, story_b) = (story(a)?, story(b)?);
+    if let Some(at) =
+        (0..story_a.len().max(story_b.len())).find(|&i| story_a.get(i) != story_b.get(i))
+    {
+        bail!(
+            "phytrace dump: the captures differ at event {at} (timing, reads and polls left out):\n  {}: {}\n  {}: {}",
+            a.display(),
+            story_a.get(at).map_or("(end)", String::as_str),
+            b.display(),
+            story_b.get(at).map_or("(end)", String::as_str)
+        );
+    }
+    ensure!(
+        story_a.iter().any(|line| line.contains("error=-5")),
+        "the captures have no MDIO write failing with -5 (EIO)"
+    );
+    eprintln!(
+        "    dump: the same {} events and read attributions on both (timing, read counts and polls left out)",
+        story_a.len()
+    );
+
+    let diff = Command::new(phytrace)
+        .args(["diff", "--ignore-reads"])
+        .arg(a)
+        .arg(b)
+        .output()
+        .context("running phytrace diff")?;
+    let text = String::from_utf8_lossy(&diff.stdout);
+    if !diff.status.success() {
+        bail!("phytrace diff --ignore-reads finds the captures different:\n{text}");
+    }
+    eprintln!(
+        "    diff --ignore-reads: {}",
+        text.lines().last().unwrap_or_default().trim()
+    );
+    // With the reads, for the log only: how often phylib polls depends on the guest's speed.
+    if let Ok(full) = Command::new(phytrace).arg("diff").arg(a).arg(b).output() {
+        eprintln!(
+            "    diff (reads too, not compared: polling depends on speed): {}",
+            String::from_utf8_lossy(&full.stdout)
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim()
+        );
+    }
+    Ok(())
+}
+
+/// The verdict lines of `phytrace check` (`  ok    RULE  on N PHYs`, `  FAIL  …`).
+fn verdict_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            line.strip_prefix("  ").is_some_and(|rest| {
+                let word = rest.split_whitespace().next().unwrap_or_default();
+                !rest.starts_with(' ') && matches!(word, "ok" | "FAIL" | "n/a" | "skip" | "-")
+            })
+        })
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// The field `path` (dotted) of `event`, as text.
+fn field(event: &Value, path: &str) -> String {
+    let mut value = event;
+    for key in path.split('.') {
+        value = &value[key];
+    }
+    match value {
+        Value::Null => "-".to_owned(),
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The decoded events of a `dump --format json`, one line each, without what depends on the
+/// guest's speed: timestamps, latencies, CPU and thread, MDIO reads and `read_status` polls.
+/// The reads are summed up at the end as which callback read which register of which PHY
+/// (their attribution), without their number.
+fn story(json: &str) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    let mut reads = std::collections::BTreeSet::new();
+    for (n, line) in json.lines().enumerate() {
+        let event: Value = serde_json::from_str(line)
+            .with_context(|| format!("line {} of phytrace dump --format json", n + 1))?;
+        let kind = field(&event, "kind");
+        let phy = format!(
+            "{}:{} {} {}",
+            field(&event, "phy.bus"),
+            field(&event, "phy.addr"),
+            field(&event, "phy.phy_id"),
+            field(&event, "phy.driver")
+        );
+        let text = match kind.as_str() {
+            "mdio" if field(&event, "op") == "read" => {
+                reads.insert(format!(
+                    "{phy} reads reg={} in {} ({})",
+                    field(&event, "reg"),
+                    field(&event, "caller.name"),
+                    field(&event, "caller.driver_type")
+                ));
+                continue;
+            }
+            "callback_enter" | "callback_exit"
+                if field(&event, "callback.name") == "read_status" =>
+            {
+                continue;
+            }
+            "mdio" => format!(
+                "{phy} {} write reg={} value={} error={} caller={} ({}) state={}",
+                kind,
+                field(&event, "reg"),
+                field(&event, "value"),
+                field(&event, "error"),
+                field(&event, "caller.name"),
+                field(&event, "caller.driver_type"),
+                field(&event, "state.name")
+            ),
+            "callback_enter" => format!(
+                "{phy} enter {} ({}) depth={} state={}",
+                field(&event, "callback.name"),
+                field(&event, "callback.driver_type"),
+                field(&event, "depth"),
+                field(&event, "state.name")
+            ),
+            "callback_exit" => format!(
+                "{phy} exit {} depth={} ret={} state={}->{} link={}/{}/{}",
+                field(&event, "callback.name"),
+                field(&event, "depth"),
+                field(&event, "ret"),
+                field(&event, "state_before.name"),
+                field(&event, "state_after.name"),
+                field(&event, "link.up"),
+                field(&event, "link.speed"),
+                field(&event, "link.duplex")
+            ),
+            "attached" | "detached" => format!(
+                "{kind} {} callbacks={}",
+                field(&event, "module"),
+                field(&event, "callbacks")
+            ),
+            other => format!("{other} {phy}"),
+        };
+        lines.push(text);
+    }
+    lines.extend(reads);
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_are_the_rule_lines_only() {
+        let text = "phytrace check: a.ptrace (123 events) against s.spec\n  ok    rule one  on 3 PHYs\n  FAIL  rule two  on 1 PHY\n      at 1.234 something\n\na.ptrace: 2 rules, 1 failed\n";
+        assert_eq!(
+            verdict_lines(text),
+            ["ok rule one on 3 PHYs", "FAIL rule two on 1 PHY"]
+        );
+    }
+
+    #[test]
+    fn the_story_leaves_timing_reads_and_polls_out() {
+        let json = r#"{"ts_ns":1,"cpu":0,"tid":0,"kind":"attached","module":"m","callbacks":5,"reattached":false}
+{"ts_ns":2,"cpu":1,"tid":9,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"mdio","op":"read","reg":1,"value":0,"latency_ns":5}
+{"ts_ns":3,"cpu":1,"tid":9,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"callback_enter","callback":{"name":"read_status","driver_type":"T"},"depth":1,"state":{"value":5,"name":"RUNNING"}}
+{"ts_ns":4,"cpu":0,"tid":8,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"mdio","op":"write","reg":0,"value":0,"error":-5,"latency_ns":6,"caller":{"name":"soft_reset","driver_type":"T"},"state":{"value":4,"name":"NOLINK"}}"#;
+        let lines = story(json).unwrap();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], "attached m callbacks=5");
+        assert_eq!(
+            lines[1],
+            "b:1 7 D mdio write reg=0 value=0 error=-5 caller=soft_reset (T) state=NOLINK"
+        );
+        assert_eq!(lines[2], "b:1 7 D reads reg=1 in - (-)");
+    }
+}
