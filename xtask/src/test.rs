@@ -106,7 +106,11 @@ fn arm64_test(args: &TestArgs) -> Result<()> {
     let started = run::step("arm64 test");
     // The host build reads the captures (as in the VM suite).
     cargo(&["build", "--package", "phytrace"])?;
-    twin::run(&args.vm, &paths::target().join("debug/phytrace"))?;
+    // One test: the same scenario in both guests, and their captures agree.
+    let result = twin::run(&args.vm, &paths::target().join("debug/phytrace"));
+    let passed = usize::from(result.is_ok());
+    eprintln!("arm64: {passed} passed, {} failed", 1 - passed);
+    result?;
     run::done("arm64 test", started);
     Ok(())
 }
