@@ -243,13 +243,3 @@ pub enum Guarantee {
     /// Attached after the module was seen loaded: callbacks before that are missed.
     AfterLoad,
 }
-
-impl Guarantee {
-    /// The name used in capture headers and output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::FirstCallback => "first_callback",
-            Self::AfterLoad => "after_load",
-        }
-    }
-}

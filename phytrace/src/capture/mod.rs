@@ -33,6 +33,16 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// Where its time starts: the earliest event, or the header's clock if that is earlier.
+    pub fn origin_ns(&self) -> u64 {
+        let boot_ns = self.header.clock.boot_ns;
+        self.events
+            .iter()
+            .map(|e| e.ts_ns)
+            .min()
+            .map_or(boot_ns, |first| first.min(boot_ns))
+    }
+
     /// Reads `path` completely.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         Ok(Self::collect(Reader::open(path)?))

@@ -32,14 +32,7 @@ struct Entry {
 
 /// Builds the trace: a JSON object with `traceEvents`, sorted by time.
 pub fn trace(capture: &Capture) -> Value {
-    let origin = capture
-        .events
-        .iter()
-        .map(|e| e.ts_ns)
-        .min()
-        .map_or(capture.header.clock.boot_ns, |first| {
-            first.min(capture.header.clock.boot_ns)
-        });
+    let origin = capture.origin_ns();
     let us = |ns: u64| ns.saturating_sub(origin) as f64 / 1e3;
     let mut model = Model::new();
     let mut collector = Collector::new(origin);

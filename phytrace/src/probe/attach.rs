@@ -8,8 +8,8 @@ use aya::{
 use super::loader::explain_refusal;
 use crate::exit::{Failure, FailureKind};
 
-/// Loads (once) the kprobe program `program` and attaches it to `symbol`.
-pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KProbeLinkId> {
+/// The kprobe program `program`, loaded into the kernel (once).
+pub fn loaded_kprobe<'a>(ebpf: &'a mut Ebpf, program: &str) -> anyhow::Result<&'a mut KProbe> {
     let probe: &mut KProbe = ebpf
         .program_mut(program)
         .ok_or_else(|| anyhow::anyhow!("the eBPF object has no program `{program}`"))?
@@ -19,7 +19,12 @@ pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KP
             .load()
             .map_err(|err| explain_refusal(&format!("loading the `{program}` program"), &err))?;
     }
-    probe
+    Ok(probe)
+}
+
+/// Loads (once) the kprobe program `program` and attaches it to `symbol`.
+pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KProbeLinkId> {
+    loaded_kprobe(ebpf, program)?
         .attach(symbol, 0)
         .map_err(|err| explain(&err, program, symbol).into())
 }

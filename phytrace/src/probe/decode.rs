@@ -13,10 +13,15 @@ fn is_void(callback: &str) -> bool {
     matches!(callback, "link_change_notify" | "remove")
 }
 
+/// The bytes of a NUL-padded C string field, up to the first NUL.
+fn c_bytes(field: &[u8]) -> &[u8] {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    &field[..end]
+}
+
 /// A NUL-padded C string field as text.
 pub fn c_string(field: &[u8]) -> String {
-    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
-    String::from_utf8_lossy(&field[..end]).into_owned()
+    String::from_utf8_lossy(c_bytes(field)).into_owned()
 }
 
 /// What the decoder needs to know about the probes: probe key → callback.
@@ -48,8 +53,7 @@ impl Texts {
     const MAX: usize = 256;
 
     fn get(&mut self, field: &[u8]) -> Text {
-        let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
-        let bytes = &field[..end];
+        let bytes = c_bytes(field);
         if let Some(text) = self.0.get(bytes) {
             return text.clone();
         }

@@ -5,48 +5,47 @@
 //! Each callback has a probe key, the cookie its programs are attached with: records name the
 //! callback by key, which stays the same across reloads of the module.
 
-use std::{collections::BTreeMap, os::fd::AsFd as _, path::PathBuf};
+use std::{collections::BTreeMap, os::fd::AsFd as _};
 
-use anyhow::{Context as _, Result};
-use aya::{Ebpf, programs::KProbe};
+use anyhow::Result;
+use aya::Ebpf;
 
 use super::{
+    attach::loaded_kprobe,
     decode::Decoder,
-    loader::explain_refusal,
     symbols::CallbackSymbol,
-    trace_events::{self, EventGroup, EventLink, Probe},
+    trace_events::{self, EventGroup, EventLink, Probe, TraceEventError},
+    tracer::monotonic_ns,
 };
 use crate::event::Callback;
-
-/// Where a module's callback symbols were read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SymbolSource {
-    /// The module file, before the module loaded.
-    ModuleFile(PathBuf),
-    /// `/proc/kallsyms`, with the module loaded.
-    Kallsyms,
-}
-
-impl std::fmt::Display for SymbolSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::ModuleFile(path) => write!(f, "{}", path.display()),
-            Self::Kallsyms => f.write_str("/proc/kallsyms"),
-        }
-    }
-}
+use crate::exit::{Failure, FailureKind};
 
 /// A module's callbacks, armed.
 pub struct ArmedModule {
-    pub source: SymbolSource,
     pub callbacks: Vec<ArmedCallback>,
+    /// `CLOCK_MONOTONIC` just before the first of its events was defined: a load of the module
+    /// before it was not probed from its first callback.
+    pub armed_ns: u64,
 }
 
-/// One callback's probe pair.
+/// One callback's probe pair: on entry, on return.
 pub struct ArmedCallback {
     pub symbol: CallbackSymbol,
-    events: [String; 2],
-    _links: [EventLink; 2],
+    probes: [ArmedEvent; 2],
+}
+
+/// A kprobe event of this session and the program attached to it.
+struct ArmedEvent {
+    name: String,
+    link: EventLink,
+}
+
+impl ArmedEvent {
+    /// Detaches the program, then removes the event (tracefs refuses to remove one in use).
+    fn remove(self, group: &mut EventGroup) {
+        drop(self.link);
+        group.remove(&self.name);
+    }
 }
 
 /// Every followed module's callback probes.
@@ -54,8 +53,8 @@ pub struct DriverProbes {
     // Declared before the group: the links close before the group removes their events
     // (tracefs refuses to remove an event in use).
     modules: BTreeMap<String, ArmedModule>,
-    /// Probes on functions of fixed name (the MAC side), with their events.
-    functions: Vec<(String, EventLink)>,
+    /// Probes on functions of fixed name (the MAC side).
+    functions: Vec<ArmedEvent>,
     group: EventGroup,
     keys: BTreeMap<(String, String), u64>,
     next_event: u32,
@@ -67,7 +66,7 @@ impl DriverProbes {
     pub fn new() -> Result<Self> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         Ok(Self {
-            group: EventGroup::open()?,
+            group: EventGroup::open().map_err(refused)?,
             keys: BTreeMap::new(),
             modules: BTreeMap::new(),
             functions: Vec::new(),
@@ -95,37 +94,18 @@ impl DriverProbes {
         decoder: &mut Decoder,
         module: &str,
         symbols: Vec<CallbackSymbol>,
-        source: SymbolSource,
     ) -> Result<()> {
         self.disarm(module);
-        let enter = program_fd(ebpf, "callback_enter")?;
-        let exit = program_fd(ebpf, "callback_exit")?;
+        let armed_ns = monotonic_ns();
         let mut callbacks = Vec::with_capacity(symbols.len());
         for symbol in symbols {
             let key = self.key(&symbol);
-            self.next_event += 1;
-            let base = format!("{module}_{}_{}", symbol.callback, self.next_event);
-            let events = [format!("{base}_e"), format!("{base}_r")];
-            let mut links = Vec::with_capacity(2);
-            for (event, probe, program) in [
-                (&events[0], Probe::Entry, &enter),
-                (
-                    &events[1],
-                    Probe::Return {
-                        max_active: self.max_active,
-                    },
-                    &exit,
-                ),
-            ] {
-                let id = self
-                    .group
-                    .define(event, probe, Some(module), &symbol.symbol)
-                    .context("arming a driver callback")?;
-                links.push(trace_events::attach(program.as_fd(), id, key, event)?);
-            }
-            let [first, second]: [EventLink; 2] = links
-                .try_into()
-                .map_err(|_| anyhow::anyhow!("two links per callback"))?;
+            let name = format!("{module}_{}", symbol.callback);
+            let place = (Some(module), symbol.symbol.as_str());
+            let probes = [
+                self.probe(ebpf, "callback_enter", &name, false, place, key)?,
+                self.probe(ebpf, "callback_exit", &name, true, place, key)?,
+            ];
             decoder.add_callback(
                 key,
                 Callback {
@@ -133,14 +113,15 @@ impl DriverProbes {
                     driver_type: symbol.driver_type.as_str().into(),
                 },
             );
-            callbacks.push(ArmedCallback {
-                symbol,
-                events,
-                _links: [first, second],
-            });
+            callbacks.push(ArmedCallback { symbol, probes });
         }
-        self.modules
-            .insert(module.to_owned(), ArmedModule { source, callbacks });
+        self.modules.insert(
+            module.to_owned(),
+            ArmedModule {
+                callbacks,
+                armed_ns,
+            },
+        );
         Ok(())
     }
 
@@ -154,20 +135,37 @@ impl DriverProbes {
         program: &str,
         on_return: bool,
     ) -> Result<()> {
-        let fd = program_fd(ebpf, program)?;
-        self.next_event += 1;
-        let event = format!("{program}_{}", self.next_event);
-        let probe = if on_return {
-            Probe::Return {
-                max_active: self.max_active,
-            }
-        } else {
-            Probe::Entry
-        };
-        let id = self.group.define(&event, probe, module, symbol)?;
-        let link = trace_events::attach(fd.as_fd(), id, 0, &event)?;
-        self.functions.push((event, link));
+        let probe = self.probe(ebpf, program, program, on_return, (module, symbol), 0)?;
+        self.functions.push(probe);
         Ok(())
+    }
+
+    /// Defines an event named after `name` on `place` (module, symbol), on entry or on return,
+    /// and attaches kprobe program `program` to it with `cookie`.
+    fn probe(
+        &mut self,
+        ebpf: &mut Ebpf,
+        program: &str,
+        name: &str,
+        on_return: bool,
+        (module, symbol): (Option<&str>, &str),
+        cookie: u64,
+    ) -> Result<ArmedEvent> {
+        let fd = loaded_kprobe(ebpf, program)?.fd()?.try_clone()?;
+        self.next_event += 1;
+        let (probe, end) = if on_return {
+            let max_active = self.max_active;
+            (Probe::Return { max_active }, "r")
+        } else {
+            (Probe::Entry, "e")
+        };
+        let name = format!("{name}_{}_{end}", self.next_event);
+        let id = self
+            .group
+            .define(&name, probe, module, symbol)
+            .map_err(refused)?;
+        let link = trace_events::attach(fd.as_fd(), id, cookie, &name).map_err(refused)?;
+        Ok(ArmedEvent { name, link })
     }
 
     /// Removes `module`'s probes.
@@ -176,10 +174,8 @@ impl DriverProbes {
             return;
         };
         for callback in armed.callbacks {
-            let ArmedCallback { events, _links, .. } = callback;
-            drop(_links);
-            for event in &events {
-                self.group.remove(event);
+            for probe in callback.probes {
+                probe.remove(&mut self.group);
             }
         }
     }
@@ -195,16 +191,13 @@ impl DriverProbes {
     }
 }
 
-/// The descriptor of kprobe program `name`, loaded if it was not.
-fn program_fd(ebpf: &mut Ebpf, name: &str) -> Result<aya::programs::ProgramFd> {
-    let probe: &mut KProbe = ebpf
-        .program_mut(name)
-        .with_context(|| format!("the eBPF object has no program `{name}`"))?
-        .try_into()?;
-    if probe.fd().is_err() {
-        probe
-            .load()
-            .map_err(|err| explain_refusal(&format!("loading the `{name}` program"), &err))?;
-    }
-    Ok(probe.fd()?.try_clone()?)
+/// A trace event the kernel refused, as the failure phytrace exits with.
+fn refused(err: TraceEventError) -> anyhow::Error {
+    let hint = match err.os_error() {
+        Some(libc::EPERM | libc::EACCES) => {
+            ": not permitted: run as root (phytrace defines kprobe events in tracefs)"
+        }
+        _ => "",
+    };
+    Failure::new(FailureKind::TracingUnavailable, format!("{err}{hint}")).into()
 }

@@ -21,7 +21,7 @@ use super::{
     attach::attach,
     btf::{self, PhyStates},
     decode::{Decoder, c_string},
-    driver_probes::{DriverProbes, SymbolSource},
+    driver_probes::DriverProbes,
     loader::{self, LoadOptions, explain_refusal},
     module_files::{self, ModuleTree},
     modules, raw,
@@ -148,11 +148,15 @@ impl Prefetched {
                 .clone()
                 .unwrap_or_else(module_files::default_tree),
         );
+        let read_file = |path: &Path| {
+            module_files::read(path)
+                .map(|file| (file.path, file.callbacks))
+                .map_err(|err| err.to_string())
+        };
         let mut files = BTreeMap::new();
         for path in &options.module_files {
-            let read = module_files::read(path).map_err(|err| err.to_string());
             let name = module_files::module_name(path).unwrap_or_default();
-            files.insert(name, read.map(|file| (file.path, file.callbacks)));
+            files.insert(name, read_file(path));
         }
         let wanted: Vec<String> = if options.modules.is_empty() {
             tree.phy_drivers().to_vec()
@@ -164,9 +168,7 @@ impl Prefetched {
                 continue;
             }
             let read = match tree.file(&name) {
-                Some(path) => module_files::read(path)
-                    .map(|file| (file.path, file.callbacks))
-                    .map_err(|err| err.to_string()),
+                Some(path) => read_file(path),
                 None => Err(
                     "not in the module tree (modules.dep); give it with --module-file".to_owned(),
                 ),
@@ -298,7 +300,8 @@ impl Tracer {
             attach(&mut ebpf, enter, symbol)?;
             attach(&mut ebpf, exit, symbol)?;
         }
-        // Before the module list is read: a module that loads from now on is reported.
+        // From here on every module load is reported; one that loaded while the module list
+        // was read on the other thread is found by `attach_loaded_meanwhile`.
         for (tracepoint, program) in MODULE_TRACEPOINTS {
             attach_raw_tracepoint(&mut ebpf, program, tracepoint)?;
         }
@@ -335,7 +338,8 @@ impl Tracer {
             startup,
         };
         let built_in = prefetched.built_in.clone();
-        let events = tracer.arm_at_start(prefetched)?;
+        let mut events = tracer.arm_at_start(prefetched)?;
+        tracer.attach_loaded_meanwhile(&mut events)?;
         tracer.arm_mac(&built_in);
         tracer.startup.modules = lap();
         Ok((tracer, events))
@@ -355,13 +359,8 @@ impl Tracer {
             let callbacks = symbols.len();
             // Stamped before the first probe is armed, so that its callbacks come after it.
             let arming = monotonic_ns();
-            self.probes.arm(
-                &mut self.ebpf,
-                &mut self.decoder,
-                &module,
-                symbols,
-                SymbolSource::Kallsyms,
-            )?;
+            self.probes
+                .arm(&mut self.ebpf, &mut self.decoder, &module, symbols)?;
             self.set_arming(
                 &module,
                 Guarantee::FirstCallback,
@@ -382,13 +381,8 @@ impl Tracer {
         for (module, file) in prefetched.files {
             match file {
                 Ok((path, symbols)) if !symbols.is_empty() => {
-                    self.probes.arm(
-                        &mut self.ebpf,
-                        &mut self.decoder,
-                        &module,
-                        symbols,
-                        SymbolSource::ModuleFile(path.clone()),
-                    )?;
+                    self.probes
+                        .arm(&mut self.ebpf, &mut self.decoder, &module, symbols)?;
                     self.set_arming(
                         &module,
                         Guarantee::FirstCallback,
@@ -419,6 +413,41 @@ impl Tracer {
                     .push(format!("the MAC side will not show {symbol}: {err:#}"));
             }
         }
+    }
+
+    /// Says that `module`'s callbacks were attached after it loaded, and `why`.
+    fn late_attach(&mut self, module: &str, why: String) {
+        self.notes.push(format!(
+            "{module}: callbacks attached after the module loaded ({why}): its first callbacks may be missing"
+        ));
+        self.set_arming(module, Guarantee::AfterLoad, why);
+    }
+
+    /// A followed module armed from its file that went live while the symbols were read, before
+    /// the module tracepoints were attached, left no `module_load` record: reports it now.
+    fn attach_loaded_meanwhile(&mut self, events: &mut Vec<Event>) -> Result<()> {
+        for (module, state) in modules::read()? {
+            if state != "Live" || self.live.contains(&module) {
+                continue;
+            }
+            let Some(armed) = self.probes.armed(&module) else {
+                continue;
+            };
+            let callbacks = armed.callbacks.len();
+            self.late_attach(&module, "it loaded while phytrace was starting".to_owned());
+            self.live.insert(module.clone());
+            self.ever_attached.insert(module.clone());
+            events.push(own_event_at(
+                monotonic_ns(),
+                0,
+                EventKind::Attached {
+                    module,
+                    callbacks,
+                    reattached: false,
+                },
+            ));
+        }
+        Ok(())
     }
 
     fn set_arming(&mut self, module: &str, guarantee: Guarantee, source: String) {
@@ -576,19 +605,20 @@ impl Tracer {
         let names = |symbols: &mut dyn Iterator<Item = &CallbackSymbol>| {
             symbols.map(|s| s.symbol.clone()).collect::<BTreeSet<_>>()
         };
-        let armed_in_time = self.probes.armed(&module).is_some_and(|armed| {
+        let armed = self.probes.armed(&module);
+        let matches = armed.is_some_and(|armed| {
             names(&mut armed.callbacks.iter().map(|c| &c.symbol)) == names(&mut live.iter())
         });
+        // Defined after the module loaded (while phytrace was starting), they were registered
+        // late: its first callbacks ran unprobed.
+        let in_time = armed.is_some_and(|armed| armed.armed_ns <= raw.ts_ns);
         let callbacks = live.len();
-        if !armed_in_time {
+        if matches && !in_time {
+            self.late_attach(&module, "it loaded while phytrace was arming it".to_owned());
+        } else if !matches {
             // Not armed in advance, or armed with symbols of another build of the module.
-            self.probes.arm(
-                &mut self.ebpf,
-                &mut self.decoder,
-                &module,
-                live,
-                SymbolSource::Kallsyms,
-            )?;
+            self.probes
+                .arm(&mut self.ebpf, &mut self.decoder, &module, live)?;
             let why = match self.arming.get(&module) {
                 Some(a) if a.guarantee == Guarantee::FirstCallback => format!(
                     "{} did not match the module that loaded: armed from /proc/kallsyms after it loaded",
@@ -597,10 +627,7 @@ impl Tracer {
                 Some(a) => a.source.clone(),
                 None => "not known before it loaded".to_owned(),
             };
-            self.notes.push(format!(
-                "{module}: callbacks attached after the module loaded ({why}): its first callbacks may be missing"
-            ));
-            self.set_arming(&module, Guarantee::AfterLoad, why);
+            self.late_attach(&module, why);
         }
         let reattached = !self.ever_attached.insert(module.clone());
         self.live.insert(module.clone());

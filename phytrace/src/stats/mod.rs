@@ -304,14 +304,7 @@ impl Collector {
 
 /// The statistics of a whole capture (its start as the origin, its trailer's end as the end).
 pub fn of_capture(capture: &Capture) -> Report {
-    let origin = capture
-        .events
-        .iter()
-        .map(|e| e.ts_ns)
-        .min()
-        .map_or(capture.header.clock.boot_ns, |first| {
-            first.min(capture.header.clock.boot_ns)
-        });
+    let origin = capture.origin_ns();
     let mut model = Model::new();
     let mut collector = Collector::new(origin);
     for event in &capture.events {
