@@ -151,8 +151,11 @@ pub enum EventKind {
     Mdio {
         /// Read or write.
         op: MdioOp,
-        /// Register number (Clause 22).
+        /// Register number.
         reg: u16,
+        /// The MMD of a Clause-45 access (`__mdiobus_c45_read`/`_write`); none for Clause 22.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        devad: Option<u8>,
         /// Value read or written (meaningless when `error` is set on a read).
         value: u16,
         /// Negative errno returned by the bus, if the access failed.
@@ -166,6 +169,10 @@ pub enum EventKind {
         /// `phy_device.state` when the access returned (absent if the address has no PHY).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         state: Option<PhyState>,
+        /// `phy_device` link, speed and duplex when the access returned (absent if the
+        /// address has no PHY, and in captures before version 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<LinkState>,
     },
     /// phytrace attached its probes to a driver module (at start, or after it was loaded).
     Attached {
@@ -181,10 +188,13 @@ pub enum EventKind {
         /// Module name.
         module: String,
     },
-    /// The kernel side lost events (ring buffer full); counted, never silent.
+    /// The kernel side lost events; counted by cause, never silent.
     Lost {
-        /// Events lost since the previous `Lost` event.
+        /// Events lost since the previous `Lost` event of this cause.
         count: u64,
+        /// Why (absent in captures before version 3, where it was mostly a full ring).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cause: Option<LossCause>,
     },
     /// The MAC side of the link: what phylink and the MAC driver did with what the PHY
     /// reported (the PHY is the one the MAC is attached to, when known).
@@ -192,6 +202,42 @@ pub enum EventKind {
         /// What happened.
         change: MacChange,
     },
+}
+
+/// Why the kernel side lost records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossCause {
+    /// The ring buffer was full: records lost.
+    RingFull,
+    /// Callbacks entered with their thread's callback stack full: neither their entry nor
+    /// their return was recorded (their MDIO accesses were, attributed to the outer one).
+    TooDeep,
+    /// Callback returns whose thread's open callbacks had been evicted from the thread map.
+    MapFull,
+    /// Callback returns the kernel did not report (kretprobe instances exhausted, counted by
+    /// the kernel in `kprobe_profile`).
+    MissedReturn,
+}
+
+impl LossCause {
+    /// Every cause, in the order reports list them.
+    pub const ALL: [Self; 4] = [
+        Self::RingFull,
+        Self::TooDeep,
+        Self::MapFull,
+        Self::MissedReturn,
+    ];
+
+    /// The name captures, `dump` and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RingFull => "ring_full",
+            Self::TooDeep => "too_deep",
+            Self::MapFull => "map_full",
+            Self::MissedReturn => "missed_return",
+        }
+    }
 }
 
 /// A change on the MAC side of a link.

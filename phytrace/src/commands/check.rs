@@ -105,7 +105,7 @@ fn load_capture(path: &Path, err: &mut impl Write) -> anyhow::Result<Capture> {
             "{name}: no event could be read ({damaged} damaged records)"
         )));
     }
-    let lost = capture.trailer.as_ref().map_or(0, |t| t.lost + t.dropped);
+    let lost = capture.trailer.as_ref().map_or(0, |t| t.lost + t.discarded);
     if lost > 0 {
         writeln!(
             err,

@@ -253,11 +253,7 @@ fn rust_kprobe() -> Check {
             "is the kernel built with CONFIG_RUST=y?",
         );
     };
-    let outcome = loader::load(&loader::LoadOptions {
-        ring_size: 4096,
-        offsets: Default::default(),
-        selftest_tgid: 0,
-    })
+    let outcome = loader::load(&loader::LoadOptions::new(4096, Default::default()))
     .and_then(|mut ebpf| attach::attach(&mut ebpf, "callback_enter", &symbol).map(|_| ()));
     let shown = rustc_demangle::demangle(&symbol).to_string();
     match outcome {

@@ -168,12 +168,23 @@ pub fn dump(
         && let Some(t) = reader.trailer()
     {
         let end = render::relative_time(t.end_ns, start_ns);
+        let causes: Vec<String> = t
+            .lost_by_cause
+            .nonzero()
+            .iter()
+            .map(|(cause, count)| format!("{cause} {count}"))
+            .collect();
+        let causes = if causes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", causes.join(", "))
+        };
         let summary = format!(
-            "# end {}  {} events, {} lost by the kernel, {} dropped\n",
+            "# end {}  {} events, {} lost by the kernel{causes}, {} unreadable records discarded\n",
             end.trim_start(),
             t.events,
             t.lost,
-            t.dropped
+            t.discarded
         );
         if !output::to_stdout(&mut out, summary.as_bytes())? {
             return Ok(ExitCode::SUCCESS);

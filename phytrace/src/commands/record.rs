@@ -110,6 +110,7 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
         })
         .collect();
     let mut header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
+    header.mdio_probes = Some(tracer.mdio_probes());
     header.arming = tracer
         .arming()
         .into_iter()
@@ -180,11 +181,12 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     }
     let waiting = tracer.waiting_for();
     eprintln!(
-        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes {} ms, modules {} ms{})",
+        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes ({}) {} ms, modules {} ms{})",
         args.output.display(),
         attached_in.as_millis(),
         startup.btf.as_millis(),
         startup.load.as_millis(),
+        tracer.mdio_probes().name(),
         startup.mdio.as_millis(),
         startup.modules.as_millis(),
         if waiting.is_empty() {
@@ -241,7 +243,9 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let mut failed = None;
     tracer.flush(&mut |event| write_matching(&mut writer, filter, &mut failed, event))?;
     written(failed)?;
-    let trailer = writer.finish(monotonic_ns(), 0).map_err(output_failure)?;
+    let trailer = writer
+        .finish(monotonic_ns(), tracer.discarded())
+        .map_err(output_failure)?;
 
     let why = match &stop {
         Stop::Signal(name) => format!("{name} received"),
@@ -255,14 +259,25 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
         args.output.display()
     );
     let counts = &trailer.counts;
+    let causes: Vec<String> = trailer
+        .lost_by_cause
+        .nonzero()
+        .iter()
+        .map(|(cause, count)| format!("{cause} {count}"))
+        .collect();
     eprintln!(
-        "phytrace: {} callbacks entered, {} returned, {} MDIO accesses, {} attach / {} detach; lost in the kernel: {}",
+        "phytrace: {} callbacks entered, {} returned, {} MDIO accesses, {} attach / {} detach; lost in the kernel: {}{}",
         counts.callback_enter,
         counts.callback_exit,
         counts.mdio,
         counts.attached,
         counts.detached,
-        trailer.lost
+        trailer.lost,
+        if causes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", causes.join(", "))
+        }
     );
     Ok(match stop {
         Stop::Command(status) => Some(status),
@@ -281,7 +296,10 @@ mod tests {
             cpu: 0,
             tid: 0,
             phy,
-            kind: EventKind::Lost { count: 1 },
+            kind: EventKind::Lost {
+                count: 1,
+                cause: None,
+            },
         }
     }
 

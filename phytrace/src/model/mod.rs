@@ -171,10 +171,12 @@ impl Model {
                 EventKind::Mdio {
                     op,
                     reg,
+                    devad,
                     value,
                     error,
                     state,
                     caller,
+                    link,
                     ..
                 },
                 Some(phy),
@@ -186,7 +188,13 @@ impl Model {
                     value: *value,
                     error: *error,
                 };
-                (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, access);
+                match devad {
+                    None => (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, access),
+                    Some(devad) => applied.previous = phy.mdio_c45(event.tid, *devad, access),
+                }
+                if let Some(link) = link {
+                    phy.seen_link = Some(link.clone());
+                }
                 if let Some(state) = state {
                     applied.transition =
                         phy.observe_state(ts, state, caller.as_ref()).map(Box::new);
@@ -233,7 +241,7 @@ impl Model {
                     }
                 }
             }
-            (EventKind::Lost { count }, _) => self.unowned.lost += count,
+            (EventKind::Lost { count, .. }, _) => self.unowned.lost += count,
             (EventKind::Mac { change }, Some(phy)) => phy.mac.apply(change),
             (EventKind::Mac { .. }, None) => {}
         }

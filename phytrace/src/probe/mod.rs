@@ -6,6 +6,7 @@ pub mod btf;
 pub mod decode;
 pub mod driver_probes;
 pub mod loader;
+pub mod mdio_probes;
 pub mod module_files;
 pub mod modules;
 pub mod raw;

@@ -102,7 +102,7 @@ impl Collector {
     pub fn observe(&mut self, event: &Event, applied: &Applied, model: &Model) {
         self.events += 1;
         self.last_ns = self.last_ns.max(event.ts_ns);
-        if let EventKind::Lost { count } = event.kind {
+        if let EventKind::Lost { count, .. } = event.kind {
             self.lost_events += count;
         }
         for lost in model.lost_returns() {
