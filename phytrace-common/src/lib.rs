@@ -28,8 +28,9 @@ pub enum DropCause {
     /// A callback was entered with the thread's callback stack full: its entry and return
     /// are not recorded (the return consumes the count, not an outer frame).
     TooDeep = 1,
-    /// A thread's open callbacks were evicted from the thread map (more threads in callbacks
-    /// at once than it holds): the returns that found nothing are counted.
+    /// A thread's open callbacks were lost from the thread map (more threads in callbacks at
+    /// once than it holds: evicted, or no room at entry): the returns that found no frame are
+    /// counted.
     MapFull = 2,
 }
 
@@ -280,9 +281,16 @@ mod tests {
     fn records_have_no_implicit_padding() {
         assert_eq!(size_of::<RawEvent>(), 8 + 5 * 8 + 3 * 4 + 3 * 2 + 6);
         assert_eq!(size_of::<RawEvent>(), 72);
-        assert_eq!(size_of::<RawIdentity>(), 8 + 2 * 8 + BUS_ID_LEN + DRIVER_NAME_LEN);
+        assert_eq!(
+            size_of::<RawIdentity>(),
+            8 + 2 * 8 + BUS_ID_LEN + DRIVER_NAME_LEN
+        );
         assert_eq!(size_of::<RawNamed>(), size_of::<RawEvent>() + NAME_LEN);
-        for size in [size_of::<RawEvent>(), size_of::<RawIdentity>(), size_of::<RawNamed>()] {
+        for size in [
+            size_of::<RawEvent>(),
+            size_of::<RawIdentity>(),
+            size_of::<RawNamed>(),
+        ] {
             assert_eq!(size % 8, 0);
         }
     }

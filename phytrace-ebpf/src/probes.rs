@@ -3,9 +3,8 @@
 use aya_ebpf::{
     EbpfContext,
     helpers::{
-        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id,
-        bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_kernel_buf,
-        bpf_probe_read_kernel_str_bytes,
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id, bpf_ktime_get_ns,
+        bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
         generated::{bpf_get_attach_cookie, bpf_get_func_ip},
     },
     macros::{fentry, fexit, kprobe, kretprobe, map, raw_tracepoint},
@@ -285,7 +284,12 @@ impl PhyIdentity {
 fn fill_status(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
     let window = Window::read(
         phydev,
-        &[off.phy_state, off.phy_speed, off.phy_duplex, off.phy_link_byte],
+        &[
+            off.phy_state,
+            off.phy_speed,
+            off.phy_duplex,
+            off.phy_link_byte,
+        ],
     );
     event.state_after = window.u32(off.phy_state) as u8;
     event.speed = window.u32(off.phy_speed) as i32;
@@ -515,8 +519,8 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     let Some(phydev) = ctx.arg::<u64>(0) else {
         return 0;
     };
+    // No room for this thread: its return, finding nothing, counts the loss.
     let Some(state) = thread_state(true) else {
-        count_drop(DropCause::MapFull);
         return 0;
     };
     let sp = entry_sp(&ctx);
@@ -573,11 +577,14 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
     // Frames entered below this return's entry returned unseen.
     drop_stale(state, sp, false);
     let depth = state.depth as usize;
-    if depth == 0 || depth > MAX_CALLBACK_DEPTH || state.frames[frame_index(depth - 1)].sp != sp
-    {
-        // Not a frame of the stack: the return of a call entered on a full stack.
+    if depth == 0 || depth > MAX_CALLBACK_DEPTH || state.frames[frame_index(depth - 1)].sp != sp {
+        // Not a frame of the stack: the return of a call entered on a full stack, or one whose
+        // frame was lost with its thread's entry (evicted, re-created since). The entry
+        // probe is armed before the return probe: every return seen had its entry seen.
         if state.too_deep > 0 {
             state.too_deep -= 1;
+        } else {
+            count_drop(DropCause::MapFull);
         }
         return 0;
     }

@@ -240,6 +240,54 @@ impl LossCause {
     }
 }
 
+/// Events lost, by [`LossCause`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LossCounts {
+    #[serde(default)]
+    pub ring_full: u64,
+    #[serde(default)]
+    pub too_deep: u64,
+    #[serde(default)]
+    pub map_full: u64,
+    #[serde(default)]
+    pub missed_return: u64,
+    /// `lost` records without a cause (captures before version 3).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+impl LossCounts {
+    /// Adds `count` lost for `cause`.
+    pub fn add(&mut self, cause: Option<LossCause>, count: u64) {
+        let slot = match cause {
+            Some(LossCause::RingFull) => &mut self.ring_full,
+            Some(LossCause::TooDeep) => &mut self.too_deep,
+            Some(LossCause::MapFull) => &mut self.map_full,
+            Some(LossCause::MissedReturn) => &mut self.missed_return,
+            None => &mut self.unknown,
+        };
+        *slot = slot.saturating_add(count);
+    }
+
+    /// The counts that are not zero, with their cause's name.
+    pub fn nonzero(&self) -> Vec<(&'static str, u64)> {
+        [
+            (LossCause::RingFull.name(), self.ring_full),
+            (LossCause::TooDeep.name(), self.too_deep),
+            (LossCause::MapFull.name(), self.map_full),
+            (LossCause::MissedReturn.name(), self.missed_return),
+            ("unknown", self.unknown),
+        ]
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .collect()
+    }
+}
+
 /// A change on the MAC side of a link.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

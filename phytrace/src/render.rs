@@ -196,7 +196,9 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
                 Some(LossCause::RingFull) => "ring buffer full",
                 Some(LossCause::TooDeep) => "callbacks nested deeper than the callback stack",
                 Some(LossCause::MapFull) => "thread map full: returns of evicted callbacks",
-                Some(LossCause::MissedReturn) => "returns missed by the kernel: maxactive exhausted",
+                Some(LossCause::MissedReturn) => {
+                    "returns missed by the kernel: maxactive exhausted"
+                }
                 None => "cause not recorded",
             };
             let _ = write!(line, "LOST {count} events ({why})");

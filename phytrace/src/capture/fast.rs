@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use super::format::WireEvent;
-use crate::event::{Duplex, MdioOp};
+use crate::event::{Duplex, LossCause, MdioOp};
 
 /// Parses `line` as an event record, or `None` if it is not in the writer's exact form.
 pub(crate) fn parse_event(line: &str) -> Option<WireEvent<'_>> {
@@ -46,6 +46,8 @@ pub(crate) fn parse_event(line: &str) -> Option<WireEvent<'_>> {
             "netdev" => set(&mut w.netdev, Some(Cow::Borrowed(s.string()?)), 24),
             "tx_pause" => set(&mut w.tx_pause, Some(s.boolean()?), 25),
             "rx_pause" => set(&mut w.rx_pause, Some(s.boolean()?), 26),
+            "devad" => set(&mut w.devad, Some(s.int()?), 27),
+            "cause" => set(&mut w.cause, Some(loss_cause(s.string()?)?), 28),
             _ => return None,
         };
         if seen & bit != 0 {
@@ -76,6 +78,10 @@ fn duplex(s: &str) -> Option<Duplex> {
         "unknown" => Some(Duplex::Unknown),
         _ => None,
     }
+}
+
+fn loss_cause(s: &str) -> Option<LossCause> {
+    LossCause::ALL.into_iter().find(|cause| cause.name() == s)
 }
 
 fn op(s: &str) -> Option<MdioOp> {

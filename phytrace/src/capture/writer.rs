@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::dictionary::{Definition, Interner};
 use super::emit::write_event;
-use super::format::{Header, KindCounts, LossCounts, MetaRecord, Trailer, intern};
-use crate::event::{Event, EventKind};
+use super::format::{Header, KindCounts, MetaRecord, Trailer, intern};
+use crate::event::{Event, EventKind, LossCounts};
 
 /// When buffered records are pushed to the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

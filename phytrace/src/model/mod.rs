@@ -241,7 +241,10 @@ impl Model {
                     }
                 }
             }
-            (EventKind::Lost { count, .. }, _) => self.unowned.lost += count,
+            (EventKind::Lost { count, cause }, _) => {
+                self.unowned.lost += count;
+                self.unowned.lost_by_cause.add(*cause, *count);
+            }
             (EventKind::Mac { change }, Some(phy)) => phy.mac.apply(change),
             (EventKind::Mac { .. }, None) => {}
         }

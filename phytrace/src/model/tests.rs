@@ -73,6 +73,8 @@ fn read(ts: u64, tid: u32, reg: u16, value: u16, caller: Option<&str>) -> Event 
             latency_ns: 5,
             caller: caller.map(cb),
             state: None,
+            devad: None,
+            link: None,
         },
     )
 }
@@ -183,7 +185,10 @@ fn errors_lost_and_modules() {
         cpu: 0,
         tid: 0,
         phy: None,
-        kind: EventKind::Lost { count: 3 },
+        kind: EventKind::Lost {
+            count: 3,
+            cause: None,
+        },
     });
     m.apply(&Event {
         ts_ns: 3,
@@ -229,6 +234,8 @@ fn mmd_accesses_are_named() {
                 latency_ns: 1,
                 caller: None,
                 state: None,
+                devad: None,
+                link: None,
             },
         )
     };

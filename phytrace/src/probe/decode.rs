@@ -97,12 +97,17 @@ impl Decoder {
     /// access to an address without a PHY.
     fn phy(&self, raw: &RawEvent) -> Option<PhyRef> {
         if raw.phydev != 0 {
-            return Some(self.phys.get(&raw.phydev).cloned().unwrap_or_else(|| PhyRef {
-                bus: format!("unnamed-{:x}", raw.phydev).into(),
-                addr: raw.addr,
-                phy_id: 0,
-                driver: Text::default(),
-            }));
+            return Some(
+                self.phys
+                    .get(&raw.phydev)
+                    .cloned()
+                    .unwrap_or_else(|| PhyRef {
+                        bus: format!("unnamed-{:x}", raw.phydev).into(),
+                        addr: raw.addr,
+                        phy_id: 0,
+                        driver: Text::default(),
+                    }),
+            );
         }
         let bus = self.buses.get(&raw.bus)?;
         Some(PhyRef {
@@ -286,7 +291,11 @@ mod tests {
             driver_type: "m::T".into(),
         };
         decoder.add_callback(0x1000, callback.clone());
-        assert!(decoder.decode(&identity(0xdead, 0xb05, b"sim-0", b"Asix")).is_none());
+        assert!(
+            decoder
+                .decode(&identity(0xdead, 0xb05, b"sim-0", b"Asix"))
+                .is_none()
+        );
         let event = decoder.decode(&event(mdio_read(0xdead))).unwrap();
         let phy = event.phy.as_ref().unwrap();
         assert_eq!(phy.key(), "sim-0:03");
@@ -310,7 +319,10 @@ mod tests {
         assert_eq!(&*state.unwrap().name, "NOLINK");
         assert_eq!(devad, None);
         let link = link.unwrap();
-        assert_eq!((link.up, link.speed, link.duplex), (true, 100, Duplex::Full));
+        assert_eq!(
+            (link.up, link.speed, link.duplex),
+            (true, 100, Duplex::Full)
+        );
     }
 
     #[test]
@@ -318,8 +330,15 @@ mod tests {
         let mut decoder = Decoder::new(states());
         decoder.decode(&identity(0xdead, 0xb05, b"usb-001:002", b""));
         decoder.decode(&identity(0xdead, 0xb05, b"usb-001:003", b"Asix"));
-        let phy = decoder.decode(&event(mdio_read(0xdead))).unwrap().phy.unwrap();
-        assert_eq!((phy.key(), &*phy.driver), ("usb-001:003:03".to_owned(), "Asix"));
+        let phy = decoder
+            .decode(&event(mdio_read(0xdead)))
+            .unwrap()
+            .phy
+            .unwrap();
+        assert_eq!(
+            (phy.key(), &*phy.driver),
+            ("usb-001:003:03".to_owned(), "Asix")
+        );
     }
 
     #[test]

@@ -49,7 +49,9 @@ const WINDOW: u32 = 64;
 /// rounded down to 8, to the end of the highest, a 4- or 8-byte field).
 fn fits_window(fields: &[(u32, u32)]) -> bool {
     let start = fields.iter().map(|(at, _)| at).min().copied().unwrap_or(0) & !7;
-    fields.iter().all(|(at, size)| at + size - start <= WINDOW && (at - start) % size == 0)
+    fields
+        .iter()
+        .all(|(at, size)| at + size - start <= WINDOW && (at - start) % size == 0)
 }
 
 /// Loads the eBPF object with `options`; errors say what is missing and how to fix it.
@@ -85,8 +87,18 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         return Err(Failure::new(FailureKind::BadInput, "thread slots must be at least 1").into());
     }
     let o = &options.offsets;
-    let identity = [(o.phy_drv, 8), (o.phy_id, 4), (o.phy_addr, 4), (o.mdio_flags, 4)];
-    let status = [(o.phy_state, 4), (o.phy_speed, 4), (o.phy_duplex, 4), (o.phy_link_byte, 1)];
+    let identity = [
+        (o.phy_drv, 8),
+        (o.phy_id, 4),
+        (o.phy_addr, 4),
+        (o.mdio_flags, 4),
+    ];
+    let status = [
+        (o.phy_state, 4),
+        (o.phy_speed, 4),
+        (o.phy_duplex, 4),
+        (o.phy_link_byte, 1),
+    ];
     if options.offsets != KernelOffsets::default()
         && !(fits_window(&identity) && fits_window(&status))
     {

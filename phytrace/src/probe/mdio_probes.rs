@@ -18,7 +18,7 @@ use crate::capture::format::MdioProbes;
 /// The accessors every phylib register access goes through (`phy_modify` included), with the
 /// stem of their programs' names and whether tracing cannot do without them (the Clause-45
 /// ones are optional: older kernels have none).
-const ACCESSORS: &[(&str, &str, bool)] = &[
+pub const ACCESSORS: &[(&str, &str, bool)] = &[
     ("__mdiobus_read", "mdio_read", true),
     ("__mdiobus_write", "mdio_write", true),
     ("__mdiobus_c45_read", "mdio_c45_read", false),

@@ -608,7 +608,6 @@ impl Tracer {
                     RawKind::from_u8(named.event.kind)
             {
                 let named: RawNamed = **named;
-                drop(parsed);
                 drop(record);
                 self.module_changed(kind, &named, out)?;
                 continue;
@@ -707,7 +706,10 @@ impl Tracer {
                 LossCause::MapFull => DropCause::MapFull,
                 LossCause::MissedReturn => {
                     // Unreadable kprobe_profile: the count stays where it was.
-                    *slot = self.probes.missed_returns().unwrap_or(self.lost_reported[3]);
+                    *slot = self
+                        .probes
+                        .missed_returns()
+                        .unwrap_or(self.lost_reported[3]);
                     continue;
                 }
             };
