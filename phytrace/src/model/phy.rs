@@ -163,11 +163,13 @@ impl PhyModel {
             .collect()
     }
 
-    /// A callback was entered; returns the calls on its thread this showed had returned unseen.
+    /// A callback was entered by event number `event`; returns the calls on its thread this
+    /// showed had returned unseen.
     pub(super) fn enter(
         &mut self,
         ts_ns: u64,
         tid: u32,
+        event: usize,
         callback: &Callback,
         depth: u8,
         state: &PhyState,
@@ -176,6 +178,7 @@ impl PhyModel {
             callback: callback.clone(),
             depth,
             enter_ns: ts_ns,
+            enter_event: event,
             state: state.clone(),
             accesses: Vec::new(),
             accesses_dropped: 0,
@@ -238,7 +241,7 @@ impl PhyModel {
         &mut self,
         ts_ns: u64,
         tid: u32,
-        access: Access,
+        access: &Access,
     ) -> (Option<u16>, Option<MmdAccess>) {
         match self.open.innermost(tid) {
             Some(open) => open.attach(access.clone()),
@@ -282,6 +285,7 @@ impl PhyModel {
 }
 
 /// The fields of a `CallbackExit` event.
+#[derive(Clone, Copy)]
 pub(super) struct ExitInfo<'a> {
     pub callback: &'a Callback,
     pub depth: u8,
