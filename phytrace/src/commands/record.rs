@@ -15,7 +15,7 @@ use crate::{
         format::{ArmingEntry, ClockRef, Header, ProbeEntry},
         writer::{WriteError, Writer},
     },
-    event::{Event, Guarantee},
+    event::{Event, Guarantee, PhyFilter},
     exit::{Failure, FailureKind},
     probe::{
         loader::DEFAULT_RING_SIZE,
@@ -38,7 +38,7 @@ pub struct RecordArgs {
     pub duration: Option<Duration>,
     /// Keep only events of PHYs whose `bus:addr`, bus id or driver name contains FILTER.
     #[arg(long, value_name = "FILTER")]
-    pub phy: Option<String>,
+    pub phy: Option<PhyFilter>,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// Size of the kernel ring buffer in bytes (a power of two).
@@ -47,16 +47,6 @@ pub struct RecordArgs {
     /// Command to run while recording; recording stops when it exits.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
-}
-
-/// Whether `event` concerns a PHY matching `filter` (events about no PHY always match).
-pub fn phy_matches(event: &Event, filter: Option<&str>) -> bool {
-    match (filter, &event.phy) {
-        (Some(filter), Some(phy)) => {
-            phy.key().contains(filter) || phy.bus.contains(filter) || phy.driver.contains(filter)
-        }
-        _ => true,
-    }
 }
 
 /// Why recording stopped.
@@ -122,15 +112,15 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
     header
 }
 
-/// Writes `event` if it concerns a PHY matching `filter`, unless a write failed before: the
-/// first failure is kept in `failed`.
+/// Writes `event` if `filter` keeps it, unless a write failed before: the first failure is
+/// kept in `failed`.
 fn write_matching(
     writer: &mut Writer,
-    filter: Option<&str>,
+    filter: Option<&PhyFilter>,
     failed: &mut Option<WriteError>,
     event: Event,
 ) {
-    if failed.is_none() && phy_matches(&event, filter) {
+    if failed.is_none() && filter.is_none_or(|f| f.keeps(&event)) {
         *failed = writer.write(&event).err();
     }
 }
@@ -152,7 +142,7 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let startup = tracer.startup();
     let header = session_header(&tracer, clock);
     let mut writer = Writer::create(&args.output, &header).map_err(output_failure)?;
-    let filter = args.phy.as_deref();
+    let filter = args.phy.as_ref();
     let mut failed = None;
     for event in first {
         write_matching(&mut writer, filter, &mut failed, event);
@@ -268,36 +258,4 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
         Stop::Command(status) => Some(status),
         _ => None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::event::{EventKind, PhyRef};
-
-    fn event(phy: Option<PhyRef>) -> Event {
-        Event {
-            ts_ns: 0,
-            cpu: 0,
-            tid: 0,
-            phy,
-            kind: EventKind::Lost { count: 1 },
-        }
-    }
-
-    #[test]
-    fn phy_filter_matches_key_bus_and_driver() {
-        let phy = PhyRef {
-            bus: "phy_sim-0".into(),
-            addr: 1,
-            phy_id: 0x003b1861,
-            driver: "Asix Electronics AX88772A".into(),
-        };
-        let e = event(Some(phy));
-        assert!(phy_matches(&e, Some("phy_sim-0:01")));
-        assert!(phy_matches(&e, Some("AX88772A")));
-        assert!(!phy_matches(&e, Some("phy_sim-0:02")));
-        assert!(phy_matches(&e, None));
-        assert!(phy_matches(&event(None), Some("anything")));
-    }
 }
