@@ -11,14 +11,12 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::FollowArgs;
 use crate::{
-    capture::{
-        format::{ArmingEntry, ClockRef, Header, ProbeEntry},
-        writer::{WriteError, Writer},
-    },
+    capture::writer::{WriteError, Writer},
     event::{Event, Guarantee, PhyFilter},
     exit::{Failure, FailureKind},
     probe::{
         loader::DEFAULT_RING_SIZE,
+        session::{clock_now, session_header},
         tracer::{Tracer, monotonic_ns},
     },
 };
@@ -73,43 +71,6 @@ pub fn record_to_file(args: &RecordArgs) -> Result<Option<std::process::ExitStat
         .enable_all()
         .build()?;
     runtime.block_on(record(args))
-}
-
-/// Boot clock and wall clock, read back to back.
-pub fn clock_now() -> ClockRef {
-    let unix_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    ClockRef {
-        boot_ns: monotonic_ns(),
-        unix_ns,
-    }
-}
-
-/// The capture header of a live session: this host, the probes attached, the kernel's states.
-pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
-    let probes: Vec<ProbeEntry> = tracer
-        .probe_table()
-        .into_iter()
-        .map(|s| ProbeEntry {
-            module: s.module,
-            driver_type: s.driver_type,
-            callback: s.callback,
-            address: s.address,
-            symbol: s.demangled,
-        })
-        .collect();
-    let mut header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
-    header.arming = tracer
-        .arming()
-        .into_iter()
-        .map(|a| ArmingEntry {
-            module: a.module,
-            guarantee: a.guarantee,
-            source: a.source,
-        })
-        .collect();
-    header
 }
 
 /// Writes `event` if `filter` keeps it, unless a write failed before: the first failure is

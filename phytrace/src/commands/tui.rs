@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::commands::FollowArgs;
-use crate::commands::record::{clock_now, session_header};
 use crate::event::PhyFilter;
 use crate::exit::{Failure, FailureKind};
 use crate::probe::loader::DEFAULT_RING_SIZE;
+use crate::probe::session::{clock_now, session_header};
 use crate::probe::tracer::Tracer;
 use crate::tui::{
     self,
