@@ -1,24 +1,18 @@
 //! `phytrace record`: headless capture to a file, for target boards and CI.
 
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::ExitCode,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::Result;
-use tokio::signal::unix::{SignalKind, signal};
 
 use super::FollowArgs;
 use crate::{
-    capture::writer::{WriteError, Writer},
-    event::{Event, Guarantee, PhyFilter},
-    exit::{Failure, FailureKind},
-    probe::{
-        loader::DEFAULT_RING_SIZE,
-        session::{clock_now, session_header},
-        tracer::{Tracer, monotonic_ns},
-    },
+    event::{Guarantee, PhyFilter},
+    probe::loader::DEFAULT_RING_SIZE,
+    recording::{self, Progress, Recorded, Recording, Stop},
 };
 
 /// Arguments of `phytrace record`.
@@ -47,16 +41,25 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-/// Why recording stopped.
-enum Stop {
-    Signal(&'static str),
-    Duration,
-    Command(std::process::ExitStatus),
+impl RecordArgs {
+    /// The recording these arguments ask for.
+    fn recording(&self) -> Recording {
+        Recording {
+            output: self.output.clone(),
+            duration: self.duration,
+            phy: self.phy.clone(),
+            tracer: self.follow.tracer_options(self.ring_size),
+            command: self.command.clone(),
+        }
+    }
 }
 
 /// Runs `phytrace record`: exits as COMMAND did when it failed, 0 otherwise.
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
-    Ok(match record_to_file(args)? {
+    let recorded =
+        recording::record_to_file(&args.recording(), |p| print_progress(&args.output, p))?;
+    print_summary(&args.output, &recorded);
+    Ok(match recorded.command_status() {
         Some(status) if !status.success() => {
             ExitCode::from(status.code().map_or(1, |code| code.clamp(1, 255) as u8))
         }
@@ -64,58 +67,19 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     })
 }
 
-/// Records to `args.output` until COMMAND exits, the duration is reached or a signal comes;
-/// the file is complete (trailer written) when this returns. Returns COMMAND's exit status.
-pub fn record_to_file(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(record(args))
-}
-
-/// Writes `event` if `filter` keeps it, unless a write failed before: the first failure is
-/// kept in `failed`.
-fn write_matching(
-    writer: &mut Writer,
-    filter: Option<&PhyFilter>,
-    failed: &mut Option<WriteError>,
-    event: Event,
-) {
-    if failed.is_none() && filter.is_none_or(|f| f.keeps(&event)) {
-        *failed = writer.write(&event).err();
-    }
-}
-
-/// The write failure kept by [`write_matching`], as the error `record` ends with.
-fn written(failed: Option<WriteError>) -> Result<()> {
-    failed.map_or(Ok(()), |err| Err(output_failure(err).into()))
-}
-
-fn output_failure(err: impl std::fmt::Display) -> Failure {
-    Failure::new(FailureKind::Output, format!("{err}"))
-}
-
-async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
-    let started = Instant::now();
-    let clock = clock_now();
-    let (mut tracer, first) = Tracer::start(args.follow.tracer_options(args.ring_size))?;
-    let attached_in = started.elapsed();
-    let startup = tracer.startup();
-    let header = session_header(&tracer, clock);
-    let mut writer = Writer::create(&args.output, &header).map_err(output_failure)?;
-    let filter = args.phy.as_ref();
-    let mut failed = None;
-    for event in first {
-        write_matching(&mut writer, filter, &mut failed, event);
-    }
-    written(failed)?;
-    writer.flush_if_due().map_err(output_failure)?;
-    let report_notes = |tracer: &mut Tracer| {
-        for note in tracer.take_notes() {
+/// Prints on stderr how a recording to `output` goes.
+pub fn print_progress(output: &Path, progress: Progress<'_>) {
+    let (tracer, attached_in) = match progress {
+        Progress::Note(note) => {
             eprintln!("phytrace: warning: {note}");
+            return;
         }
+        Progress::Started {
+            tracer,
+            attached_in,
+        } => (tracer, attached_in),
     };
-    report_notes(&mut tracer);
+    let startup = tracer.startup();
     for arming in tracer.arming() {
         eprintln!(
             "phytrace: {}: {} ({})",
@@ -132,7 +96,7 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     let waiting = tracer.waiting_for();
     eprintln!(
         "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes {} ms, modules {} ms{})",
-        args.output.display(),
+        output.display(),
         attached_in.as_millis(),
         startup.btf.as_millis(),
         startup.load.as_millis(),
@@ -144,56 +108,15 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
             format!("; waiting for {} to load", waiting.join(", "))
         }
     );
+}
 
-    let mut child = match args.command.split_first() {
-        Some((program, rest)) => Some(
-            tokio::process::Command::new(program)
-                .args(rest)
-                .spawn()
-                .map_err(|err| {
-                    Failure::new(
-                        FailureKind::BadInput,
-                        format!("cannot run `{program}`: {err}"),
-                    )
-                })?,
-        ),
-        None => None,
-    };
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
-    let stop = loop {
-        // Events go to the file as they are read; the first write error ends the recording.
-        let mut failed = None;
-        let mut write = |event| write_matching(&mut writer, filter, &mut failed, event);
-        let stop = tokio::select! {
-            result = tracer.next_events(&mut write) => {
-                result?;
-                None
-            }
-            _ = sigint.recv() => Some(Stop::Signal("SIGINT")),
-            _ = sigterm.recv() => Some(Stop::Signal("SIGTERM")),
-            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
-                Some(Stop::Duration)
-            }
-            status = async { child.as_mut().unwrap().wait().await }, if child.is_some() => {
-                Some(Stop::Command(status?))
-            }
-        };
-        written(failed)?;
-        report_notes(&mut tracer);
-        if let Some(stop) = stop {
-            break stop;
-        }
-        writer.flush_if_due().map_err(output_failure)?;
-    };
-    // Events of the last moments may still be on their way: one more poll, then the rest.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut failed = None;
-    tracer.flush(&mut |event| write_matching(&mut writer, filter, &mut failed, event))?;
-    written(failed)?;
-    let trailer = writer.finish(monotonic_ns(), 0).map_err(output_failure)?;
-
+/// Prints on stderr how a recording to `output` ended and what it holds.
+pub fn print_summary(output: &Path, recorded: &Recorded) {
+    let Recorded {
+        stop,
+        trailer,
+        took,
+    } = recorded;
     let why = match &stop {
         Stop::Signal(name) => format!("{name} received"),
         Stop::Duration => "duration reached".to_owned(),
@@ -202,8 +125,8 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     eprintln!(
         "phytrace: {why}; {} events in {:.1} s to {}",
         trailer.events,
-        started.elapsed().as_secs_f64(),
-        args.output.display()
+        took.as_secs_f64(),
+        output.display()
     );
     let counts = &trailer.counts;
     eprintln!(
@@ -215,8 +138,4 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
         counts.detached,
         trailer.lost
     );
-    Ok(match stop {
-        Stop::Command(status) => Some(status),
-        _ => None,
-    })
 }
