@@ -10,8 +10,7 @@ pub mod observed;
 pub mod report;
 pub mod spec;
 
-pub use eval::{Outcome, Violation, evaluate, evaluate_observed};
-pub use observed::Observed;
+pub use eval::{Outcome, Violation, evaluate};
 pub use spec::{Spec, SpecError, parse};
 
 #[cfg(test)]

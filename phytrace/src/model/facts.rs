@@ -1,6 +1,6 @@
 //! Facts: what each event established, one by one, as rules of `phytrace check` see it.
 //!
-//! The model emits them as it applies events, when made [`Model::with_facts`](super::Model):
+//! The model emits them as it applies events when made [`Model::with_facts`](super::Model):
 //! a callback entered or returned, an MDIO access, a change of `phy_state` or of the link, a
 //! MAC-side change. One event may establish several, in the order they happened: a callback
 //! entered in a new state gives `state NOLINK`, then `enter link_change_notify`.
@@ -21,7 +21,8 @@ pub struct Fact {
     /// `phy_state` when it happened (at entry for callback entries and returns).
     pub state: Option<Text>,
     /// Callbacks running on the same thread for the same PHY, outermost first, not counting
-    /// the callback this fact is the entry or return of.
+    /// the callback this fact is the entry or return of; for an MDIO access, also the callback
+    /// the probe saw it in when that one's entry was not seen.
     pub inside: Vec<Text>,
 }
 
