@@ -54,6 +54,31 @@ impl PhyRef {
     }
 }
 
+/// The PHYs a `--phy FILTER` names: those whose `bus:addr` key, bus id or driver name contains
+/// the filter's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhyFilter(String);
+
+impl From<String> for PhyFilter {
+    /// The PHYs named by `text` (as `--phy` parses it).
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+impl PhyFilter {
+    /// Whether `phy` is one of them.
+    pub fn matches(&self, phy: &PhyRef) -> bool {
+        let text = self.0.as_str();
+        phy.bus.contains(text) || phy.driver.contains(text) || phy.key().contains(text)
+    }
+
+    /// Whether a session filtered by PHY keeps `event`: it concerns one of them, or no PHY.
+    pub fn keeps(&self, event: &Event) -> bool {
+        event.phy.as_ref().is_none_or(|phy| self.matches(phy))
+    }
+}
+
 /// A driver callback, resolved from the probed address.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Callback {
@@ -336,4 +361,41 @@ pub enum Guarantee {
     FirstCallback,
     /// Attached after the module was seen loaded: callbacks before that are missed.
     AfterLoad,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(phy: Option<PhyRef>) -> Event {
+        Event {
+            ts_ns: 0,
+            cpu: 0,
+            tid: 0,
+            phy,
+            kind: EventKind::Lost {
+                count: 1,
+                cause: None,
+            },
+        }
+    }
+
+    #[test]
+    fn phy_filter_matches_key_bus_and_driver() {
+        let phy = PhyRef {
+            bus: "phy_sim-0".into(),
+            addr: 1,
+            phy_id: 0x003b1861,
+            driver: "Asix Electronics AX88772A".into(),
+        };
+        let e = event(Some(phy));
+        let keeps = |filter: Option<&str>, e: &Event| {
+            filter.is_none_or(|f| PhyFilter::from(f.to_owned()).keeps(e))
+        };
+        assert!(keeps(Some("phy_sim-0:01"), &e));
+        assert!(keeps(Some("AX88772A"), &e));
+        assert!(!keeps(Some("phy_sim-0:02"), &e));
+        assert!(keeps(None, &e));
+        assert!(keeps(Some("anything"), &event(None)));
+    }
 }

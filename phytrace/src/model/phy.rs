@@ -167,11 +167,13 @@ impl PhyModel {
             .collect()
     }
 
-    /// A callback was entered; returns the calls on its thread this showed had returned unseen.
+    /// A callback was entered by event number `event`; returns the calls on its thread this
+    /// showed had returned unseen.
     pub(super) fn enter(
         &mut self,
         ts_ns: u64,
         tid: u32,
+        event: usize,
         callback: &Callback,
         depth: u8,
         state: &PhyState,
@@ -180,6 +182,7 @@ impl PhyModel {
             callback: callback.clone(),
             depth,
             enter_ns: ts_ns,
+            enter_event: event,
             state: state.clone(),
             accesses: Vec::new(),
             accesses_dropped: 0,
@@ -243,7 +246,7 @@ impl PhyModel {
         &mut self,
         ts_ns: u64,
         tid: u32,
-        access: Access,
+        access: &Access,
     ) -> (Option<u16>, Option<MmdAccess>) {
         match self.open.innermost(tid) {
             Some(open) => open.attach(access.clone()),
@@ -279,7 +282,7 @@ impl PhyModel {
     }
 
     /// A Clause-45 access to MMD `devad`; returns the register's previous value.
-    pub(super) fn mdio_c45(&mut self, tid: u32, devad: u8, access: Access) -> Option<u16> {
+    pub(super) fn mdio_c45(&mut self, tid: u32, devad: u8, access: &Access) -> Option<u16> {
         match self.open.innermost(tid) {
             Some(open) => open.attach(access.clone()),
             None => self.counters.mdio_outside_callbacks += 1,
@@ -305,6 +308,7 @@ impl PhyModel {
 }
 
 /// The fields of a `CallbackExit` event.
+#[derive(Clone, Copy)]
 pub(super) struct ExitInfo<'a> {
     pub callback: &'a Callback,
     pub depth: u8,

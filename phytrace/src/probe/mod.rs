@@ -11,6 +11,7 @@ pub mod module_files;
 pub mod modules;
 pub mod raw;
 pub mod selftest;
+pub mod session;
 pub mod symbols;
 pub mod trace_events;
 pub mod tracer;
