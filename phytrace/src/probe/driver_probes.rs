@@ -206,10 +206,13 @@ impl DriverProbes {
 /// A trace event the kernel refused, as the failure phytrace exits with.
 fn refused(err: TraceEventError) -> anyhow::Error {
     let hint = match err.os_error() {
-        Some(libc::EPERM | libc::EACCES) => {
-            ": not permitted: run as root (phytrace defines kprobe events in tracefs)"
-        }
-        _ => "",
+        Some(libc::EPERM | libc::EACCES) => format!(
+            ": not permitted: phytrace defines kprobe events in tracefs, a root-only file: run \
+             as root, or give phytrace {} (`{}`)",
+            super::privileges::NEEDED_NAMES,
+            super::privileges::SETCAP
+        ),
+        _ => String::new(),
     };
     Failure::new(FailureKind::TracingUnavailable, format!("{err}{hint}")).into()
 }
