@@ -74,7 +74,10 @@ mod tests {
             missing(1 << CAP_SYS_ADMIN | 1 << CAP_DAC_OVERRIDE),
             Vec::<&str>::new()
         );
-        assert_eq!(missing(1 << CAP_BPF | 1 << CAP_PERFMON), ["CAP_DAC_OVERRIDE"]);
+        assert_eq!(
+            missing(1 << CAP_BPF | 1 << CAP_PERFMON),
+            ["CAP_DAC_OVERRIDE"]
+        );
         assert_eq!(in_words(&missing(0)), NEEDED_NAMES);
         assert_eq!(in_words(&["A", "B"]), "A and B");
     }
