@@ -192,6 +192,17 @@ impl DriverProbes {
         }
     }
 
+    /// Removes every probe (their missed returns are kept, see [`Self::missed_returns`]).
+    pub fn disarm_all(&mut self) {
+        let modules: Vec<String> = self.modules.keys().cloned().collect();
+        for module in modules {
+            self.disarm(&module);
+        }
+        for probe in std::mem::take(&mut self.functions) {
+            probe.remove(&mut self.group);
+        }
+    }
+
     /// What is armed for `module`.
     pub fn armed(&self, module: &str) -> Option<&ArmedModule> {
         self.modules.get(module)
