@@ -28,9 +28,8 @@ pub enum DropCause {
     /// A callback was entered with the thread's callback stack full: its entry and return
     /// are not recorded (the return consumes the count, not an outer frame).
     TooDeep = 1,
-    /// A thread's open callbacks were lost from the thread map (more threads in callbacks at
-    /// once than it holds: evicted, or no room at entry): the returns that found no frame are
-    /// counted.
+    /// A thread's open callbacks were lost: the kernel could not allocate the thread's state
+    /// (task-local storage) at entry; the returns that found no frame are counted.
     MapFull = 2,
 }
 

@@ -3,7 +3,7 @@
 use aya_ebpf::{
     EbpfContext,
     helpers::{
-        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id, bpf_ktime_get_ns,
+        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
         bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
         generated::{bpf_get_attach_cookie, bpf_get_func_ip},
     },
@@ -74,8 +74,6 @@ struct Frame {
 /// What one thread is in: its open callbacks (innermost last) and its MDIO access.
 #[derive(Clone, Copy)]
 struct ThreadState {
-    /// `task_struct` the entry belongs to: a thread id reused by a new task starts afresh.
-    task: u64,
     depth: u32,
     /// Callbacks entered on a full stack, not yet returned.
     too_deep: u32,
@@ -90,33 +88,56 @@ struct ThreadState {
     _pad: u32,
 }
 
-const EMPTY_FRAME: Frame = Frame {
-    key: 0,
-    phydev: 0,
-    ts_ns: 0,
-    sp: 0,
-    state_before: 0,
-    _pad: 0,
-};
+/// A BPF task-local storage map (`BPF_MAP_TYPE_TASK_STORAGE`), described in BTF as the kernel
+/// requires: a value of `T` per task, created on first use, freed with the task. aya-ebpf 0.2
+/// has no such map; the layout is the one its `btf_map_def!` produces for the others.
+#[repr(C)]
+struct TaskStorage<T> {
+    r#type: *const [i32; aya_ebpf::bindings::bpf_map_type::BPF_MAP_TYPE_TASK_STORAGE as usize],
+    key: *const i32,
+    value: *const T,
+    max_entries: *const [i32; 0],
+    map_flags: *const [i32; aya_ebpf::bindings::BPF_F_NO_PREALLOC as usize],
+}
 
-const EMPTY_THREAD: ThreadState = ThreadState {
-    task: 0,
-    depth: 0,
-    too_deep: 0,
-    frames: [EMPTY_FRAME; MAX_CALLBACK_DEPTH],
-    mdio_ts: 0,
-    mdio_bus: 0,
-    mdio_addr: 0,
-    mdio_regnum: 0,
-    mdio_value: 0,
-    mdio_devad: 0,
-    _pad: 0,
-};
+// SAFETY: the fields are placeholders the loader reads from BTF; they are never dereferenced.
+unsafe impl<T> Sync for TaskStorage<T> {}
 
-/// Per-thread state, kept across calls (a lookup, not an insert and a delete, per access);
-/// the least recently used threads make room for new ones.
-#[map]
-static THREADS: LruHashMap<u32, ThreadState> = LruHashMap::with_max_entries(4096, 0);
+impl<T> TaskStorage<T> {
+    const fn new() -> Self {
+        Self {
+            r#type: core::ptr::null(),
+            key: core::ptr::null(),
+            value: core::ptr::null(),
+            max_entries: core::ptr::null(),
+            map_flags: core::ptr::null(),
+        }
+    }
+
+    /// The current task's value, created (zeroed) if it has none; `None` if the kernel could
+    /// not allocate it (or the storage is busy on this CPU, in a nested program).
+    fn current(&self) -> Option<&mut T> {
+        // SAFETY: `bpf_get_current_task_btf` returns the running task, trusted by the
+        // verifier; the helper returns this task's value or null.
+        let value = unsafe {
+            aya_ebpf::helpers::generated::bpf_task_storage_get(
+                core::ptr::from_ref(self).cast_mut().cast(),
+                aya_ebpf::helpers::generated::bpf_get_current_task_btf(),
+                core::ptr::null_mut(),
+                aya_ebpf::bindings::BPF_LOCAL_STORAGE_GET_F_CREATE.into(),
+            )
+        };
+        // SAFETY: a non-null value points to this task's `T`, which only this task touches
+        // (programs of one task do not run concurrently with each other).
+        unsafe { value.cast::<T>().as_mut() }
+    }
+}
+
+/// Per-thread state: task-local storage, one lookup without hashing per access, freed when the
+/// thread exits (no thread id reuse to guard against, no capacity to fill).
+#[unsafe(link_section = ".maps")]
+#[unsafe(export_name = "THREADS")]
+static THREADS: TaskStorage<ThreadState> = TaskStorage::new();
 
 /// A PHY whose identity this CPU has sent, as it was then.
 #[derive(Clone, Copy)]
@@ -451,35 +472,9 @@ fn attach_cookie<C: EbpfContext>(ctx: &C) -> u64 {
     unsafe { bpf_get_attach_cookie(ctx.as_ptr()) }
 }
 
-/// The state of thread `tid` as it is, without checking that it belongs to the current task:
-/// for the return of an MDIO access whose entry [`thread_state`] checked.
-fn thread_state_unchecked(tid: u32) -> Option<&'static mut ThreadState> {
-    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
-    THREADS.get_ptr_mut(tid).map(|state| unsafe { &mut *state })
-}
-
-/// This thread's state, created if `create` and it has none; reset if its thread id now
-/// belongs to another task.
-fn thread_state(tid: u32, create: bool) -> Option<&'static mut ThreadState> {
-    // SAFETY: a helper without preconditions.
-    let task = unsafe { bpf_get_current_task() };
-    let state = match THREADS.get_ptr_mut(tid) {
-        Some(state) => state,
-        None if create => {
-            THREADS.insert(tid, EMPTY_THREAD, 0).ok()?;
-            THREADS.get_ptr_mut(tid)?
-        }
-        None => return None,
-    };
-    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
-    let state = unsafe { &mut *state };
-    if state.task != task {
-        state.task = task;
-        state.depth = 0;
-        state.too_deep = 0;
-        state.mdio_ts = 0;
-    }
-    Some(state)
+/// This thread's state (created zeroed on first use).
+fn thread_state() -> Option<&'static mut ThreadState> {
+    THREADS.current()
 }
 
 /// Stack pointer of a function just entered, as the kprobe saw it.
@@ -539,7 +534,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     };
     // No room for this thread: its return, finding nothing, counts the loss.
     let tid = tid();
-    let Some(state) = thread_state(tid, true) else {
+    let Some(state) = thread_state() else {
         return 0;
     };
     let sp = entry_sp(&ctx);
@@ -590,8 +585,8 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
 #[kretprobe]
 pub fn callback_exit(ctx: RetProbeContext) -> u32 {
     let tid = tid();
-    let Some(state) = thread_state(tid, false) else {
-        // Its thread's frames were evicted from the thread map.
+    let Some(state) = thread_state() else {
+        // No room for its thread's state: the frame is lost.
         count_drop(DropCause::MapFull);
         return 0;
     };
@@ -647,7 +642,7 @@ struct MdioCall {
 /// An MDIO accessor was entered: notes when (and, for the kretprobe that lacks them, its
 /// arguments).
 fn mdio_begin(call: &MdioCall) -> u32 {
-    if let Some(state) = thread_state(tid(), true) {
+    if let Some(state) = thread_state() {
         state.mdio_ts = ktime_ns();
         state.mdio_bus = call.bus;
         state.mdio_addr = call.addr;
@@ -664,7 +659,7 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
     let tid = tid();
     let (mut start, mut caller, mut depth) = (0, 0, 0);
     let mut call = call;
-    if let Some(state) = thread_state_unchecked(tid) {
+    if let Some(state) = thread_state() {
         start = state.mdio_ts;
         state.mdio_ts = 0;
         let open = state.depth as usize;

@@ -238,7 +238,7 @@ pub enum LossCause {
     /// Callbacks entered with their thread's callback stack full: neither their entry nor
     /// their return was recorded (their MDIO accesses were, attributed to the outer one).
     TooDeep,
-    /// Callback returns whose thread's open callbacks had been evicted from the thread map.
+    /// Callback returns whose thread's state the kernel could not allocate at their entry.
     MapFull,
     /// Callback returns the kernel did not report (kretprobe instances exhausted, counted by
     /// the kernel in `kprobe_profile`).

@@ -2,6 +2,8 @@
 
 use std::{fmt, process::ExitCode};
 
+use crate::probe::error::{ProbeError, ProbeErrorKind};
+
 /// Why phytrace stopped with an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailureKind {
@@ -56,11 +58,21 @@ pub const EXIT_VIOLATION: u8 = 1;
 /// Exit code of any other error.
 pub const EXIT_OTHER: u8 = 5;
 
-/// The exit code for `err`: its [`Failure`] kind if it has one.
+/// The exit code for `err`: its [`Failure`] kind if it has one, else that of the kernel side's
+/// refusal in it.
 pub fn code_for(err: &anyhow::Error) -> ExitCode {
-    let code = err
-        .chain()
-        .find_map(|cause| cause.downcast_ref::<Failure>())
-        .map_or(EXIT_OTHER, |failure| failure.kind.code());
-    ExitCode::from(code)
+    let code = err.chain().find_map(|cause| {
+        if let Some(failure) = cause.downcast_ref::<Failure>() {
+            return Some(failure.kind.code());
+        }
+        let refusal = cause.downcast_ref::<ProbeError>()?;
+        Some(
+            match refusal.kind {
+                ProbeErrorKind::Unavailable => FailureKind::TracingUnavailable,
+                ProbeErrorKind::BadOption => FailureKind::BadInput,
+            }
+            .code(),
+        )
+    });
+    ExitCode::from(code.unwrap_or(EXIT_OTHER))
 }

@@ -195,7 +195,7 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
             let why = match cause {
                 Some(LossCause::RingFull) => "ring buffer full",
                 Some(LossCause::TooDeep) => "callbacks nested deeper than the callback stack",
-                Some(LossCause::MapFull) => "thread map full: returns of evicted callbacks",
+                Some(LossCause::MapFull) => "no room for a thread's callbacks",
                 Some(LossCause::MissedReturn) => {
                     "returns missed by the kernel: maxactive exhausted"
                 }

@@ -42,10 +42,6 @@ pub struct FollowArgs {
     /// Callbacks kept open per thread (1–4); deeper nested ones are counted as `too_deep`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4), help_heading = "Tuning")]
     pub callback_depth: Option<u32>,
-    /// Threads whose open callbacks are kept at once; beyond, the least recently used are
-    /// evicted and their returns counted as `map_full`. Default: 4096.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Tuning")]
-    pub thread_slots: Option<u32>,
 }
 
 impl FollowArgs {
@@ -59,7 +55,6 @@ impl FollowArgs {
             mdio: self.mdio_probes,
             max_active: self.max_active,
             callback_depth: self.callback_depth,
-            thread_slots: self.thread_slots,
         }
     }
 }

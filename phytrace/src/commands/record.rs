@@ -63,23 +63,26 @@ impl RecordArgs {
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let mut status = args.status.as_deref().map(StatusFile::create).transpose()?;
     let recorded = recording::record_to_file(&args.recording(), |p| {
-        if let (
-            Some(status),
+        // The status line comes after the words: a script that waits on it finds both.
+        let started = match &p {
             Progress::Started {
                 tracer,
                 attached_in,
-            },
-        ) = (&mut status, &p)
+            } => Some((tracer.mdio_probes(), tracer.waiting_for(), *attached_in)),
+            Progress::Note(_) => None,
+        };
+        print_progress(&args.output, p);
+        if let (Some(status), Some((mdio_probes, waiting_for, attached_in))) =
+            (&mut status, started)
         {
             status.write(&serde_json::json!({
                 "status": "recording",
                 "output": args.output,
                 "attached_ms": attached_in.as_millis() as u64,
-                "mdio_probes": tracer.mdio_probes(),
-                "waiting_for": tracer.waiting_for(),
+                "mdio_probes": mdio_probes,
+                "waiting_for": waiting_for,
             }));
         }
-        print_progress(&args.output, p)
     })?;
     if let Some(status) = &mut status {
         status.write(&serde_json::json!({

@@ -5,8 +5,8 @@ use aya::{
     programs::{KProbe, ProgramError, kprobe::KProbeLinkId},
 };
 
+use super::error::ProbeError;
 use super::loader::explain_refusal;
-use crate::exit::{Failure, FailureKind};
 
 /// The kprobe program `program`, loaded into the kernel (once).
 pub fn loaded_kprobe<'a>(ebpf: &'a mut Ebpf, program: &str) -> anyhow::Result<&'a mut KProbe> {
@@ -30,7 +30,7 @@ pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KP
 }
 
 /// Why attaching failed, in words a kernel developer can act on.
-fn explain(err: &ProgramError, program: &str, symbol: &str) -> Failure {
+fn explain(err: &ProgramError, program: &str, symbol: &str) -> ProbeError {
     let text = format!("{err:#}");
     let os_error = super::os_error(err);
     let hint = match os_error {
@@ -48,8 +48,7 @@ fn explain(err: &ProgramError, program: &str, symbol: &str) -> Failure {
         }
         _ => "run `phytrace doctor` for a diagnosis",
     };
-    Failure::new(
-        FailureKind::TracingUnavailable,
-        format!("attaching `{program}` to {symbol} failed: {text}: {hint}"),
-    )
+    ProbeError::unavailable(format!(
+        "attaching `{program}` to {symbol} failed: {text}: {hint}"
+    ))
 }

@@ -10,6 +10,7 @@ use std::{collections::BTreeMap, os::fd::AsFd as _};
 use anyhow::Result;
 use aya::Ebpf;
 
+use super::error::ProbeError;
 use super::{
     attach::loaded_kprobe,
     decode::Decoder,
@@ -18,7 +19,6 @@ use super::{
     tracer::monotonic_ns,
 };
 use crate::event::Callback;
-use crate::exit::{Failure, FailureKind};
 
 /// A module's callbacks, armed.
 pub struct ArmedModule {
@@ -225,5 +225,5 @@ fn refused(err: TraceEventError) -> anyhow::Error {
         ),
         _ => String::new(),
     };
-    Failure::new(FailureKind::TracingUnavailable, format!("{err}{hint}")).into()
+    ProbeError::unavailable(format!("{err}{hint}")).into()
 }

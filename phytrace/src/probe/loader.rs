@@ -3,7 +3,7 @@
 use aya::{Ebpf, EbpfLoader};
 use phytrace_common::{KernelOffsets, MAX_CALLBACK_DEPTH};
 
-use crate::exit::{Failure, FailureKind};
+use super::error::ProbeError;
 
 /// The eBPF object built by `build.rs` from phytrace-ebpf.
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/phytrace"));
@@ -22,12 +22,7 @@ pub struct LoadOptions {
     pub selftest_tgid: u32,
     /// Callbacks kept open per thread, 1..=`MAX_CALLBACK_DEPTH` (deeper ones are counted).
     pub callback_depth: u32,
-    /// Threads whose open callbacks are kept at once (the least recently used make room).
-    pub thread_slots: u32,
 }
-
-/// Default of [`LoadOptions::thread_slots`].
-pub const DEFAULT_THREAD_SLOTS: u32 = 4096;
 
 impl LoadOptions {
     /// Options with the defaults for what is not given.
@@ -37,7 +32,6 @@ impl LoadOptions {
             offsets,
             selftest_tgid: 0,
             callback_depth: MAX_CALLBACK_DEPTH as u32,
-            thread_slots: DEFAULT_THREAD_SLOTS,
         }
     }
 }
@@ -57,34 +51,23 @@ fn fits_window(fields: &[(u32, u32)]) -> bool {
 /// Loads the eBPF object with `options`; errors say what is missing and how to fix it.
 pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
     if EBPF_OBJECT.is_empty() {
-        return Err(Failure::new(
-            FailureKind::TracingUnavailable,
-            "this phytrace was built with AYA_BUILD_SKIP=1 and has no eBPF programs: rebuild without it",
+        return Err(ProbeError::unavailable("this phytrace was built with AYA_BUILD_SKIP=1 and has no eBPF programs: rebuild without it",
         )
         .into());
     }
     if !options.ring_size.is_power_of_two() || options.ring_size < 4096 {
-        return Err(Failure::new(
-            FailureKind::BadInput,
-            format!(
-                "ring size {} is not a power of two of at least 4096 bytes",
-                options.ring_size
-            ),
-        )
+        return Err(ProbeError::bad_option(format!(
+            "ring size {} is not a power of two of at least 4096 bytes",
+            options.ring_size
+        ))
         .into());
     }
     if !(1..=MAX_CALLBACK_DEPTH as u32).contains(&options.callback_depth) {
-        return Err(Failure::new(
-            FailureKind::BadInput,
-            format!(
-                "callback depth {} is not between 1 and {MAX_CALLBACK_DEPTH}",
-                options.callback_depth
-            ),
-        )
+        return Err(ProbeError::bad_option(format!(
+            "callback depth {} is not between 1 and {MAX_CALLBACK_DEPTH}",
+            options.callback_depth
+        ))
         .into());
-    }
-    if options.thread_slots == 0 {
-        return Err(Failure::new(FailureKind::BadInput, "thread slots must be at least 1").into());
     }
     let o = &options.offsets;
     let read = [
@@ -99,13 +82,10 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         (o.phy_link_byte, 1),
     ];
     if options.offsets != KernelOffsets::default() && !fits_window(&read) {
-        return Err(Failure::new(
-            FailureKind::TracingUnavailable,
-            format!(
-                "this kernel's struct phy_device has its fields further apart than phytrace \
+        return Err(ProbeError::unavailable(format!(
+            "this kernel's struct phy_device has its fields further apart than phytrace \
                  reads at once ({WINDOW} bytes): {o:?}"
-            ),
-        )
+        ))
         .into());
     }
     EbpfLoader::new()
@@ -113,14 +93,16 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         .override_global("SELFTEST_TGID", &options.selftest_tgid, true)
         .override_global("CALLBACK_DEPTH", &options.callback_depth, true)
         .map_max_entries("EVENTS", options.ring_size)
-        .map_max_entries("THREADS", options.thread_slots)
+        // The per-thread state is task-local storage, a map type aya 0.14 creates but does
+        // not wrap (the programs alone use it).
+        .allow_unsupported_maps()
         .load(EBPF_OBJECT)
         .map_err(|err| explain_refusal("loading the eBPF programs", &err).into())
 }
 
 /// A refusal by the kernel (`what` failed with `err`), with the fix when it is a matter of
 /// privileges.
-pub fn explain_refusal(what: &str, err: &(dyn std::error::Error + 'static)) -> Failure {
+pub fn explain_refusal(what: &str, err: &(dyn std::error::Error + 'static)) -> ProbeError {
     let text = format!("{err}");
     let permission = matches!(super::os_error(err), Some(libc::EPERM | libc::EACCES))
         || text.contains("Operation not permitted")
@@ -134,5 +116,5 @@ pub fn explain_refusal(what: &str, err: &(dyn std::error::Error + 'static)) -> F
     } else {
         format!("{what} failed: {text} (run `phytrace doctor`)")
     };
-    Failure::new(FailureKind::TracingUnavailable, message)
+    ProbeError::unavailable(message)
 }

@@ -5,6 +5,7 @@ pub mod attach;
 pub mod btf;
 pub mod decode;
 pub mod driver_probes;
+pub mod error;
 pub mod loader;
 pub mod mdio_probes;
 pub mod module_files;

@@ -90,8 +90,6 @@ pub struct TracerOptions {
     pub max_active: Option<u32>,
     /// Callbacks kept open per thread (default and most: `MAX_CALLBACK_DEPTH`).
     pub callback_depth: Option<u32>,
-    /// Threads whose open callbacks are kept at once.
-    pub thread_slots: Option<u32>,
 }
 
 /// Where start-up time went, for `record`'s first line and the benchmarks.
@@ -313,7 +311,6 @@ impl Tracer {
         let defaults = LoadOptions::new(options.ring_size, offsets);
         let mut ebpf = loader::load(&LoadOptions {
             callback_depth: options.callback_depth.unwrap_or(defaults.callback_depth),
-            thread_slots: options.thread_slots.unwrap_or(defaults.thread_slots),
             ..defaults
         })?;
         startup.load = lap();
