@@ -2,15 +2,18 @@
 # Helpers for the `phytrace record` VM tests: start a recording in the background, stop it,
 # and check the capture with capture_check.py.
 
-CHECK="python3 $(dirname "${BASH_SOURCE[0]}")/capture_check.py"
+CAPTURE_CHECK_PY=$(dirname "${BASH_SOURCE[0]}")/capture_check.py
+
+# capture_check EVENTS_JSONL CHECK [ARGS...] [-- CHECK [ARGS...]]...: see capture_check.py.
+capture_check() { python3 "$CAPTURE_CHECK_PY" "$@"; }
 
 # start_record CAPTURE [RECORD ARGS...]: records in the background until stop_record.
 start_record() {
-    local capture=$1 i
+    local capture=$1
     shift
     "$PHYTRACE_BIN" record -o "$capture" "$@" 2>"$capture.stderr" &
     RECORD_PID=$!
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         grep -q "recording to" "$capture.stderr" 2>/dev/null && { cat "$capture.stderr"; return 0; }
         kill -0 "$RECORD_PID" 2>/dev/null || break
         sleep 0.1
