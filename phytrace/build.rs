@@ -3,8 +3,8 @@
 //! `$OUT_DIR/ebpf-build.log`, and is printed only if the build fails (on success, only cargo's
 //! one-line count of compiler warnings, if there are any).
 //!
-//! This is the build aya-build 0.2 runs (same command, flags and target directory), which
-//! forwards every line of that log as a build-script warning.
+//! This is the build aya-build 0.2 runs (same command and flags), which forwards every line of
+//! that log as a build-script warning.
 
 use std::{
     env, fs,

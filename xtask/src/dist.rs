@@ -3,7 +3,7 @@
 //!
 //! Each binary is a release build for the architecture's musl target (linked by clang/lld, see
 //! `.cargo/config.toml`); phytrace's build script builds the eBPF object for the same target
-//! architecture (aya-build passes `bpf_target_arch` = the target's `CARGO_CFG_TARGET_ARCH`), so
+//! architecture (it passes `bpf_target_arch` = the target's `CARGO_CFG_TARGET_ARCH`), so
 //! kprobe arguments are read from that architecture's `pt_regs`. The result is checked: an ELF
 //! of the right machine with no interpreter and no shared libraries, kprobe programs that read
 //! their first argument at the architecture's `pt_regs` offset, and eBPF objects that differ
@@ -99,7 +99,7 @@ fn build(arch: Arch) -> Result<(PathBuf, PathBuf)> {
         "dist: building phytrace for {arch} ({}, release)",
         arch.musl_target()
     ));
-    // Quiet on success: the eBPF build's progress arrives as build-script warnings.
+    // Quiet on success: cargo's output is shown only if the build fails.
     run::output(
         Command::new(env!("CARGO"))
             .args(["build", "--release", "--locked", "--package", "phytrace"])
