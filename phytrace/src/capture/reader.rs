@@ -245,9 +245,7 @@ fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
         Ok(line) => line,
         Err(e) => return Parsed::Issue(Problem::Corrupt(format!("not UTF-8: {e}"))),
     };
-    let as_event = match super::fast::parse_event(line)
-        .map_or_else(|| serde_json::from_str::<WireEvent>(line), Ok)
-    {
+    let as_event = match serde_json::from_str::<WireEvent>(line) {
         Ok(w) if w.record == EVENT_TYPE => {
             return match w.decode(tables) {
                 Ok(event) => Parsed::Event(event),
