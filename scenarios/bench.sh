@@ -1,10 +1,12 @@
 #!/bin/bash
 # bench: what `cargo xtask bench` runs in the guest. Measures, side by side in one boot, on the
 # simulated AX88772A with the Rust driver (links down: no phylib polling adds noise):
-#   P1 cost per MDIO access: N synchronous mdiobus_read()s untraced, with `phytrace record`,
-#      and with a bpftrace script attaching the same probes and doing the same work
-#      (scenarios/bench.bt: kprobe+kretprobe on __mdiobus_read and __mdiobus_write and on the
-#      driver's callbacks);
+#   P1 cost per MDIO access: N synchronous mdiobus_read()s untraced; with `phytrace record`
+#      (MDIO accessors on fentry/fexit, and with --mdio-probes kprobe); with the strongest
+#      bpftrace peer (scenarios/bench-kfunc.bt: kfunc+kretfunc on the accessors, the same
+#      fields); with bpftrace copying phytrace's kprobe design (scenarios/bench.bt); and with
+#      empty programs on the same attach points (the floors: bench-floor-fentry.bt,
+#      bench-floor-kprobe.bt);
 #   P2 start-to-attached: process start until the first event can be recorded, same probes;
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring) loses nothing,
 #      and exact loss accounting above it (recorded + lost = generated);
@@ -31,8 +33,11 @@ mapfile -t callbacks < <(awk '$4 == "[ax88796b_rust]" && $3 ~ /_callback/ { prin
 ((${#callbacks[@]} > 0)) || fail "no ax88796b_rust callbacks in /proc/kallsyms"
 entries=$(printf 'kprobe:%s, ' "${callbacks[@]}")
 returns=$(printf 'kretprobe:%s, ' "${callbacks[@]}")
-sed "s/@ENTRIES@/${entries%, }/; s/@RETURNS@/${returns%, }/" "$PHYTRACE_ROOT/scenarios/bench.bt" \
-    >"$work/bench.bt"
+for script in bench bench-kfunc; do
+    sed "s/@ENTRIES@/${entries%, }/; s/@RETURNS@/${returns%, }/" \
+        "$PHYTRACE_ROOT/scenarios/$script.bt" >"$work/$script.bt"
+done
+cp "$PHYTRACE_ROOT"/scenarios/bench-floor-*.bt "$work/"
 emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]}}"
 
 # ns per read of one synchronous burst of READS reads, as the simulator measured it.
@@ -44,19 +49,27 @@ burst_ns() {
 # start_tracer KIND: starts phytrace or bpftrace in the background and waits until attached.
 # Sets TRACER_PID and ATTACH_MS (process start to attached, wall clock).
 start_tracer() {
-    local t0
+    local t0 script
     t0=$(now_ns)
     case $1 in
-    phytrace)
-        "$BIN" record -o "$work/bench.ptrace" 2>"$work/tracer.err" &
+    phytrace | phytrace-kprobe)
+        local probes=fentry
+        [[ $1 == phytrace-kprobe ]] && probes=kprobe
+        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" 2>"$work/tracer.err" &
         TRACER_PID=$!
         until grep -q "recording to" "$work/tracer.err" 2>/dev/null; do
             kill -0 "$TRACER_PID" 2>/dev/null || { cat "$work/tracer.err"; fail "phytrace exited"; }
             sleep 0.005
         done
         ;;
-    bpftrace)
-        bpftrace -B line "$work/bench.bt" >"$work/bpftrace.out" \
+    bpftrace-*)
+        case $1 in
+        bpftrace-kfunc) script=bench-kfunc ;;
+        bpftrace-kprobe) script=bench ;;
+        bpftrace-floor-fentry) script=bench-floor-fentry ;;
+        bpftrace-floor-kprobe) script=bench-floor-kprobe ;;
+        esac
+        bpftrace -B line "$work/$script.bt" >"$work/bpftrace.out" \
             2>"$work/tracer.err" &
         TRACER_PID=$!
         until grep -q "^ready" "$work/bpftrace.out" 2>/dev/null; do
@@ -74,11 +87,12 @@ stop_tracer() {
     wait "$TRACER_PID" || true
 }
 
-log "P1/P2: $REPEATS rounds of $READS reads: untraced, phytrace, bpftrace"
+TRACERS="phytrace phytrace-kprobe bpftrace-kfunc bpftrace-kprobe bpftrace-floor-fentry bpftrace-floor-kprobe"
+log "P1/P2: $REPEATS rounds of $READS reads: untraced, then with each of $TRACERS"
 burst_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
     emit "{\"bench\":\"p1\",\"tracer\":\"none\",\"round\":$r,\"ns_per_access\":$(burst_ns)}"
-    for tracer in phytrace bpftrace; do
+    for tracer in $TRACERS; do
         start_tracer "$tracer"
         emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
         ns=$(burst_ns)

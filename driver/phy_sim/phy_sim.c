@@ -29,6 +29,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/etherdevice.h>
 #include <linux/kthread.h>
 #include <linux/math64.h>
@@ -155,6 +156,7 @@ struct sim_phy {
 	bool plugged;
 	u16 partner;
 	unsigned int aneg_delay_ms, reset_delay_ms;
+	unsigned int mdio_delay_us;	/* each access sleeps this long: a slow bus */
 	bool lpa_zero, reset_needs_toggle, kick;
 	bool dying;		/* no more kicks */
 	struct delayed_work kick_work;
@@ -393,6 +395,15 @@ static int sim_inject_check(struct sim_phy *p, int reg, bool write)
 
 /* --- the MDIO bus --- */
 
+/* A slow bus: the access sleeps (MDIO accessors run in process context). */
+static void sim_mdio_delay(struct sim_phy *p)
+{
+	unsigned int us = READ_ONCE(p->mdio_delay_us);
+
+	if (us)
+		usleep_range(us, us + us / 8 + 1);
+}
+
 static int sim_mdio_read(struct mii_bus *bus, int addr, int reg)
 {
 	struct sim *sim = bus->priv;
@@ -401,6 +412,7 @@ static int sim_mdio_read(struct mii_bus *bus, int addr, int reg)
 
 	if (!p)
 		return 0xffff;	/* nothing answers: pulled-up data line */
+	sim_mdio_delay(p);
 	reg &= SIM_NREGS - 1;
 	spin_lock(&p->lock);
 	p->cnt.reads[reg]++;
@@ -421,6 +433,7 @@ static int sim_mdio_write(struct mii_bus *bus, int addr, int reg, u16 val)
 
 	if (!p)
 		return 0;
+	sim_mdio_delay(p);
 	reg &= SIM_NREGS - 1;
 	spin_lock(&p->lock);
 	p->cnt.writes[reg]++;
@@ -808,6 +821,7 @@ static int sim_##field##_store(struct sim_phy *p, char *buf)		\
 
 SIM_UINT_ATTR(aneg_delay_ms, 60000)
 SIM_UINT_ATTR(reset_delay_ms, 5000)
+SIM_UINT_ATTR(mdio_delay_us, 1000000)
 
 #define SIM_BOOL_ATTR(field)						\
 static int sim_##field##_show(struct seq_file *m, struct sim_phy *p)	\
@@ -1021,6 +1035,8 @@ static const struct sim_attr sim_attrs[SIM_NATTRS] = {
 	  "milliseconds, 0..60000" },
 	{ "reset_delay_ms", 0644, sim_reset_delay_ms_show, sim_reset_delay_ms_store,
 	  "milliseconds, 0..5000" },
+	{ "mdio_delay_us", 0644, sim_mdio_delay_us_show, sim_mdio_delay_us_store,
+	  "microseconds each access sleeps, 0..1000000" },
 	{ "lpa_zero", 0644, sim_lpa_zero_show, sim_lpa_zero_store, "1|0" },
 	{ "reset_needs_toggle", 0644, sim_reset_needs_toggle_show,
 	  sim_reset_needs_toggle_store, "1|0" },

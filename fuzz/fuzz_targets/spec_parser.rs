@@ -47,13 +47,7 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let capture = capture();
-    let outcomes = check::evaluate(&spec, &capture.events, capture.header.clock.boot_ns);
-    let checked = Checked {
-        name: "fuzz.ptrace",
-        capture,
-        outcomes: &outcomes,
-    };
+    let checked = Checked::new("fuzz.ptrace", capture(), &spec);
     let _ = report::text("fuzz.spec", &spec, &checked);
     let _ = junit::document("fuzz.spec", &spec, &[checked]);
 });

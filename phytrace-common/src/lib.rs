@@ -1,27 +1,43 @@
 //! Types shared by phytrace's eBPF programs and its userspace loader.
 //!
 //! Everything here is `#[repr(C)]` and plain old data: the eBPF side writes these bytes into a
-//! ring buffer and userspace reads them back as-is.
+//! ring buffer and userspace reads them back as-is. Every record starts with its [`RawKind`]
+//! byte, which says which struct it is: [`RawEvent`] (most records), [`RawIdentity`] (a PHY or
+//! bus named once, before the first event that refers to it) and [`RawNamed`] (a module or
+//! network device event with its name).
 #![no_std]
 
 /// Bytes kept of `mii_bus.id` (the kernel allows 61; longer ids are truncated).
 pub const BUS_ID_LEN: usize = 32;
 /// Bytes kept of the bound `phy_driver.name`.
 pub const DRIVER_NAME_LEN: usize = 32;
-/// Bytes of `net_device.name` (`IFNAMSIZ`).
-pub const NETDEV_NAME_LEN: usize = 16;
+/// Bytes of a module name (`MODULE_NAME_LEN`) or network device name (`IFNAMSIZ` fits).
+pub const NAME_LEN: usize = 56;
 /// How many callbacks may be open at once on one thread (callbacks can nest: the AX88772A's
-/// `link_change_notify` re-inits the PHY, which runs `soft_reset`).
+/// `link_change_notify` re-inits the PHY, which runs `soft_reset`). The loader may set a
+/// smaller limit.
 pub const MAX_CALLBACK_DEPTH: usize = 4;
 const _: () = assert!(MAX_CALLBACK_DEPTH.is_power_of_two());
-/// Index of the ring-buffer-full counter in the `DROPS` per-CPU array.
-pub const DROP_RING_FULL: u32 = 0;
-/// Index of the "callback stack overflowed" counter in the `DROPS` per-CPU array.
-pub const DROP_STACK_OVERFLOW: u32 = 1;
-/// Number of drop counters.
-pub const DROP_COUNTERS: u32 = 2;
 
-/// What a [`RawEvent`] records.
+/// Why the kernel side lost records: indices of the `DROPS` per-CPU array.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropCause {
+    /// The ring buffer was full.
+    RingFull = 0,
+    /// A callback was entered with the thread's callback stack full: its entry and return
+    /// are not recorded (the return consumes the count, not an outer frame).
+    TooDeep = 1,
+    /// A thread's open callbacks were lost from the thread map (more threads in callbacks at
+    /// once than it holds: evicted, or no room at entry): the returns that found no frame are
+    /// counted.
+    MapFull = 2,
+}
+
+/// Number of drop counters.
+pub const DROP_COUNTERS: u32 = 3;
+
+/// What a record is.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RawKind {
@@ -38,20 +54,26 @@ pub enum RawKind {
     /// The self-test probe fired on return.
     SelfTestExit = 6,
     /// A module finished loading: its `MODULE:SYMBOL` probes are armed, its init is about to
-    /// run (`module_load` tracepoint; the name is in `driver`).
+    /// run (`module_load` tracepoint; a [`RawNamed`]).
     ModuleLoad = 7,
-    /// A module was freed after unloading (`module_free` tracepoint; the name is in `driver`).
+    /// A module was freed after unloading (`module_free` tracepoint; a [`RawNamed`]).
     ModuleFree = 8,
     /// The MAC was told the link is up (`mac_link_up`: speed, duplex, pause in `value`).
     MacLinkUp = 9,
     /// The MAC was told the link is down (`mac_link_down`).
     MacLinkDown = 10,
-    /// `netif_carrier_on` (netdev in `netdev`).
+    /// `netif_carrier_on` (a [`RawNamed`]: the network device).
     CarrierOn = 11,
-    /// `netif_carrier_off`.
+    /// `netif_carrier_off` (a [`RawNamed`]).
     CarrierOff = 12,
     /// `phylink_resolve` returned (latency; the PHY of the MAC calls it made, if any).
     PhylinkResolve = 13,
+    /// `__mdiobus_c45_read` returned (devad in `devad`).
+    MdioC45Read = 14,
+    /// `__mdiobus_c45_write` returned.
+    MdioC45Write = 15,
+    /// A PHY or bus is named (a [`RawIdentity`]).
+    Identity = 16,
 }
 
 /// Bit of [`RawEvent::value`] set when a [`RawKind::MacLinkUp`] enables transmit pause.
@@ -60,7 +82,7 @@ pub const MAC_TX_PAUSE: u16 = 1;
 pub const MAC_RX_PAUSE: u16 = 2;
 
 impl RawKind {
-    /// Decodes the kind byte of a [`RawEvent`].
+    /// Decodes the kind byte of a record.
     pub const fn from_u8(value: u8) -> Option<Self> {
         Some(match value {
             1 => Self::CallbackEnter,
@@ -76,96 +98,135 @@ impl RawKind {
             11 => Self::CarrierOn,
             12 => Self::CarrierOff,
             13 => Self::PhylinkResolve,
+            14 => Self::MdioC45Read,
+            15 => Self::MdioC45Write,
+            16 => Self::Identity,
             _ => return None,
         })
     }
 }
 
-/// One event as the eBPF programs emit it.
+/// One event as the eBPF programs emit it (72 bytes).
 ///
-/// Fields that do not apply to a kind are zero. The PHY is identified by `phydev` plus the
-/// decoded identity (`bus_id`, `mdio_addr`, `phy_id`, `driver`), which is read from the
-/// `phy_device` at the time of the event because identical Rust callbacks are shared by several
-/// driver types.
+/// Fields that do not apply to a kind are zero. The PHY is `phydev` (or, for an MDIO access to
+/// an address without a PHY, `bus` and `addr`), named by a [`RawIdentity`] earlier in the ring.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RawEvent {
+    /// [`RawKind`] as a byte.
+    pub kind: u8,
+    /// Callback nesting depth on this thread (1 = outermost; MDIO: of the calling callback).
+    pub depth: u8,
+    /// `phy_device.state` at callback entry, or when an MDIO access returned.
+    pub state_before: u8,
+    /// `phy_device.state` after the callback.
+    pub state_after: u8,
+    /// `phy_device.link` when the event was taken.
+    pub link: u8,
+    /// `phy_device.duplex` when the event was taken.
+    pub duplex: u8,
+    /// MDIO address of the access.
+    pub addr: u8,
+    /// Clause-45 MMD of the access.
+    pub devad: u8,
     /// `bpf_ktime_get_ns()` (`CLOCK_MONOTONIC`) when the event was emitted.
     pub ts_ns: u64,
     /// Time spent in the callback or MDIO access (exit events only).
     pub latency_ns: u64,
-    /// The callback's probe key (callback events: the attach cookie userspace gave the probe),
-    /// or the address of `__mdiobus_read`/`_write`.
-    pub func_ip: u64,
-    /// Probe key of the callback running on this thread when an MDIO access happened, or 0.
-    pub caller_ip: u64,
-    /// The `struct phy_device *`, or 0 when an MDIO address has no PHY attached.
+    /// The `struct phy_device *`, or 0.
     pub phydev: u64,
+    /// The `struct mii_bus *` of an MDIO access, or 0.
+    pub bus: u64,
+    /// The callback's probe key (callback events), or the key of the callback running on this
+    /// thread when an MDIO access happened (0: none).
+    pub key: u64,
     /// Return value: callback result, MDIO value read, or negative errno.
-    pub ret: i64,
+    pub ret: i32,
     /// Thread id (kernel pid) that ran the probe.
     pub tid: u32,
-    /// CPU the probe ran on.
-    pub cpu: u32,
-    /// `phy_device.phy_id`.
-    pub phy_id: u32,
-    /// `phy_device.speed` after the callback (exit events).
+    /// `phy_device.speed` when the event was taken.
     pub speed: i32,
-    /// `phy_device.state` at callback entry (enter and exit events).
-    pub state_before: u32,
-    /// `phy_device.state` at callback exit.
-    pub state_after: u32,
+    /// CPU the probe ran on.
+    pub cpu: u16,
     /// MDIO register number.
     pub regnum: u16,
-    /// MDIO value written (writes) or read (successful reads).
+    /// MDIO value written (writes) or read (successful reads); MAC pause bits.
     pub value: u16,
-    /// [`RawKind`] as a byte.
-    pub kind: u8,
-    /// MDIO address of the PHY on its bus.
-    pub mdio_addr: u8,
-    /// `phy_device.link` after the callback (exit events).
-    pub link: u8,
-    /// `phy_device.duplex` after the callback (exit events).
-    pub duplex: u8,
-    /// Callback nesting depth on this thread (1 = outermost).
-    pub depth: u8,
     /// Explicit padding, always zero.
-    pub _pad: [u8; 7],
-    /// `mii_bus.id`, NUL-padded.
-    pub bus_id: [u8; BUS_ID_LEN],
-    /// `phy_device.drv->name`, NUL-padded.
-    pub driver: [u8; DRIVER_NAME_LEN],
-    /// `net_device.name` of MAC-side events, NUL-padded.
-    pub netdev: [u8; NETDEV_NAME_LEN],
+    pub _pad: [u8; 6],
 }
 
 impl RawEvent {
     /// An all-zero event, the starting point the eBPF side fills in.
     pub const ZERO: Self = Self {
-        ts_ns: 0,
-        latency_ns: 0,
-        func_ip: 0,
-        caller_ip: 0,
-        phydev: 0,
-        ret: 0,
-        tid: 0,
-        cpu: 0,
-        phy_id: 0,
-        speed: 0,
+        kind: 0,
+        depth: 0,
         state_before: 0,
         state_after: 0,
-        regnum: 0,
-        value: 0,
-        kind: 0,
-        mdio_addr: 0,
         link: 0,
         duplex: 0,
-        depth: 0,
-        _pad: [0; 7],
+        addr: 0,
+        devad: 0,
+        ts_ns: 0,
+        latency_ns: 0,
+        phydev: 0,
+        bus: 0,
+        key: 0,
+        ret: 0,
+        tid: 0,
+        speed: 0,
+        cpu: 0,
+        regnum: 0,
+        value: 0,
+        _pad: [0; 6],
+    };
+}
+
+/// Names a PHY (`phydev` ≠ 0) or an MDIO bus (`phydev` = 0): sent before the first event that
+/// refers to it, and again when what it names changes (driver bound, device re-created).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawIdentity {
+    /// Always [`RawKind::Identity`].
+    pub kind: u8,
+    /// MDIO address of the PHY.
+    pub addr: u8,
+    /// Explicit padding, always zero.
+    pub _pad: [u8; 2],
+    /// `phy_device.phy_id`.
+    pub phy_id: u32,
+    /// The `struct phy_device *` named, or 0 for a bus.
+    pub phydev: u64,
+    /// Its `struct mii_bus *`.
+    pub bus: u64,
+    /// `mii_bus.id`, NUL-padded.
+    pub bus_id: [u8; BUS_ID_LEN],
+    /// `phy_device.drv->name`, NUL-padded (empty: no driver bound).
+    pub driver: [u8; DRIVER_NAME_LEN],
+}
+
+impl RawIdentity {
+    /// An all-zero identity record.
+    pub const ZERO: Self = Self {
+        kind: RawKind::Identity as u8,
+        addr: 0,
+        _pad: [0; 2],
+        phy_id: 0,
+        phydev: 0,
+        bus: 0,
         bus_id: [0; BUS_ID_LEN],
         driver: [0; DRIVER_NAME_LEN],
-        netdev: [0; NETDEV_NAME_LEN],
     };
+}
+
+/// An event that carries a name: a module loaded or freed, a network device's carrier.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawNamed {
+    /// The event (its kind first).
+    pub event: RawEvent,
+    /// The module or network device name, NUL-padded.
+    pub name: [u8; NAME_LEN],
 }
 
 /// Byte offsets into kernel structures, read from vmlinux BTF at load time and passed to the
@@ -212,41 +273,41 @@ pub struct KernelOffsets {
 #[cfg(feature = "user")]
 unsafe impl aya::Pod for KernelOffsets {}
 
-// SAFETY: `RawEvent` is `#[repr(C)]` plain old data with explicit padding; any bit pattern is
-// valid.
-#[cfg(feature = "user")]
-unsafe impl aya::Pod for RawEvent {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn raw_event_has_no_implicit_padding() {
-        let fields = 6 * 8 + 6 * 4 + 2 * 2 + 5 + 7 + BUS_ID_LEN + DRIVER_NAME_LEN + NETDEV_NAME_LEN;
-        assert_eq!(core::mem::size_of::<RawEvent>(), fields);
-        assert_eq!(core::mem::size_of::<RawEvent>() % 8, 0);
+    fn records_have_no_implicit_padding() {
+        assert_eq!(size_of::<RawEvent>(), 8 + 5 * 8 + 3 * 4 + 3 * 2 + 6);
+        assert_eq!(size_of::<RawEvent>(), 72);
+        assert_eq!(
+            size_of::<RawIdentity>(),
+            8 + 2 * 8 + BUS_ID_LEN + DRIVER_NAME_LEN
+        );
+        assert_eq!(size_of::<RawNamed>(), size_of::<RawEvent>() + NAME_LEN);
+        for size in [
+            size_of::<RawEvent>(),
+            size_of::<RawIdentity>(),
+            size_of::<RawNamed>(),
+        ] {
+            assert_eq!(size % 8, 0);
+        }
+    }
+
+    #[test]
+    fn every_record_starts_with_its_kind() {
+        assert_eq!(core::mem::offset_of!(RawEvent, kind), 0);
+        assert_eq!(core::mem::offset_of!(RawIdentity, kind), 0);
+        assert_eq!(core::mem::offset_of!(RawNamed, event), 0);
     }
 
     #[test]
     fn kinds_round_trip() {
-        for kind in [
-            RawKind::CallbackEnter,
-            RawKind::CallbackExit,
-            RawKind::MdioRead,
-            RawKind::MdioWrite,
-            RawKind::SelfTestEnter,
-            RawKind::SelfTestExit,
-            RawKind::ModuleLoad,
-            RawKind::ModuleFree,
-            RawKind::MacLinkUp,
-            RawKind::MacLinkDown,
-            RawKind::CarrierOn,
-            RawKind::CarrierOff,
-            RawKind::PhylinkResolve,
-        ] {
-            assert_eq!(RawKind::from_u8(kind as u8), Some(kind));
+        for value in 1..=16 {
+            assert_eq!(RawKind::from_u8(value).map(|k| k as u8), Some(value));
         }
         assert_eq!(RawKind::from_u8(0), None);
+        assert_eq!(RawKind::from_u8(17), None);
     }
 }

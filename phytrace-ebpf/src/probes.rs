@@ -3,18 +3,18 @@
 use aya_ebpf::{
     EbpfContext,
     helpers::{
-        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_smp_processor_id, bpf_ktime_get_ns,
         bpf_probe_read_kernel, bpf_probe_read_kernel_buf, bpf_probe_read_kernel_str_bytes,
         generated::{bpf_get_attach_cookie, bpf_get_func_ip},
     },
-    macros::{kprobe, kretprobe, map, raw_tracepoint},
-    maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
-    programs::{ProbeContext, RawTracePointContext, RetProbeContext},
+    macros::{fentry, fexit, kprobe, kretprobe, map, raw_tracepoint},
+    maps::{Array, LruHashMap, PerCpuArray, RingBuf},
+    programs::{FEntryContext, FExitContext, ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use aya_log_ebpf::info;
 use phytrace_common::{
-    DROP_COUNTERS, DROP_RING_FULL, DROP_STACK_OVERFLOW, KernelOffsets, MAC_RX_PAUSE, MAC_TX_PAUSE,
-    MAX_CALLBACK_DEPTH, RawEvent, RawKind,
+    DROP_COUNTERS, DropCause, KernelOffsets, MAC_RX_PAUSE, MAC_TX_PAUSE, MAX_CALLBACK_DEPTH,
+    RawEvent, RawIdentity, RawKind, RawNamed,
 };
 
 /// Struct offsets, overridden by the loader from vmlinux BTF.
@@ -38,6 +38,10 @@ static OFFSETS: KernelOffsets = KernelOffsets {
     netdev_phydev: 0,
 };
 
+/// Callbacks kept open per thread (1..=MAX_CALLBACK_DEPTH), set by the loader.
+#[unsafe(no_mangle)]
+static CALLBACK_DEPTH: u32 = MAX_CALLBACK_DEPTH as u32;
+
 /// Process whose calls the self-test probe reports (set by `phytrace doctor`).
 #[unsafe(no_mangle)]
 static SELFTEST_TGID: u32 = 0;
@@ -45,11 +49,14 @@ static SELFTEST_TGID: u32 = 0;
 /// `MDIO_DEVICE_FLAG_PHY` from `include/linux/mdio.h`.
 const MDIO_DEVICE_FLAG_PHY: u32 = 1;
 
+/// Bytes read at once from a `phy_device` for a group of fields (see [`Window`]).
+const WINDOW: usize = 64;
+
 /// The event stream. Its size is set by the loader (`--ring-size`).
 #[map]
 static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
 
-/// Events lost, per CPU, by cause (see `phytrace_common::DROP_*`).
+/// Records lost, per CPU, by cause (see `phytrace_common::DropCause`).
 #[map]
 static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(DROP_COUNTERS, 0);
 
@@ -60,36 +67,93 @@ struct Frame {
     key: u64,
     phydev: u64,
     ts_ns: u64,
+    /// Stack pointer at entry: a frame at or below a later entry's is not its caller, and a
+    /// return matches the frame entered at its own stack pointer.
+    sp: u64,
     state_before: u32,
     _pad: u32,
 }
 
-/// The callbacks open on one thread, innermost last.
+/// What one thread is in: its open callbacks (innermost last) and its MDIO access.
 #[derive(Clone, Copy)]
-struct CallStack {
+struct ThreadState {
+    /// `task_struct` the entry belongs to: a thread id reused by a new task starts afresh.
+    task: u64,
     depth: u32,
-    _pad: u32,
+    /// Callbacks entered on a full stack, not yet returned.
+    too_deep: u32,
     frames: [Frame; MAX_CALLBACK_DEPTH],
+    /// The MDIO access in flight (entry time 0: none).
+    mdio_ts: u64,
+    mdio_bus: u64,
+    mdio_addr: u32,
+    mdio_regnum: u16,
+    mdio_value: u16,
+    mdio_devad: u32,
+    _pad: u32,
 }
 
-/// An MDIO access that has been entered and not yet returned.
+const EMPTY_FRAME: Frame = Frame {
+    key: 0,
+    phydev: 0,
+    ts_ns: 0,
+    sp: 0,
+    state_before: 0,
+    _pad: 0,
+};
+
+const EMPTY_THREAD: ThreadState = ThreadState {
+    task: 0,
+    depth: 0,
+    too_deep: 0,
+    frames: [EMPTY_FRAME; MAX_CALLBACK_DEPTH],
+    mdio_ts: 0,
+    mdio_bus: 0,
+    mdio_addr: 0,
+    mdio_regnum: 0,
+    mdio_value: 0,
+    mdio_devad: 0,
+    _pad: 0,
+};
+
+/// Per-thread state, kept across calls (a lookup, not an insert and a delete, per access);
+/// the least recently used threads make room for new ones.
+#[map]
+static THREADS: LruHashMap<u32, ThreadState> = LruHashMap::with_max_entries(4096, 0);
+
+/// A PHY whose identity this CPU has sent, as it was then.
 #[derive(Clone, Copy)]
-struct PendingMdio {
-    ts_ns: u64,
+struct SentPhy {
+    phydev: u64,
     bus: u64,
+    drv: u64,
+    epoch: u64,
+    phy_id: u32,
     addr: u32,
-    regnum: u16,
-    value: u16,
 }
 
-#[map]
-static CALL_STACKS: HashMap<u32, CallStack> = HashMap::with_max_entries(4096, 0);
+/// A bus whose name this CPU has sent.
+#[derive(Clone, Copy)]
+struct SentBus {
+    bus: u64,
+    epoch: u64,
+}
+
+/// Slots of the per-CPU caches of identities sent (direct-mapped by address).
+const SENT_SLOTS: u32 = 64;
 
 #[map]
-static PENDING_MDIO: HashMap<u32, PendingMdio> = HashMap::with_max_entries(4096, 0);
+static SENT_PHYS: PerCpuArray<SentPhy> = PerCpuArray::with_max_entries(SENT_SLOTS, 0);
 
 #[map]
-static SELFTEST_START: HashMap<u32, u64> = HashMap::with_max_entries(64, 0);
+static SENT_BUSES: PerCpuArray<SentBus> = PerCpuArray::with_max_entries(SENT_SLOTS, 0);
+
+/// Bumped when a PHY or bus is removed: a new device at a freed one's address is named anew.
+#[map]
+static EPOCH: Array<u64> = Array::with_max_entries(1, 0);
+
+#[map]
+static SELFTEST_START: LruHashMap<u32, u64> = LruHashMap::with_max_entries(64, 0);
 
 /// The PHY each MAC's `phylink_config` was last told about by `mac_link_up`: `mac_link_down`
 /// only gets the config.
@@ -107,10 +171,21 @@ struct PendingResolve {
 #[map]
 static PENDING_RESOLVE: LruHashMap<u32, PendingResolve> = LruHashMap::with_max_entries(256, 0);
 
-fn offsets() -> KernelOffsets {
-    // SAFETY: `OFFSETS` is a plain global the loader rewrites before load; a volatile read keeps
-    // the compiler from folding its initial zeros into the code.
-    unsafe { core::ptr::read_volatile(&OFFSETS) }
+fn offsets() -> &'static KernelOffsets {
+    // SAFETY: `OFFSETS` is a plain global the loader rewrites before load; hiding the pointer
+    // from the optimizer keeps it from folding the initial zeros into the code, while each
+    // field is still read where it is used (no copy of the whole struct on the stack).
+    unsafe { &*core::hint::black_box(&raw const OFFSETS) }
+}
+
+fn callback_depth() -> usize {
+    // SAFETY: as in `offsets`.
+    let depth = unsafe { core::ptr::read_volatile(&CALLBACK_DEPTH) } as usize;
+    if depth == 0 || depth > MAX_CALLBACK_DEPTH {
+        MAX_CALLBACK_DEPTH
+    } else {
+        depth
+    }
 }
 
 /// `index` masked into the frame array. The verifier needs a bound on the very register used
@@ -124,8 +199,8 @@ fn tid() -> u32 {
     bpf_get_current_pid_tgid() as u32
 }
 
-fn count_drop(cause: u32) {
-    if let Some(counter) = DROPS.get_ptr_mut(cause) {
+fn count_drop(cause: DropCause) {
+    if let Some(counter) = DROPS.get_ptr_mut(cause as u32) {
         // SAFETY: the pointer comes from the per-CPU array of this CPU; nothing else writes it
         // while this program runs on this CPU.
         unsafe { *counter += 1 };
@@ -138,51 +213,215 @@ fn read_at<T: Copy + Default>(base: u64, offset: u32) -> T {
     unsafe { bpf_probe_read_kernel((base + offset as u64) as *const T) }.unwrap_or_default()
 }
 
-/// Fills the identity of `phydev` (bus id, address, PHY ID, bound driver) into `event`.
-fn fill_phy(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
-    event.phydev = phydev;
-    event.phy_id = read_at(phydev, off.phy_id);
-    event.mdio_addr = read_at::<u32>(phydev, off.phy_addr) as u8;
-    let bus: u64 = read_at(phydev, off.phy_bus);
-    fill_bus_id(event, off, bus);
-    let drv: u64 = read_at(phydev, off.phy_drv);
-    if drv != 0 {
-        let name: u64 = read_at(drv, off.drv_name);
-        // SAFETY: a NUL-terminated kernel string read with a bounded, checked helper.
-        let _ = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut event.driver) };
+/// Up to [`WINDOW`] bytes of a structure read with one helper call, for fields that lie close
+/// together (the loader checks that they do).
+struct Window {
+    bytes: [u64; WINDOW / 8 + 1],
+    start: u32,
+}
+
+impl Window {
+    /// Reads the window of `base` that starts at the lowest of `fields`, rounded down to 8.
+    fn read(base: u64, fields: &[u32]) -> Self {
+        let mut start = u32::MAX;
+        for &field in fields {
+            start = start.min(field);
+        }
+        let start = start & !7;
+        let mut bytes = core::mem::MaybeUninit::<[u64; WINDOW / 8 + 1]>::uninit();
+        // SAFETY: the helper writes all of `bytes` (zeroes on a faulting read) from kernel
+        // memory it checks; the buffer need not be initialised before.
+        let bytes = unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
+                bytes.as_mut_ptr().cast(),
+                (WINDOW + 8) as u32,
+                (base + start as u64) as *const core::ffi::c_void,
+            );
+            bytes.assume_init()
+        };
+        Self { bytes, start }
+    }
+
+    fn byte(&self, field: u32) -> u8 {
+        let at = (field.wrapping_sub(self.start) as usize) & (WINDOW - 1);
+        (self.bytes[at / 8] >> ((at % 8) * 8)) as u8
+    }
+
+    fn u32(&self, field: u32) -> u32 {
+        let at = (field.wrapping_sub(self.start) as usize) & (WINDOW - 4);
+        (self.bytes[at / 8] >> ((at % 8) * 8)) as u32
+    }
+
+    fn u64(&self, field: u32) -> u64 {
+        self.bytes[((field.wrapping_sub(self.start) as usize) & (WINDOW - 8)) / 8]
     }
 }
 
-fn fill_bus_id(event: &mut RawEvent, off: &KernelOffsets, bus: u64) {
+/// What identifies a PHY, read from its `phy_device`.
+struct PhyIdentity {
+    drv: u64,
+    phy_id: u32,
+    addr: u32,
+    flags: u32,
+}
+
+impl PhyIdentity {
+    fn read(phydev: u64, off: &KernelOffsets) -> Self {
+        let window = Window::read(
+            phydev,
+            &[off.phy_drv, off.phy_id, off.phy_addr, off.mdio_flags],
+        );
+        Self {
+            drv: window.u64(off.phy_drv),
+            phy_id: window.u32(off.phy_id),
+            addr: window.u32(off.phy_addr),
+            flags: window.u32(off.mdio_flags),
+        }
+    }
+}
+
+/// Fills the state and link `phydev` has now.
+fn fill_status(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
+    let window = Window::read(
+        phydev,
+        &[
+            off.phy_state,
+            off.phy_speed,
+            off.phy_duplex,
+            off.phy_link_byte,
+        ],
+    );
+    event.state_after = window.u32(off.phy_state) as u8;
+    event.speed = window.u32(off.phy_speed) as i32;
+    event.duplex = window.u32(off.phy_duplex) as u8;
+    event.link = (window.byte(off.phy_link_byte) >> (off.phy_link_bit & 7)) & 1;
+}
+
+fn epoch() -> u64 {
+    EPOCH.get(0).copied().unwrap_or(0)
+}
+
+fn sent_slot(address: u64) -> u32 {
+    ((address >> 11) ^ (address >> 17)) as u32 & (SENT_SLOTS - 1)
+}
+
+/// Sends `phydev`'s identity unless this CPU already sent it as it is now.
+fn name_phy(off: &KernelOffsets, phydev: u64, bus: u64, identity: &PhyIdentity) {
+    let epoch = epoch();
+    let Some(slot) = SENT_PHYS.get_ptr_mut(sent_slot(phydev)) else {
+        return;
+    };
+    // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
+    let sent = unsafe { &mut *slot };
+    if sent.phydev == phydev
+        && sent.bus == bus
+        && sent.drv == identity.drv
+        && sent.phy_id == identity.phy_id
+        && sent.addr == identity.addr
+        && sent.epoch == epoch
+    {
+        return;
+    }
+    let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
+        count_drop(DropCause::RingFull);
+        return;
+    };
+    let record = entry.write(RawIdentity::ZERO);
+    record.phydev = phydev;
+    record.bus = bus;
+    record.addr = identity.addr as u8;
+    record.phy_id = identity.phy_id;
+    read_bus_id(off, bus, &mut record.bus_id);
+    if identity.drv != 0 {
+        let name: u64 = read_at(identity.drv, off.drv_name);
+        // SAFETY: a NUL-terminated kernel string read with a bounded, checked helper.
+        let _ = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut record.driver) };
+    }
+    entry.submit(0);
+    *sent = SentPhy {
+        phydev,
+        bus,
+        drv: identity.drv,
+        epoch,
+        phy_id: identity.phy_id,
+        addr: identity.addr,
+    };
+}
+
+/// `value` as a plain number to the verifier (a trampoline's pointer arguments are typed
+/// pointers, on which it refuses arithmetic such as a hash).
+fn untyped(value: u64) -> u64 {
+    read_at(&raw const value as u64, 0)
+}
+
+/// Sends the name of `bus` (for accesses to an address without a PHY) unless this CPU did.
+fn name_bus(off: &KernelOffsets, bus: u64) {
+    let bus = untyped(bus);
+    let epoch = epoch();
+    let Some(slot) = SENT_BUSES.get_ptr_mut(sent_slot(bus)) else {
+        return;
+    };
+    // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
+    let sent = unsafe { &mut *slot };
+    if sent.bus == bus && sent.epoch == epoch {
+        return;
+    }
+    let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
+        count_drop(DropCause::RingFull);
+        return;
+    };
+    let record = entry.write(RawIdentity::ZERO);
+    record.bus = bus;
+    read_bus_id(off, bus, &mut record.bus_id);
+    entry.submit(0);
+    *sent = SentBus { bus, epoch };
+}
+
+fn read_bus_id(off: &KernelOffsets, bus: u64, out: &mut [u8]) {
     if bus != 0 {
         // SAFETY: `mii_bus.id` is a 61-byte array inside the struct, longer than the copy.
-        let _ = unsafe {
-            bpf_probe_read_kernel_buf((bus + off.bus_id as u64) as *const u8, &mut event.bus_id)
-        };
+        let _ = unsafe { bpf_probe_read_kernel_buf((bus + off.bus_id as u64) as *const u8, out) };
     }
 }
 
-/// Fills the link state `read_status` leaves in `phydev`.
-fn fill_link(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
-    event.state_after = read_at(phydev, off.phy_state);
-    event.speed = read_at(phydev, off.phy_speed);
-    event.duplex = read_at::<u32>(phydev, off.phy_duplex) as u8;
-    let link_byte: u8 = read_at(phydev, off.phy_link_byte);
-    event.link = (link_byte >> (off.phy_link_bit & 7)) & 1;
+/// Names `phydev` if needed and returns its bus and MDIO address (from the `phy_device`).
+fn name_phy_of(off: &KernelOffsets, phydev: u64) -> PhyIdentity {
+    let identity = PhyIdentity::read(phydev, off);
+    let bus: u64 = read_at(phydev, off.phy_bus);
+    name_phy(off, phydev, bus, &identity);
+    identity
+}
+
+/// Stamps a reserved record.
+fn stamp(event: &mut RawEvent, kind: RawKind) {
+    event.kind = kind as u8;
+    event.ts_ns = ktime_ns();
+    event.tid = tid();
+    // SAFETY: a helper without preconditions.
+    event.cpu = unsafe { bpf_get_smp_processor_id() } as u16;
 }
 
 /// Reserves an event in the ring buffer, zeroed and stamped; counts a drop if it is full.
 fn reserve(kind: RawKind) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawEvent>> {
     let Some(mut entry) = EVENTS.reserve::<RawEvent>(0) else {
-        count_drop(DROP_RING_FULL);
+        count_drop(DropCause::RingFull);
         return None;
     };
-    let event = entry.write(RawEvent::ZERO);
-    event.kind = kind as u8;
-    event.ts_ns = ktime_ns();
-    event.tid = tid();
-    // SAFETY: a helper without preconditions.
-    event.cpu = unsafe { bpf_get_smp_processor_id() };
+    stamp(entry.write(RawEvent::ZERO), kind);
+    Some(entry)
+}
+
+/// Reserves a named event, zeroed and stamped; counts a drop if the ring is full.
+fn reserve_named(kind: RawKind) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawNamed>> {
+    let Some(mut entry) = EVENTS.reserve::<RawNamed>(0) else {
+        count_drop(DropCause::RingFull);
+        return None;
+    };
+    let record = entry.write(RawNamed {
+        event: RawEvent::ZERO,
+        name: [0; phytrace_common::NAME_LEN],
+    });
+    stamp(&mut record.event, kind);
     Some(entry)
 }
 
@@ -193,11 +432,6 @@ fn ktime_ns() -> u64 {
     unsafe { bpf_ktime_get_ns() }
 }
 
-fn func_ip<C: EbpfContext>(ctx: &C) -> u64 {
-    // SAFETY: kprobe programs may call `bpf_get_func_ip` (Linux ≥ 5.15) with their context.
-    unsafe { bpf_get_func_ip(ctx.as_ptr()) }
-}
-
 /// The key userspace attached this probe with (one per callback, the same for its return).
 fn attach_cookie<C: EbpfContext>(ctx: &C) -> u64 {
     // SAFETY: kprobe programs attached through a perf link may call `bpf_get_attach_cookie`
@@ -205,187 +439,432 @@ fn attach_cookie<C: EbpfContext>(ctx: &C) -> u64 {
     unsafe { bpf_get_attach_cookie(ctx.as_ptr()) }
 }
 
+/// This thread's state, created if `create` and it has none; reset if its thread id now
+/// belongs to another task.
+fn thread_state(create: bool) -> Option<&'static mut ThreadState> {
+    let tid = tid();
+    // SAFETY: a helper without preconditions.
+    let task = unsafe { bpf_get_current_task() };
+    let state = match THREADS.get_ptr_mut(tid) {
+        Some(state) => state,
+        None if create => {
+            THREADS.insert(tid, EMPTY_THREAD, 0).ok()?;
+            THREADS.get_ptr_mut(tid)?
+        }
+        None => return None,
+    };
+    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
+    let state = unsafe { &mut *state };
+    if state.task != task {
+        state.task = task;
+        state.depth = 0;
+        state.too_deep = 0;
+        state.mdio_ts = 0;
+    }
+    Some(state)
+}
+
+/// Stack pointer of a function just entered, as the kprobe saw it.
+#[cfg(bpf_target_arch = "x86_64")]
+fn entry_sp(ctx: &ProbeContext) -> u64 {
+    // SAFETY: a kprobe's context is the probed task's `pt_regs`.
+    unsafe { (*ctx.regs).rsp }
+}
+
+/// The stack pointer its function had at entry, seen from a kretprobe: the return popped the
+/// return address.
+#[cfg(bpf_target_arch = "x86_64")]
+fn return_sp(ctx: &RetProbeContext) -> u64 {
+    // SAFETY: a kretprobe's context is the probed task's `pt_regs` at the return.
+    unsafe { (*ctx.regs).rsp }.wrapping_sub(8)
+}
+
+/// Stack pointer of a function just entered, as the kprobe saw it.
+#[cfg(not(bpf_target_arch = "x86_64"))]
+fn entry_sp(ctx: &ProbeContext) -> u64 {
+    // SAFETY: a kprobe's context is the probed task's `pt_regs`.
+    unsafe { (*ctx.regs).sp }
+}
+
+/// The stack pointer its function had at entry, seen from a kretprobe (arm64 returns through
+/// the link register: the stack pointer is the entry's).
+#[cfg(not(bpf_target_arch = "x86_64"))]
+fn return_sp(ctx: &RetProbeContext) -> u64 {
+    // SAFETY: a kretprobe's context is the probed task's `pt_regs` at the return.
+    unsafe { (*ctx.regs).sp }
+}
+
+/// Drops the innermost frames entered at or below `sp` (`at_or_below`) or strictly below it:
+/// they cannot be running any more, their returns were missed. Returns how many were dropped.
+fn drop_stale(state: &mut ThreadState, sp: u64, at_or_below: bool) -> u32 {
+    let mut depth = (state.depth as usize).min(MAX_CALLBACK_DEPTH);
+    let mut dropped = 0;
+    for _ in 0..MAX_CALLBACK_DEPTH {
+        if depth == 0 {
+            break;
+        }
+        let frame_sp = state.frames[frame_index(depth - 1)].sp;
+        if frame_sp > sp || (!at_or_below && frame_sp == sp) {
+            break;
+        }
+        depth -= 1;
+        dropped += 1;
+    }
+    state.depth = depth as u32;
+    dropped
+}
+
 #[kprobe]
 pub fn callback_enter(ctx: ProbeContext) -> u32 {
     let Some(phydev) = ctx.arg::<u64>(0) else {
         return 0;
     };
+    // No room for this thread: its return, finding nothing, counts the loss.
+    let Some(state) = thread_state(true) else {
+        return 0;
+    };
+    let sp = entry_sp(&ctx);
+    // Frames at or below this entry's stack pointer are not its callers: stale.
+    if drop_stale(state, sp, true) > 0 {
+        state.too_deep = 0;
+    }
+    let depth = state.depth as usize;
+    if depth >= callback_depth() {
+        state.too_deep += 1;
+        count_drop(DropCause::TooDeep);
+        return 0;
+    }
     let off = offsets();
     let key = attach_cookie(&ctx);
+    name_phy_of(off, phydev);
+    let mut event = RawEvent::ZERO;
+    fill_status(&mut event, off, phydev);
     let now = ktime_ns();
-    let state_before: u32 = read_at(phydev, off.phy_state);
-    let tid = tid();
-
-    let empty = CallStack {
-        depth: 0,
-        _pad: 0,
-        frames: [Frame {
-            key: 0,
-            phydev: 0,
-            ts_ns: 0,
-            state_before: 0,
-            _pad: 0,
-        }; MAX_CALLBACK_DEPTH],
-    };
-    if CALL_STACKS.get_ptr(tid).is_none() && CALL_STACKS.insert(tid, empty, 0).is_err() {
-        count_drop(DROP_STACK_OVERFLOW);
-        return 0;
-    }
-    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else {
-        return 0;
-    };
-    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
-    let stack = unsafe { &mut *stack };
-    let depth = stack.depth as usize;
-    if depth >= MAX_CALLBACK_DEPTH {
-        count_drop(DROP_STACK_OVERFLOW);
-        return 0;
-    }
-    stack.frames[frame_index(depth)] = Frame {
+    // Pushed whether or not the ring has room for the entry: the return is still recorded.
+    state.frames[frame_index(depth)] = Frame {
         key,
         phydev,
         ts_ns: now,
-        state_before,
+        sp,
+        state_before: event.state_after as u32,
         _pad: 0,
     };
-    stack.depth += 1;
-
-    if let Some(mut entry) = reserve(RawKind::CallbackEnter) {
-        // SAFETY: `reserve` initialised the entry.
-        let event = unsafe { entry.assume_init_mut() };
-        event.func_ip = key;
-        event.state_before = state_before;
-        event.depth = (depth + 1) as u8;
-        fill_phy(event, &off, phydev);
-        entry.submit(0);
-    }
+    state.depth += 1;
+    let Some(mut entry) = reserve(RawKind::CallbackEnter) else {
+        return 0;
+    };
+    // SAFETY: `reserve` initialised the entry.
+    let record = unsafe { entry.assume_init_mut() };
+    record.key = key;
+    record.phydev = phydev;
+    record.depth = (depth + 1) as u8;
+    record.state_before = event.state_after;
+    record.link = event.link;
+    record.speed = event.speed;
+    record.duplex = event.duplex;
+    entry.submit(0);
     0
 }
 
 #[kretprobe]
 pub fn callback_exit(ctx: RetProbeContext) -> u32 {
-    let tid = tid();
-    let Some(stack) = CALL_STACKS.get_ptr_mut(tid) else {
+    let Some(state) = thread_state(false) else {
+        // Its thread's frames were evicted from the thread map.
+        count_drop(DropCause::MapFull);
         return 0;
     };
-    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
-    let stack = unsafe { &mut *stack };
-    if stack.depth == 0 {
+    let sp = return_sp(&ctx);
+    // Frames entered below this return's entry returned unseen.
+    drop_stale(state, sp, false);
+    let depth = state.depth as usize;
+    if depth == 0 || depth > MAX_CALLBACK_DEPTH || state.frames[frame_index(depth - 1)].sp != sp {
+        // Not a frame of the stack: the return of a call entered on a full stack, or one whose
+        // frame was lost with its thread's entry (evicted, re-created since). The entry
+        // probe is armed before the return probe: every return seen had its entry seen.
+        if state.too_deep > 0 {
+            state.too_deep -= 1;
+        } else {
+            count_drop(DropCause::MapFull);
+        }
         return 0;
     }
-    stack.depth -= 1;
-    let depth = stack.depth as usize;
-    if depth >= MAX_CALLBACK_DEPTH {
-        return 0;
-    }
-    let frame = stack.frames[frame_index(depth)];
-    if depth == 0 {
-        let _ = CALL_STACKS.remove(tid);
-    }
+    let frame = state.frames[frame_index(depth - 1)];
+    state.depth -= 1;
+    state.too_deep = 0;
 
     let off = offsets();
-    let ret: i64 = ctx.ret::<i32>() as i64;
+    let ret = ctx.ret::<i32>();
+    name_phy_of(off, frame.phydev);
     if let Some(mut entry) = reserve(RawKind::CallbackExit) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
-        event.func_ip = frame.key;
+        event.key = frame.key;
+        event.phydev = frame.phydev;
         event.latency_ns = event.ts_ns.saturating_sub(frame.ts_ns);
         event.ret = ret;
-        event.state_before = frame.state_before;
-        event.depth = (depth + 1) as u8;
-        fill_phy(event, &off, frame.phydev);
-        fill_link(event, &off, frame.phydev);
+        event.state_before = frame.state_before as u8;
+        event.depth = depth as u8;
+        fill_status(event, off, frame.phydev);
         entry.submit(0);
     }
     0
 }
 
-fn mdio_enter(ctx: &ProbeContext, value: u16) -> u32 {
-    let (Some(bus), Some(addr), Some(regnum)) =
-        (ctx.arg::<u64>(0), ctx.arg::<u32>(1), ctx.arg::<u32>(2))
-    else {
-        return 0;
-    };
-    let pending = PendingMdio {
-        ts_ns: ktime_ns(),
-        bus,
-        addr,
-        regnum: regnum as u16,
-        value,
-    };
-    if PENDING_MDIO.insert(tid(), pending, 0).is_err() {
-        count_drop(DROP_STACK_OVERFLOW);
+/// An MDIO access as its accessor was called.
+struct MdioCall {
+    bus: u64,
+    addr: u32,
+    devad: u32,
+    regnum: u32,
+    /// The value written (writes).
+    value: u16,
+}
+
+/// An MDIO accessor was entered: notes when (and, for the kretprobe that lacks them, its
+/// arguments).
+fn mdio_begin(call: &MdioCall) -> u32 {
+    if let Some(state) = thread_state(true) {
+        state.mdio_ts = ktime_ns();
+        state.mdio_bus = call.bus;
+        state.mdio_addr = call.addr;
+        state.mdio_devad = call.devad;
+        state.mdio_regnum = call.regnum as u16;
+        state.mdio_value = call.value;
     }
     0
 }
 
-fn mdio_exit(ctx: &RetProbeContext, kind: RawKind) -> u32 {
-    let tid = tid();
-    // SAFETY: the value is copied out before the entry is removed.
-    let Some(pending) = (unsafe { PENDING_MDIO.get(tid) }).copied() else {
+/// An MDIO accessor returned `ret`: reports the access with its PHY, the callback that made
+/// it and its latency. `call` is `None` from a kretprobe (its arguments come from the entry).
+fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
+    let (mut start, mut caller, mut depth) = (0, 0, 0);
+    let mut call = call;
+    if let Some(state) = thread_state(false) {
+        start = state.mdio_ts;
+        state.mdio_ts = 0;
+        let open = state.depth as usize;
+        if open > 0 && open <= MAX_CALLBACK_DEPTH {
+            caller = state.frames[frame_index(open - 1)].key;
+            depth = open as u8;
+        }
+        if call.is_none() && start != 0 {
+            call = Some(MdioCall {
+                bus: state.mdio_bus,
+                addr: state.mdio_addr,
+                devad: state.mdio_devad,
+                regnum: state.mdio_regnum as u32,
+                value: state.mdio_value,
+            });
+        }
+    }
+    let Some(call) = call else {
         return 0;
     };
-    let _ = PENDING_MDIO.remove(tid);
-    let ret: i64 = ctx.ret::<i32>() as i64;
     let off = offsets();
-
+    let slot = call.bus + off.bus_mdio_map as u64 + (call.addr as u64 & 31) * 8;
+    let mut phydev: u64 = read_at(slot, 0);
+    if phydev != 0 {
+        // `struct phy_device` starts with its `struct mdio_device`.
+        let identity = PhyIdentity::read(phydev, off);
+        if identity.flags & MDIO_DEVICE_FLAG_PHY != 0 {
+            name_phy(off, phydev, call.bus, &identity);
+        } else {
+            phydev = 0;
+        }
+    }
+    if phydev == 0 {
+        name_bus(off, call.bus);
+    }
     let Some(mut entry) = reserve(kind) else {
         return 0;
     };
     // SAFETY: `reserve` initialised the entry.
     let event = unsafe { entry.assume_init_mut() };
-    event.func_ip = func_ip(ctx);
-    event.latency_ns = event.ts_ns.saturating_sub(pending.ts_ns);
+    if start != 0 {
+        event.latency_ns = event.ts_ns.saturating_sub(start);
+    }
     event.ret = ret;
-    event.regnum = pending.regnum;
-    event.mdio_addr = pending.addr as u8;
+    event.bus = call.bus;
+    event.addr = call.addr as u8;
+    event.devad = call.devad as u8;
+    event.regnum = call.regnum as u16;
     event.value = match kind {
-        RawKind::MdioRead if ret >= 0 => ret as u16,
-        RawKind::MdioRead => 0,
-        _ => pending.value,
+        RawKind::MdioRead | RawKind::MdioC45Read if ret >= 0 => ret as u16,
+        RawKind::MdioRead | RawKind::MdioC45Read => 0,
+        _ => call.value,
     };
-    if let Some(stack) = CALL_STACKS.get_ptr(tid) {
-        // SAFETY: the pointer is this thread's map entry; only this thread touches it.
-        let stack = unsafe { &*stack };
-        let depth = stack.depth as usize;
-        if depth > 0 && depth <= MAX_CALLBACK_DEPTH {
-            event.caller_ip = stack.frames[frame_index(depth - 1)].key;
-            event.depth = depth as u8;
-        }
+    event.key = caller;
+    event.depth = depth;
+    if phydev != 0 {
+        event.phydev = phydev;
+        fill_status(event, off, phydev);
+        event.state_before = event.state_after;
+        event.state_after = 0;
     }
-    let slot = pending.bus + off.bus_mdio_map as u64 + (pending.addr as u64 & 31) * 8;
-    let mdiodev: u64 = read_at(slot, 0);
-    if mdiodev != 0 && read_at::<u32>(mdiodev, off.mdio_flags) & MDIO_DEVICE_FLAG_PHY != 0 {
-        // `struct phy_device` starts with its `struct mdio_device`.
-        fill_phy(event, &off, mdiodev);
-        event.state_before = read_at(mdiodev, off.phy_state);
-    } else {
-        fill_bus_id(event, &off, pending.bus);
-    }
-    event.mdio_addr = pending.addr as u8;
     entry.submit(0);
     0
 }
 
+/// `__mdiobus_read(bus, addr, regnum)` through a BPF trampoline.
+#[fentry(function = "__mdiobus_read")]
+pub fn mdio_read_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(&MdioCall {
+        bus: 0,
+        addr: 0,
+        devad: 0,
+        regnum: 0,
+        value: 0,
+    })
+}
+
+#[fexit(function = "__mdiobus_read")]
+pub fn mdio_read_exit(ctx: FExitContext) -> u32 {
+    let call = MdioCall {
+        bus: ctx.arg(0),
+        addr: ctx.arg(1),
+        devad: 0,
+        regnum: ctx.arg(2),
+        value: 0,
+    };
+    mdio_end(RawKind::MdioRead, Some(call), ctx.arg::<u64>(3) as i32)
+}
+
+/// `__mdiobus_write(bus, addr, regnum, val)` through a BPF trampoline.
+#[fentry(function = "__mdiobus_write")]
+pub fn mdio_write_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(&MdioCall {
+        bus: 0,
+        addr: 0,
+        devad: 0,
+        regnum: 0,
+        value: 0,
+    })
+}
+
+#[fexit(function = "__mdiobus_write")]
+pub fn mdio_write_exit(ctx: FExitContext) -> u32 {
+    let call = MdioCall {
+        bus: ctx.arg(0),
+        addr: ctx.arg(1),
+        devad: 0,
+        regnum: ctx.arg(2),
+        value: ctx.arg::<u64>(3) as u16,
+    };
+    mdio_end(RawKind::MdioWrite, Some(call), ctx.arg::<u64>(4) as i32)
+}
+
+/// `__mdiobus_c45_read(bus, addr, devad, regnum)` through a BPF trampoline.
+#[fentry(function = "__mdiobus_c45_read")]
+pub fn mdio_c45_read_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(&MdioCall {
+        bus: 0,
+        addr: 0,
+        devad: 0,
+        regnum: 0,
+        value: 0,
+    })
+}
+
+#[fexit(function = "__mdiobus_c45_read")]
+pub fn mdio_c45_read_exit(ctx: FExitContext) -> u32 {
+    let call = MdioCall {
+        bus: ctx.arg(0),
+        addr: ctx.arg(1),
+        devad: ctx.arg(2),
+        regnum: ctx.arg(3),
+        value: 0,
+    };
+    mdio_end(RawKind::MdioC45Read, Some(call), ctx.arg::<u64>(4) as i32)
+}
+
+/// `__mdiobus_c45_write(bus, addr, devad, regnum, val)` through a BPF trampoline.
+#[fentry(function = "__mdiobus_c45_write")]
+pub fn mdio_c45_write_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(&MdioCall {
+        bus: 0,
+        addr: 0,
+        devad: 0,
+        regnum: 0,
+        value: 0,
+    })
+}
+
+#[fexit(function = "__mdiobus_c45_write")]
+pub fn mdio_c45_write_exit(ctx: FExitContext) -> u32 {
+    let call = MdioCall {
+        bus: ctx.arg(0),
+        addr: ctx.arg(1),
+        devad: ctx.arg(2),
+        regnum: ctx.arg(3),
+        value: ctx.arg::<u64>(4) as u16,
+    };
+    mdio_end(RawKind::MdioC45Write, Some(call), ctx.arg::<u64>(5) as i32)
+}
+
+/// The arguments of an MDIO accessor at a kprobe: `c45` ones have a devad before regnum.
+fn kprobe_call(ctx: &ProbeContext, c45: bool, write: bool) -> MdioCall {
+    let arg = |n: usize| ctx.arg::<u64>(n).unwrap_or(0);
+    let first = if c45 { 3 } else { 2 };
+    MdioCall {
+        bus: arg(0),
+        addr: arg(1) as u32,
+        devad: if c45 { arg(2) as u32 } else { 0 },
+        regnum: arg(first) as u32,
+        value: if write { arg(first + 1) as u16 } else { 0 },
+    }
+}
+
+/// Kprobe twins of the trampoline programs, for kernels without BPF trampolines.
 #[kprobe]
-pub fn mdio_read_enter(ctx: ProbeContext) -> u32 {
-    mdio_enter(&ctx, 0)
+pub fn mdio_read_enter_kprobe(ctx: ProbeContext) -> u32 {
+    mdio_begin(&kprobe_call(&ctx, false, false))
 }
 
 #[kretprobe]
-pub fn mdio_read_exit(ctx: RetProbeContext) -> u32 {
-    mdio_exit(&ctx, RawKind::MdioRead)
+pub fn mdio_read_exit_kprobe(ctx: RetProbeContext) -> u32 {
+    mdio_end(RawKind::MdioRead, None, ctx.ret::<i32>())
 }
 
 #[kprobe]
-pub fn mdio_write_enter(ctx: ProbeContext) -> u32 {
-    let value = ctx.arg::<u32>(3).unwrap_or(0) as u16;
-    mdio_enter(&ctx, value)
+pub fn mdio_write_enter_kprobe(ctx: ProbeContext) -> u32 {
+    mdio_begin(&kprobe_call(&ctx, false, true))
 }
 
 #[kretprobe]
-pub fn mdio_write_exit(ctx: RetProbeContext) -> u32 {
-    mdio_exit(&ctx, RawKind::MdioWrite)
+pub fn mdio_write_exit_kprobe(ctx: RetProbeContext) -> u32 {
+    mdio_end(RawKind::MdioWrite, None, ctx.ret::<i32>())
+}
+
+#[kprobe]
+pub fn mdio_c45_read_enter_kprobe(ctx: ProbeContext) -> u32 {
+    mdio_begin(&kprobe_call(&ctx, true, false))
+}
+
+#[kretprobe]
+pub fn mdio_c45_read_exit_kprobe(ctx: RetProbeContext) -> u32 {
+    mdio_end(RawKind::MdioC45Read, None, ctx.ret::<i32>())
+}
+
+#[kprobe]
+pub fn mdio_c45_write_enter_kprobe(ctx: ProbeContext) -> u32 {
+    mdio_begin(&kprobe_call(&ctx, true, true))
+}
+
+#[kretprobe]
+pub fn mdio_c45_write_exit_kprobe(ctx: RetProbeContext) -> u32 {
+    mdio_end(RawKind::MdioC45Write, None, ctx.ret::<i32>())
+}
+
+/// A PHY or bus is going away (`phy_device_remove`, `mdiobus_unregister`): whatever is
+/// allocated at its address next is named anew.
+#[kprobe]
+pub fn device_removed(_ctx: ProbeContext) -> u32 {
+    if let Some(epoch) = EPOCH.get_ptr_mut(0) {
+        // SAFETY: the map's only entry; a lost increment from a concurrent removal still
+        // changes the epoch, which is all that matters.
+        unsafe { *epoch += 1 };
+    }
+    0
 }
 
 /// Reports a module going live or away, with its name, stamped in the kernel's order of
@@ -398,15 +877,15 @@ fn module_event(ctx: &RawTracePointContext, kind: RawKind) -> u32 {
         return 0;
     }
     let off = offsets();
-    if let Some(mut entry) = reserve(kind) {
-        // SAFETY: `reserve` initialised the entry.
-        let event = unsafe { entry.assume_init_mut() };
+    if let Some(mut entry) = reserve_named(kind) {
+        // SAFETY: `reserve_named` initialised the entry.
+        let record = unsafe { entry.assume_init_mut() };
         // SAFETY: `module.name` is a NUL-terminated array inside the struct; the helper bounds
         // the copy and fails cleanly on a bad pointer.
         let _ = unsafe {
             bpf_probe_read_kernel_str_bytes(
                 (module + off.module_name as u64) as *const u8,
-                &mut event.driver,
+                &mut record.name,
             )
         };
         entry.submit(0);
@@ -428,10 +907,7 @@ pub fn module_free(ctx: RawTracePointContext) -> u32 {
 /// is on the stack, after the return address.
 #[cfg(bpf_target_arch = "x86_64")]
 fn stack_arg(ctx: &ProbeContext, n: u64) -> u64 {
-    let regs = ctx.as_ptr() as *const aya_ebpf::bindings::pt_regs;
-    // SAFETY: a kprobe's context is the probed task's `pt_regs`.
-    let sp = unsafe { (*regs).rsp };
-    read_at(sp + 8 * (n - 5), 0)
+    read_at(entry_sp(ctx) + 8 * (n - 5), 0)
 }
 
 /// Argument `n` (0-based, < 8) of a function just entered: arm64 passes eight in registers.
@@ -448,19 +924,25 @@ fn note_resolve_phy(tid: u32, phydev: u64) {
     }
 }
 
+/// Fills the PHY of a MAC-side event (named first if needed) and its link.
+fn fill_mac_phy(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
+    if phydev != 0 {
+        event.phydev = phydev;
+        fill_status(event, off, phydev);
+    }
+}
+
 /// Reports a MAC-side event of `kind` for `phydev` (0: none known).
 fn mac_event(kind: RawKind, phydev: u64, fill: impl FnOnce(&mut RawEvent)) {
     let off = offsets();
     if phydev != 0 {
         note_resolve_phy(tid(), phydev);
+        name_phy_of(off, phydev);
     }
     if let Some(mut entry) = reserve(kind) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
-        if phydev != 0 {
-            fill_phy(event, &off, phydev);
-            fill_link(event, &off, phydev);
-        }
+        fill_mac_phy(event, off, phydev);
         fill(event);
         entry.submit(0);
     }
@@ -508,16 +990,24 @@ fn carrier(ctx: &ProbeContext, kind: RawKind) -> u32 {
     };
     let off = offsets();
     let phydev: u64 = read_at(netdev, off.netdev_phydev);
-    mac_event(kind, phydev, |event| {
+    if phydev != 0 {
+        note_resolve_phy(tid(), phydev);
+        name_phy_of(off, phydev);
+    }
+    if let Some(mut entry) = reserve_named(kind) {
+        // SAFETY: `reserve_named` initialised the entry.
+        let record = unsafe { entry.assume_init_mut() };
+        fill_mac_phy(&mut record.event, off, phydev);
         // SAFETY: `net_device.name` is an IFNAMSIZ array inside the struct; the helper bounds
         // the copy and fails cleanly on a bad pointer.
         let _ = unsafe {
             bpf_probe_read_kernel_str_bytes(
                 (netdev + off.netdev_name as u64) as *const u8,
-                &mut event.netdev,
+                &mut record.name[..16],
             )
         };
-    });
+        entry.submit(0);
+    }
     0
 }
 
@@ -550,14 +1040,14 @@ pub fn phylink_resolve_exit(_ctx: RetProbeContext) -> u32 {
     };
     let _ = PENDING_RESOLVE.remove(tid);
     let off = offsets();
+    if pending.phydev != 0 {
+        name_phy_of(off, pending.phydev);
+    }
     if let Some(mut entry) = reserve(RawKind::PhylinkResolve) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
         event.latency_ns = event.ts_ns.saturating_sub(pending.ts_ns);
-        if pending.phydev != 0 {
-            fill_phy(event, &off, pending.phydev);
-            fill_link(event, &off, pending.phydev);
-        }
+        fill_mac_phy(event, off, pending.phydev);
         entry.submit(0);
     }
     0
@@ -579,7 +1069,8 @@ pub fn selftest_enter(ctx: ProbeContext) -> u32 {
     if let Some(mut entry) = reserve(RawKind::SelfTestEnter) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
-        event.func_ip = func_ip(&ctx);
+        // SAFETY: kprobe programs may call `bpf_get_func_ip` (Linux ≥ 5.15) with their context.
+        event.key = unsafe { bpf_get_func_ip(ctx.as_ptr()) };
         entry.submit(0);
     }
     0
@@ -597,7 +1088,7 @@ pub fn selftest_exit(ctx: RetProbeContext) -> u32 {
     if let Some(mut entry) = reserve(RawKind::SelfTestExit) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
-        event.ret = ctx.ret::<i64>();
+        event.ret = ctx.ret::<i32>();
         event.latency_ns = event.ts_ns.saturating_sub(start);
         entry.submit(0);
     }

@@ -2,30 +2,42 @@
 //! to a capture, per event. Under software emulation in the VM this path bounds the drop-free
 //! rate (P3 in docs/benchmarks.md).
 
-use std::hint::black_box;
+use std::{borrow::Cow, hint::black_box};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use phytrace::capture::Writer;
 use phytrace::event::Callback;
-use phytrace::probe::{btf::PhyStates, decode::Decoder};
+use phytrace::probe::{btf::PhyStates, decode::Decoder, raw::Record};
 use phytrace::synth;
-use phytrace_common::{RawEvent, RawKind};
+use phytrace_common::{RawEvent, RawIdentity, RawKind};
 
 const EVENTS: usize = 100_000;
 const READ_STATUS: u64 = 0xffff_ffff_c000_1000;
+const PHYDEV: u64 = 0xffff_8880_0000_1000;
+const BUS: u64 = 0xffff_8880_0001_0000;
+
+/// The identity record the kernel side sends before the PHY's first event.
+fn identity() -> Record<'static> {
+    let mut identity = RawIdentity::ZERO;
+    identity.phydev = PHYDEV;
+    identity.bus = BUS;
+    identity.phy_id = 0x003b_1861;
+    identity.addr = 1;
+    identity.bus_id[..9].copy_from_slice(b"phy_sim-0");
+    identity.driver[..25].copy_from_slice(b"Asix Electronics AX88772A");
+    Record::Identity(Cow::Owned(identity))
+}
 
 /// A busy PHY: mostly BMSR reads from `read_status`, between its entries and exits.
-fn raw_events() -> Vec<RawEvent> {
+fn raw_events() -> Vec<Record<'static>> {
     (0..EVENTS)
         .map(|i| {
             let mut raw = RawEvent::ZERO;
             raw.ts_ns = 1_000_000 + i as u64 * 1000;
             raw.tid = 42;
-            raw.phydev = 0xffff_8880_0000_1000;
-            raw.phy_id = 0x003b_1861;
-            raw.mdio_addr = 1;
-            raw.bus_id[..11].copy_from_slice(b"phy_sim-0\0\0");
-            raw.driver[..25].copy_from_slice(b"Asix Electronics AX88772A");
+            raw.phydev = PHYDEV;
+            raw.bus = BUS;
+            raw.addr = 1;
             raw.state_before = 5;
             raw.state_after = 5;
             raw.kind = match i % 10 {
@@ -33,13 +45,15 @@ fn raw_events() -> Vec<RawEvent> {
                 9 => RawKind::CallbackExit,
                 _ => RawKind::MdioRead,
             } as u8;
-            raw.func_ip = READ_STATUS;
-            raw.caller_ip = READ_STATUS;
+            raw.key = READ_STATUS;
             raw.regnum = 1;
             raw.value = 0x786d;
             raw.latency_ns = 1200;
             raw.depth = 1;
-            raw
+            raw.link = 1;
+            raw.speed = 100;
+            raw.duplex = 1;
+            Record::Event(Cow::Owned(raw))
         })
         .collect()
 }
@@ -75,6 +89,7 @@ fn decoder() -> Decoder {
 fn record(c: &mut Criterion) {
     let raw = raw_events();
     let mut decoder = decoder();
+    decoder.decode(&identity());
     let events: Vec<_> = raw.iter().filter_map(|r| decoder.decode(r)).collect();
     let mut group = c.benchmark_group("record");
     group.throughput(Throughput::Elements(EVENTS as u64));

@@ -360,6 +360,8 @@ mod tests {
                     driver_type: "x".into(),
                 }),
                 state: None,
+                devad: None,
+                link: None,
             },
         }
     }

@@ -54,6 +54,31 @@ impl PhyRef {
     }
 }
 
+/// The PHYs a `--phy FILTER` names: those whose `bus:addr` key, bus id or driver name contains
+/// the filter's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhyFilter(String);
+
+impl From<String> for PhyFilter {
+    /// The PHYs named by `text` (as `--phy` parses it).
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+impl PhyFilter {
+    /// Whether `phy` is one of them.
+    pub fn matches(&self, phy: &PhyRef) -> bool {
+        let text = self.0.as_str();
+        phy.bus.contains(text) || phy.driver.contains(text) || phy.key().contains(text)
+    }
+
+    /// Whether a session filtered by PHY keeps `event`: it concerns one of them, or no PHY.
+    pub fn keeps(&self, event: &Event) -> bool {
+        event.phy.as_ref().is_none_or(|phy| self.matches(phy))
+    }
+}
+
 /// A driver callback, resolved from the probed address.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Callback {
@@ -151,8 +176,11 @@ pub enum EventKind {
     Mdio {
         /// Read or write.
         op: MdioOp,
-        /// Register number (Clause 22).
+        /// Register number.
         reg: u16,
+        /// The MMD of a Clause-45 access (`__mdiobus_c45_read`/`_write`); none for Clause 22.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        devad: Option<u8>,
         /// Value read or written (meaningless when `error` is set on a read).
         value: u16,
         /// Negative errno returned by the bus, if the access failed.
@@ -166,6 +194,10 @@ pub enum EventKind {
         /// `phy_device.state` when the access returned (absent if the address has no PHY).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         state: Option<PhyState>,
+        /// `phy_device` link, speed and duplex when the access returned (absent if the
+        /// address has no PHY, and in captures before version 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<LinkState>,
     },
     /// phytrace attached its probes to a driver module (at start, or after it was loaded).
     Attached {
@@ -181,10 +213,13 @@ pub enum EventKind {
         /// Module name.
         module: String,
     },
-    /// The kernel side lost events (ring buffer full); counted, never silent.
+    /// The kernel side lost events; counted by cause, never silent.
     Lost {
-        /// Events lost since the previous `Lost` event.
+        /// Events lost since the previous `Lost` event of this cause.
         count: u64,
+        /// Why (absent in captures before version 3, where it was mostly a full ring).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cause: Option<LossCause>,
     },
     /// The MAC side of the link: what phylink and the MAC driver did with what the PHY
     /// reported (the PHY is the one the MAC is attached to, when known).
@@ -192,6 +227,90 @@ pub enum EventKind {
         /// What happened.
         change: MacChange,
     },
+}
+
+/// Why the kernel side lost records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossCause {
+    /// The ring buffer was full: records lost.
+    RingFull,
+    /// Callbacks entered with their thread's callback stack full: neither their entry nor
+    /// their return was recorded (their MDIO accesses were, attributed to the outer one).
+    TooDeep,
+    /// Callback returns whose thread's open callbacks had been evicted from the thread map.
+    MapFull,
+    /// Callback returns the kernel did not report (kretprobe instances exhausted, counted by
+    /// the kernel in `kprobe_profile`).
+    MissedReturn,
+}
+
+impl LossCause {
+    /// Every cause, in the order reports list them.
+    pub const ALL: [Self; 4] = [
+        Self::RingFull,
+        Self::TooDeep,
+        Self::MapFull,
+        Self::MissedReturn,
+    ];
+
+    /// The name captures, `dump` and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RingFull => "ring_full",
+            Self::TooDeep => "too_deep",
+            Self::MapFull => "map_full",
+            Self::MissedReturn => "missed_return",
+        }
+    }
+}
+
+/// Events lost, by [`LossCause`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LossCounts {
+    #[serde(default)]
+    pub ring_full: u64,
+    #[serde(default)]
+    pub too_deep: u64,
+    #[serde(default)]
+    pub map_full: u64,
+    #[serde(default)]
+    pub missed_return: u64,
+    /// `lost` records without a cause (captures before version 3).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+impl LossCounts {
+    /// Adds `count` lost for `cause`.
+    pub fn add(&mut self, cause: Option<LossCause>, count: u64) {
+        let slot = match cause {
+            Some(LossCause::RingFull) => &mut self.ring_full,
+            Some(LossCause::TooDeep) => &mut self.too_deep,
+            Some(LossCause::MapFull) => &mut self.map_full,
+            Some(LossCause::MissedReturn) => &mut self.missed_return,
+            None => &mut self.unknown,
+        };
+        *slot = slot.saturating_add(count);
+    }
+
+    /// The counts that are not zero, with their cause's name.
+    pub fn nonzero(&self) -> Vec<(&'static str, u64)> {
+        [
+            (LossCause::RingFull.name(), self.ring_full),
+            (LossCause::TooDeep.name(), self.too_deep),
+            (LossCause::MapFull.name(), self.map_full),
+            (LossCause::MissedReturn.name(), self.missed_return),
+            ("unknown", self.unknown),
+        ]
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .collect()
+    }
 }
 
 /// A change on the MAC side of a link.
@@ -242,4 +361,41 @@ pub enum Guarantee {
     FirstCallback,
     /// Attached after the module was seen loaded: callbacks before that are missed.
     AfterLoad,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(phy: Option<PhyRef>) -> Event {
+        Event {
+            ts_ns: 0,
+            cpu: 0,
+            tid: 0,
+            phy,
+            kind: EventKind::Lost {
+                count: 1,
+                cause: None,
+            },
+        }
+    }
+
+    #[test]
+    fn phy_filter_matches_key_bus_and_driver() {
+        let phy = PhyRef {
+            bus: "phy_sim-0".into(),
+            addr: 1,
+            phy_id: 0x003b1861,
+            driver: "Asix Electronics AX88772A".into(),
+        };
+        let e = event(Some(phy));
+        let keeps = |filter: Option<&str>, e: &Event| {
+            filter.is_none_or(|f| PhyFilter::from(f.to_owned()).keeps(e))
+        };
+        assert!(keeps(Some("phy_sim-0:01"), &e));
+        assert!(keeps(Some("AX88772A"), &e));
+        assert!(!keeps(Some("phy_sim-0:02"), &e));
+        assert!(keeps(None, &e));
+        assert!(keeps(Some("anything"), &event(None)));
+    }
 }

@@ -2,6 +2,8 @@
 //!
 //! Data flows one way: [`probe`] loads the eBPF programs and turns kernel records into
 //! [`event::Event`]s, which the [`model`] and the sinks (TUI, [`capture`] files, checker) consume.
+//! The model is the one place events get their meaning (nesting, state and link changes); the
+//! [`commands`] sit on top, and nothing below them imports from them.
 
 pub mod capture;
 pub mod check;
@@ -14,6 +16,7 @@ pub mod export;
 pub mod model;
 pub mod output;
 pub mod probe;
+pub mod recording;
 pub mod registers;
 pub mod render;
 pub mod stats;

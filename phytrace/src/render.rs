@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::event::{Duplex, Event, EventKind, LinkState, MacChange, MdioOp, PhyState};
+use crate::event::{Duplex, Event, EventKind, LinkState, LossCause, MacChange, MdioOp, PhyState};
 use crate::model::Applied;
 use crate::registers;
 
@@ -126,6 +126,26 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
         EventKind::Mdio {
             op,
             reg,
+            devad: Some(devad),
+            value,
+            error,
+            caller,
+            ..
+        } => {
+            let caller = caller.as_ref().map_or("(phylib)", |c| c.name.as_ref());
+            let op = match op {
+                MdioOp::Read => "read ",
+                MdioOp::Write => "write",
+            };
+            let _ = write!(line, "    {caller} → {op} c45 {devad}.{reg:#06x}");
+            let _ = match error {
+                Some(err) => write!(line, " failed {}", errno(i64::from(*err))),
+                None => write!(line, " {value:#06x}"),
+            };
+        }
+        EventKind::Mdio {
+            op,
+            reg,
             value,
             error,
             caller,
@@ -171,8 +191,17 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
         EventKind::Detached { module } => {
             let _ = write!(line, "detached from {module} (module unloaded)");
         }
-        EventKind::Lost { count } => {
-            let _ = write!(line, "LOST {count} events (ring buffer full)");
+        EventKind::Lost { count, cause } => {
+            let why = match cause {
+                Some(LossCause::RingFull) => "ring buffer full",
+                Some(LossCause::TooDeep) => "callbacks nested deeper than the callback stack",
+                Some(LossCause::MapFull) => "thread map full: returns of evicted callbacks",
+                Some(LossCause::MissedReturn) => {
+                    "returns missed by the kernel: maxactive exhausted"
+                }
+                None => "cause not recorded",
+            };
+            let _ = write!(line, "LOST {count} events ({why})");
         }
         EventKind::Mac { change } => {
             let _ = write!(line, "  MAC {}", mac_change(change));

@@ -265,11 +265,13 @@ impl Synth {
         let kind = EventKind::Mdio {
             op,
             reg,
+            devad: None,
             value,
             error,
             latency_ns,
             caller,
             state,
+            link: None,
         };
         self.event(p, true, kind);
     }
@@ -385,7 +387,8 @@ impl Synth {
         }
         if self.below(50) == 0 {
             let count = 1 + self.below(8);
-            self.event(p, false, EventKind::Lost { count });
+            let cause = Some(crate::event::LossCause::RingFull);
+            self.event(p, false, EventKind::Lost { count, cause });
         }
         self.poll_gap();
     }

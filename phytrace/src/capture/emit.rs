@@ -132,18 +132,26 @@ pub(crate) fn write_event(
         EventKind::Mdio {
             op,
             reg,
+            devad,
             value,
             error,
             latency_ns,
             state,
+            link,
             ..
         } => {
             o.raw(r#""kind":"#, r#""mdio""#);
             o.opt_int(r#""cb":"#, cb);
             o.opt_int(r#""state":"#, state.as_ref().map(|s| s.value));
             o.int(r#""lat":"#, *latency_ns);
+            if let Some(link) = link {
+                o.bool(r#""up":"#, link.up);
+                o.int(r#""speed":"#, link.speed);
+                o.raw(r#""duplex":"#, duplex(link.duplex));
+            }
             o.raw(r#""op":"#, mdio_op(*op));
             o.int(r#""reg":"#, *reg);
+            o.opt_int(r#""devad":"#, *devad);
             o.int(r#""val":"#, *value);
             o.opt_int(r#""err":"#, *error);
         }
@@ -161,9 +169,12 @@ pub(crate) fn write_event(
             o.raw(r#""kind":"#, r#""detached""#);
             o.string(r#""module":"#, module)?;
         }
-        EventKind::Lost { count } => {
+        EventKind::Lost { count, cause } => {
             o.raw(r#""kind":"#, r#""lost""#);
             o.int(r#""count":"#, *count);
+            if let Some(cause) = cause {
+                o.string(r#""cause":"#, cause.name())?;
+            }
         }
         EventKind::Mac { change } => {
             o.raw(r#""kind":"#, r#""mac""#);
@@ -203,7 +214,7 @@ mod tests {
     use super::*;
     use crate::capture::dictionary::Interner;
     use crate::capture::format::{WireEvent, intern};
-    use crate::event::{Callback, LinkState, PhyRef, PhyState, Text};
+    use crate::event::{Callback, LinkState, LossCause, PhyRef, PhyState, Text};
 
     fn texts() -> impl Strategy<Value = Text> {
         "[ -~\u{7f}\n\té\"\\\\]{0,12}".prop_map(Text::from)
@@ -278,19 +289,25 @@ mod tests {
                 any::<Option<i32>>(),
                 any::<u64>(),
                 proptest::option::of(callbacks()),
-                proptest::option::of(states())
+                proptest::option::of(states()),
+                any::<Option<u8>>(),
+                proptest::option::of((any::<bool>(), any::<i32>(), duplexes()))
             )
-                .prop_map(|(op, reg, value, error, latency_ns, caller, state)| {
-                    EventKind::Mdio {
-                        op,
-                        reg,
-                        value,
-                        error,
-                        latency_ns,
-                        caller,
-                        state,
+                .prop_map(
+                    |(op, reg, value, error, latency_ns, caller, state, devad, link)| {
+                        EventKind::Mdio {
+                            op,
+                            reg,
+                            devad,
+                            value,
+                            error,
+                            latency_ns,
+                            caller,
+                            state,
+                            link: link.map(|(up, speed, duplex)| LinkState { up, speed, duplex }),
+                        }
                     }
-                }),
+                ),
             (texts(), any::<usize>(), any::<bool>()).prop_map(|(module, callbacks, reattached)| {
                 EventKind::Attached {
                     module: module.to_string(),
@@ -301,7 +318,11 @@ mod tests {
             texts().prop_map(|module| EventKind::Detached {
                 module: module.to_string()
             }),
-            any::<u64>().prop_map(|count| EventKind::Lost { count }),
+            (
+                any::<u64>(),
+                proptest::option::of(proptest::sample::select(LossCause::ALL.to_vec()))
+            )
+                .prop_map(|(count, cause)| EventKind::Lost { count, cause }),
             prop_oneof![
                 any::<u64>().prop_map(|latency_ns| MacChange::Resolve { latency_ns }),
                 (any::<i32>(), duplexes(), any::<bool>(), any::<bool>()).prop_map(

@@ -10,14 +10,21 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::dictionary::{CallbackDef, Definition, Interner, PhyDef, Tables};
-use crate::event::{Duplex, Event, EventKind, Guarantee, LinkState, MacChange, MdioOp, PhyState};
+use crate::event::{
+    Duplex, Event, EventKind, Guarantee, LinkState, LossCause, LossCounts, MacChange, MdioOp,
+    PhyState,
+};
 
 /// Value of the header's `format` field.
 pub const FORMAT_NAME: &str = "phytrace-capture";
 /// Version of the format this code writes; readers accept this version and older ones.
 /// Version 2: `attached`/`detached` are stamped by the kernel where the module loaded or was
 /// freed, and the header says how each followed module was armed (`arming`).
-pub const FORMAT_VERSION: u32 = 2;
+/// Version 3: the clock is named for what it is (`mono_ns`), the header says how MDIO accesses
+/// were probed (`mdio_probes`), MDIO records carry the PHY's link and a Clause-45 `devad`,
+/// `lost` records their `cause`, and the trailer counts losses by cause and the records the
+/// tracer could not read (`discarded`).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// First record: what was traced, where, and how to read the timestamps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +49,30 @@ pub struct Header {
     /// to hold (absent in version 1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arming: Vec<ArmingEntry>,
+    /// How MDIO accesses were probed: `fentry` (BPF trampolines) or `kprobe` (absent before
+    /// version 3, where it was `kprobe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdio_probes: Option<MdioProbes>,
+}
+
+/// The attach type of the MDIO accessor probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MdioProbes {
+    /// fentry/fexit programs on BPF trampolines.
+    Fentry,
+    /// kprobe/kretprobe programs.
+    Kprobe,
+}
+
+impl MdioProbes {
+    /// The name `probes`, `doctor`, `--mdio-probes` and the header use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fentry => "fentry",
+            Self::Kprobe => "kprobe",
+        }
+    }
 }
 
 /// How one followed module's callbacks were armed at the start of the session.
@@ -74,6 +105,7 @@ impl Header {
             probes,
             phy_states,
             arming: Vec::new(),
+            mdio_probes: None,
         }
     }
 
@@ -99,17 +131,19 @@ impl Header {
     }
 }
 
-/// A boot-clock time and the wall-clock time taken at the same moment.
+/// A `CLOCK_MONOTONIC` time and the wall-clock time taken at the same moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClockRef {
-    /// `CLOCK_BOOTTIME`, nanoseconds (the clock of [`Event::ts_ns`]).
+    /// `CLOCK_MONOTONIC`, nanoseconds (the clock of [`Event::ts_ns`]); `boot_ns` before
+    /// version 3, which held the same clock under a wrong name.
+    #[serde(rename = "mono_ns", alias = "boot_ns")]
     pub boot_ns: u64,
     /// `CLOCK_REALTIME`, nanoseconds since the Unix epoch.
     pub unix_ns: u64,
 }
 
 impl ClockRef {
-    /// Wall-clock time of a boot-clock timestamp, in nanoseconds since the Unix epoch.
+    /// Wall-clock time of a monotonic-clock timestamp, in nanoseconds since the Unix epoch.
     pub fn to_unix_ns(&self, boot_ns: u64) -> i128 {
         i128::from(self.unix_ns) + i128::from(boot_ns) - i128::from(self.boot_ns)
     }
@@ -134,7 +168,7 @@ pub struct ProbeEntry {
 /// Last record: what the file holds, for a check that nothing was cut.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trailer {
-    /// Boot-clock time when the capture was closed.
+    /// `CLOCK_MONOTONIC` time when the capture was closed.
     pub end_ns: u64,
     /// Event records written.
     pub events: u64,
@@ -142,8 +176,13 @@ pub struct Trailer {
     pub counts: KindCounts,
     /// Events the kernel side lost (sum of the `lost` events).
     pub lost: u64,
-    /// Events dropped in userspace before reaching the file (e.g. per-CPU drop counters).
-    pub dropped: u64,
+    /// The same, by cause (version 3).
+    #[serde(default)]
+    pub lost_by_cause: LossCounts,
+    /// Ring-buffer records the tracer could not read (unknown kind or too short), discarded
+    /// (`dropped` before version 3, always 0 there).
+    #[serde(default, alias = "dropped")]
+    pub discarded: u64,
 }
 
 /// Event records per kind.
@@ -248,6 +287,8 @@ pub(crate) struct WireEvent<'a> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reg: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devad: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub val: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err: Option<i32>,
@@ -259,6 +300,8 @@ pub(crate) struct WireEvent<'a> {
     pub reattached: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<LossCause>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<Cow<'a, str>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
@@ -351,18 +394,26 @@ impl<'a> WireEvent<'a> {
             EventKind::Mdio {
                 op,
                 reg,
+                devad,
                 value,
                 error,
                 latency_ns,
                 state,
+                link,
                 ..
             } => {
                 w.op = Some(*op);
                 w.reg = Some(*reg);
+                w.devad = *devad;
                 w.val = Some(*value);
                 w.err = *error;
                 w.lat = Some(*latency_ns);
                 w.state = state.as_ref().map(|s| s.value);
+                if let Some(link) = link {
+                    w.up = Some(link.up);
+                    w.speed = Some(link.speed);
+                    w.duplex = Some(link.duplex);
+                }
                 "mdio"
             }
             EventKind::Attached {
@@ -379,8 +430,9 @@ impl<'a> WireEvent<'a> {
                 w.module = Some(Cow::Borrowed(module));
                 "detached"
             }
-            EventKind::Lost { count } => {
+            EventKind::Lost { count, cause } => {
                 w.count = Some(*count);
+                w.cause = *cause;
                 "lost"
             }
             EventKind::Mac { change } => {
@@ -435,11 +487,16 @@ impl<'a> WireEvent<'a> {
             "mdio" => EventKind::Mdio {
                 op: need(self.op, "op")?,
                 reg: need(self.reg, "reg")?,
+                devad: self.devad,
                 value: need(self.val, "val")?,
                 error: self.err,
                 latency_ns: need(self.lat, "lat")?,
                 caller: self.cb.map(|_| callback()).transpose()?,
                 state: self.state.map(|v| tables.state(v)),
+                link: match (self.up, self.speed, self.duplex) {
+                    (Some(up), Some(speed), Some(duplex)) => Some(LinkState { up, speed, duplex }),
+                    _ => None,
+                },
             },
             "attached" => EventKind::Attached {
                 module: need(self.module, "module")?.into_owned(),
@@ -451,6 +508,7 @@ impl<'a> WireEvent<'a> {
             },
             "lost" => EventKind::Lost {
                 count: need(self.count, "count")?,
+                cause: self.cause,
             },
             "mac" => EventKind::Mac {
                 change: match &*need(self.mac.clone(), "mac")? {

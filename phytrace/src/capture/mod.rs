@@ -11,7 +11,8 @@ pub mod writer;
 use std::path::Path;
 
 pub use format::{
-    ArmingEntry, ClockRef, FORMAT_NAME, FORMAT_VERSION, Header, KindCounts, ProbeEntry, Trailer,
+    ArmingEntry, ClockRef, FORMAT_NAME, FORMAT_VERSION, Header, KindCounts, MdioProbes, ProbeEntry,
+    Trailer,
 };
 pub use reader::{MAX_RECORD_BYTES, OpenError, Problem, ReadIssue, Reader};
 pub use writer::{FlushPolicy, WriteError, Writer};

@@ -33,11 +33,11 @@ fn round_trip_every_kind() {
     assert_eq!(c.header, synth::header());
     assert_eq!(c.events, events);
     let t = c.trailer.unwrap();
-    assert_eq!((t.events, t.end_ns, t.dropped), (3_000, 99, 2));
+    assert_eq!((t.events, t.end_ns, t.discarded), (3_000, 99, 2));
     let lost: u64 = events
         .iter()
         .map(|e| {
-            if let EventKind::Lost { count } = e.kind {
+            if let EventKind::Lost { count, .. } = e.kind {
                 count
             } else {
                 0
@@ -76,7 +76,7 @@ fn records_are_tagged_lines() {
         ]
     );
     assert!(
-        lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":2"#)
+        lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":3"#)
     );
     assert!(lines[0].contains(r#""address":"0xffffffffc0800000""#));
     assert_eq!(
@@ -185,7 +185,7 @@ fn bad_headers_are_fatal() {
         "{e}"
     );
     let mut newer = String::from_utf8(write_capture(&[], true)).unwrap();
-    newer = newer.replace("\"format_version\":2", "\"format_version\":99");
+    newer = newer.replace("\"format_version\":3", "\"format_version\":99");
     assert!(matches!(
         Reader::new(newer.as_bytes(), "x"),
         Err(OpenError::Unsupported { found: 99, .. })

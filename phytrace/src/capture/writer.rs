@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::dictionary::{Definition, Interner};
 use super::emit::write_event;
 use super::format::{Header, KindCounts, MetaRecord, Trailer, intern};
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, LossCounts};
 
 /// When buffered records are pushed to the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +60,7 @@ pub struct Writer<W: Write = File> {
     counts: KindCounts,
     events: u64,
     lost: u64,
+    lost_by_cause: LossCounts,
     unflushed: u64,
     oldest_unflushed: Option<Instant>,
     policy: FlushPolicy,
@@ -90,6 +91,7 @@ impl<W: Write> Writer<W> {
             counts: KindCounts::default(),
             events: 0,
             lost: 0,
+            lost_by_cause: LossCounts::default(),
             unflushed: 0,
             oldest_unflushed: None,
             policy: FlushPolicy::default(),
@@ -133,8 +135,9 @@ impl<W: Write> Writer<W> {
         self.end_record()?;
         self.counts.count(&event.kind);
         self.events += 1;
-        if let EventKind::Lost { count } = event.kind {
+        if let EventKind::Lost { count, cause } = event.kind {
             self.lost = self.lost.saturating_add(count);
+            self.lost_by_cause.add(cause, count);
         }
         self.unflushed += 1;
         // Reading the clock costs as much as encoding an event: look at it once per flush and
@@ -167,15 +170,16 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Writes the trailer (`end_ns`: boot-clock time now, `dropped`: events lost in userspace)
-    /// and flushes. Returns the trailer written.
-    pub fn finish(mut self, end_ns: u64, dropped: u64) -> Result<Trailer, WriteError> {
+    /// Writes the trailer (`end_ns`: monotonic-clock time now, `discarded`: ring-buffer
+    /// records the tracer could not read) and flushes. Returns the trailer written.
+    pub fn finish(mut self, end_ns: u64, discarded: u64) -> Result<Trailer, WriteError> {
         let trailer = Trailer {
             end_ns,
             events: self.events,
             counts: self.counts.clone(),
             lost: self.lost,
-            dropped,
+            lost_by_cause: std::mem::take(&mut self.lost_by_cause),
+            discarded,
         };
         self.write_meta(&MetaRecord::Trailer(trailer.clone()))?;
         self.flush()?;

@@ -1,12 +1,12 @@
-//! Evaluation of a [`Spec`]'s rules over the facts of a capture.
+//! Evaluation of a [`Spec`]'s rules over the facts the model established from a capture.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::facts::{self, Fact, FactKind, PhyFacts};
+use super::observed::{Observed, PhyFacts};
 use super::spec::{Atom, Body, Bound, Pattern, Per, Rule, Selector, Spec, ValueTest};
-use crate::event::{Event, EventKind};
-use crate::model::{LostWhy, Model};
+use crate::event::Event;
+use crate::model::{Fact, FactKind, LostReturn, LostWhy};
 use crate::render;
 use crate::stats::{Latencies, SIGNIFICANT_DIGITS};
 
@@ -51,64 +51,12 @@ pub struct Violation {
     pub slowest: Option<(u64, String)>,
 }
 
-/// A callback entered whose return was never seen (the model gave it up, or the capture ended).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Unfinished {
-    key: String,
-    callback: String,
-    /// Index of its entry event.
-    event: Option<usize>,
-    enter_ns: u64,
-    known_at_ns: u64,
-    why: LostWhy,
-}
-
-/// The calls of `events` whose return was lost, as the model reports them.
-fn unfinished(events: &[Event]) -> Vec<Unfinished> {
-    let mut model = Model::new();
-    let mut entries: BTreeMap<(String, u64, &str), usize> = BTreeMap::new();
-    let mut out = Vec::new();
-    let lost = |key: &str,
-                open: &crate::model::OpenCallback,
-                known_at_ns,
-                why,
-                entries: &BTreeMap<(String, u64, &str), usize>| {
-        let name = &*open.callback.name;
-        Unfinished {
-            key: key.to_owned(),
-            callback: name.to_owned(),
-            event: entries.get(&(key.to_owned(), open.enter_ns, name)).copied(),
-            enter_ns: open.enter_ns,
-            known_at_ns,
-            why,
-        }
-    };
-    for (index, event) in events.iter().enumerate() {
-        if let (EventKind::CallbackEnter { callback, .. }, Some(phy)) = (&event.kind, &event.phy) {
-            entries.insert((phy.key(), event.ts_ns, &callback.name), index);
-        }
-        model.apply(event);
-        for l in model.lost_returns() {
-            out.push(lost(&l.key, &l.open, l.known_at_ns, l.why, &entries));
-        }
-    }
-    let end = model.span_ns.map_or(0, |(_, last)| last);
-    for (key, phy) in &model.phys {
-        for (_, stack) in phy.open.iter() {
-            for open in stack {
-                out.push(lost(key, open, end, LostWhy::CaptureEnded, &entries));
-            }
-        }
-    }
-    out
-}
-
 /// One group's facts in order, with its name.
-struct Group<'f, 'a> {
+struct Group<'f> {
     name: String,
     /// Keys of its PHYs.
     keys: Vec<String>,
-    facts: Vec<&'f Fact<'a>>,
+    facts: Vec<&'f Fact>,
     /// Distinct event indices of the facts, ascending.
     events: Vec<usize>,
     /// Time origin of the messages.
@@ -118,29 +66,20 @@ struct Group<'f, 'a> {
 /// Checks every rule of `spec` on `events`; one outcome per rule, in spec order. Times in
 /// messages are seconds since `start_ns`, as `dump` shows them.
 pub fn evaluate(spec: &Spec, events: &[Event], start_ns: u64) -> Vec<Outcome> {
-    let phys = facts::per_phy(events);
-    let lost = if spec
-        .rules
-        .iter()
-        .any(|r| !r.body.latency_patterns().is_empty())
-    {
-        unfinished(events)
-    } else {
-        Vec::new()
-    };
+    evaluate_observed(spec, &Observed::of(events), start_ns)
+}
+
+/// [`evaluate`] on events already applied to the model.
+pub fn evaluate_observed(spec: &Spec, observed: &Observed, start_ns: u64) -> Vec<Outcome> {
     spec.rules
         .iter()
-        .map(|rule| check_rule(rule, &phys, &lost, start_ns))
+        .map(|rule| check_rule(rule, observed, start_ns))
         .collect()
 }
 
-fn check_rule(
-    rule: &Rule,
-    phys: &BTreeMap<String, PhyFacts<'_>>,
-    lost: &[Unfinished],
-    start_ns: u64,
-) -> Outcome {
-    let selected: Vec<(&String, &PhyFacts<'_>)> = phys
+fn check_rule(rule: &Rule, observed: &Observed, start_ns: u64) -> Outcome {
+    let selected: Vec<(&String, &PhyFacts)> = observed
+        .phys
         .iter()
         .filter(|(key, phy)| match &rule.scope.select {
             None => true,
@@ -149,7 +88,7 @@ fn check_rule(
             Some(Selector::PhyId(id)) => phy.phy_id == *id,
         })
         .collect();
-    let groups: Vec<Group<'_, '_>> = match rule.scope.per {
+    let groups: Vec<Group<'_>> = match rule.scope.per {
         Per::Phy => selected
             .iter()
             .map(|(key, phy)| {
@@ -167,16 +106,16 @@ fn check_rule(
             })
             .collect(),
         Per::Driver => {
-            let drivers: BTreeSet<&str> = selected.iter().map(|(_, p)| p.driver).collect();
+            let drivers: BTreeSet<&str> = selected.iter().map(|(_, p)| &*p.driver).collect();
             drivers
                 .into_iter()
                 .map(|driver| {
                     let members: Vec<_> = selected
                         .iter()
-                        .filter(|(_, p)| p.driver == driver)
+                        .filter(|(_, p)| &*p.driver == driver)
                         .collect();
                     let keys: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
-                    let mut facts: Vec<&Fact<'_>> =
+                    let mut facts: Vec<&Fact> =
                         members.iter().flat_map(|(_, p)| p.facts.iter()).collect();
                     // Stable: the facts of one event keep their order.
                     facts.sort_by_key(|f| f.event);
@@ -197,7 +136,7 @@ fn check_rule(
         .iter()
         .flat_map(|g| {
             let mut v = check_group(&rule.body, g);
-            v.extend(unjudged(&latency, g, lost));
+            v.extend(unjudged(&latency, g, &observed.unfinished));
             v
         })
         .collect();
@@ -211,12 +150,7 @@ fn check_rule(
     }
 }
 
-fn group<'f, 'a>(
-    name: String,
-    keys: Vec<String>,
-    facts: Vec<&'f Fact<'a>>,
-    start_ns: u64,
-) -> Group<'f, 'a> {
+fn group(name: String, keys: Vec<String>, facts: Vec<&Fact>, start_ns: u64) -> Group<'_> {
     let mut events: Vec<usize> = facts.iter().map(|f| f.event).collect();
     events.dedup();
     Group {
@@ -228,7 +162,7 @@ fn group<'f, 'a>(
     }
 }
 
-impl Group<'_, '_> {
+impl Group<'_> {
     /// Positions of the facts matching `p`.
     fn positions(&self, p: &Pattern) -> Vec<usize> {
         (0..self.facts.len())
@@ -257,8 +191,12 @@ impl Group<'_, '_> {
     fn slowest(&self, positions: &[usize]) -> Option<(u64, String)> {
         positions
             .iter()
-            .filter_map(|&i| match self.facts[i].kind {
-                FactKind::Exit(name, _, ns) => Some((ns, name, i)),
+            .filter_map(|&i| match &self.facts[i].kind {
+                FactKind::Exit {
+                    callback,
+                    latency_ns,
+                    ..
+                } => Some((*latency_ns, callback, i)),
                 _ => None,
             })
             .max_by_key(|&(ns, _, _)| ns)
@@ -290,7 +228,7 @@ fn next_after(positions: &[usize], after: usize) -> Option<usize> {
         .copied()
 }
 
-fn check_group(body: &Body, g: &Group<'_, '_>) -> Vec<Violation> {
+fn check_group(body: &Body, g: &Group<'_>) -> Vec<Violation> {
     match body {
         Body::Never(p) => g
             .positions(p)
@@ -319,8 +257,8 @@ fn check_group(body: &Body, g: &Group<'_, '_>) -> Vec<Violation> {
             let found = g.positions(pattern);
             let mut latencies = Latencies::default();
             for &i in &found {
-                if let FactKind::Exit(_, _, ns) = g.facts[i].kind {
-                    latencies.record(ns);
+                if let FactKind::Exit { latency_ns, .. } = g.facts[i].kind {
+                    latencies.record(latency_ns);
                 }
             }
             let Some(value) = latencies.percentile(f64::from(*percentile)) else {
@@ -334,7 +272,7 @@ fn check_group(body: &Body, g: &Group<'_, '_>) -> Vec<Violation> {
             let mut slow: Vec<(u64, usize)> = found
                 .iter()
                 .filter_map(|&i| match g.facts[i].kind {
-                    FactKind::Exit(_, _, ns) => Some((ns, i)),
+                    FactKind::Exit { latency_ns, .. } => Some((latency_ns, i)),
                     _ => None,
                 })
                 .collect();
@@ -493,7 +431,7 @@ fn check_group(body: &Body, g: &Group<'_, '_>) -> Vec<Violation> {
 /// Matches `steps` one after the other from position `from`, each at its earliest, within
 /// `within` of `from`; returns the positions matched and the index of the first step missing.
 fn follow(
-    g: &Group<'_, '_>,
+    g: &Group<'_>,
     from: usize,
     steps: &[Pattern],
     steps_at: &[Vec<usize>],
@@ -513,7 +451,7 @@ fn follow(
     (matched, None)
 }
 
-fn elapsed(g: &Group<'_, '_>, from: usize, to: usize) -> u64 {
+fn elapsed(g: &Group<'_>, from: usize, to: usize) -> u64 {
     g.facts[to].ts_ns.saturating_sub(g.facts[from].ts_ns)
 }
 
@@ -522,7 +460,7 @@ fn duration_ns(d: Duration) -> u64 {
 }
 
 /// Whether fact `f` matches pattern `p`.
-pub fn matches(p: &Pattern, f: &Fact<'_>) -> bool {
+pub fn matches(p: &Pattern, f: &Fact) -> bool {
     let atom = match (&p.atom, &f.kind) {
         (Atom::Enter(name), FactKind::Enter(n)) => name.matches(n),
         (
@@ -531,11 +469,15 @@ pub fn matches(p: &Pattern, f: &Fact<'_>) -> bool {
                 ret,
                 latency,
             },
-            FactKind::Exit(n, r, ns),
+            FactKind::Exit {
+                callback: n,
+                ret: r,
+                latency_ns,
+            },
         ) => {
             callback.matches(n)
                 && ret.is_none_or(|(cmp, v)| cmp.holds(*r, v))
-                && latency.is_none_or(|(cmp, limit)| cmp.holds(*ns, duration_ns(limit)))
+                && latency.is_none_or(|(cmp, limit)| cmp.holds(*latency_ns, duration_ns(limit)))
         }
         (
             Atom::Mdio { op, reg, value },
@@ -559,66 +501,73 @@ pub fn matches(p: &Pattern, f: &Fact<'_>) -> bool {
                 }
         }
         (Atom::State { from, to }, FactKind::State { from: f, to: t }) => {
-            to == t && from.as_ref().is_none_or(|from| Some(from.as_str()) == *f)
+            to.as_str() == t.as_ref()
+                && from
+                    .as_deref()
+                    .is_none_or(|from| f.as_deref() == Some(from))
         }
         (Atom::Link(up), FactKind::Link(u)) => up == u,
         (Atom::Mac(name), FactKind::Mac(n)) => name == n,
-        (Atom::Error, FactKind::Exit(_, ret, _)) => *ret < 0,
+        (Atom::Error, FactKind::Exit { ret, .. }) => *ret < 0,
         (Atom::Error, FactKind::Mdio { error, .. }) => error.is_some(),
         _ => false,
     };
-    atom && p
-        .inside
+    atom && happened_where(p, f)
+}
+
+/// Whether fact `f` happened where pattern `p` asks: `inside` its callbacks, `while` its states.
+fn happened_where(p: &Pattern, f: &Fact) -> bool {
+    p.inside
         .iter()
         .all(|name| f.inside.iter().any(|n| name.matches(n)))
-        && p.states.as_ref().is_none_or(|s| s.contains(f.state))
+        && p.states
+            .as_ref()
+            .is_none_or(|s| s.contains(f.state.as_deref()))
 }
 
 /// A rule on latencies cannot judge a call whose return was lost: each call of the group that
 /// one of its `patterns` would judge (same callback; `inside` and `while state` as at the
 /// entry) and that never returned is a violation of its own, never silently left out.
-fn unjudged(patterns: &[&Pattern], g: &Group<'_, '_>, lost: &[Unfinished]) -> Vec<Violation> {
+fn unjudged(patterns: &[&Pattern], g: &Group<'_>, lost: &[LostReturn]) -> Vec<Violation> {
     if patterns.is_empty() {
         return Vec::new();
     }
     lost.iter()
-        .filter(|u| g.keys.contains(&u.key))
-        .filter(|u| {
-            let entry = u.event.and_then(|e| {
-                g.facts
-                    .iter()
-                    .find(|f| f.event == e && matches!(f.kind, FactKind::Enter(_)))
-            });
+        .filter(|l| g.keys.contains(&l.key))
+        .filter(|l| {
+            let entered = l.open.enter_event;
+            let at = g.facts.partition_point(|f| f.event < entered);
+            let entry = g.facts[at..]
+                .iter()
+                .take_while(|f| f.event == entered)
+                .find(|f| matches!(f.kind, FactKind::Enter(_)));
             patterns.iter().any(|p| {
                 let Atom::Exit { callback, .. } = &p.atom else {
                     return false;
                 };
-                callback.matches(&u.callback)
-                    && entry.is_some_and(|f| {
-                        p.inside.iter().all(|name| f.inside.iter().any(|n| name.matches(n)))
-                            && p.states.as_ref().is_none_or(|s| s.contains(f.state))
-                    })
+                callback.matches(&l.open.callback.name)
+                    && entry.is_some_and(|f| happened_where(p, f))
             })
         })
-        .map(|u| {
-            let why = match u.why {
+        .map(|l| {
+            let why = match l.why {
                 LostWhy::Superseded => "its return was lost (events lost)",
                 LostWhy::Unloaded => "its module was unloaded while it ran",
                 LostWhy::CaptureEnded => "the capture ended while it ran",
             };
-            let at = render::relative_time(u.enter_ns, g.start_ns);
-            let ran = render::duration(u.known_at_ns.saturating_sub(u.enter_ns));
+            let name = &l.open.callback.name;
+            let at = render::relative_time(l.open.enter_ns, g.start_ns);
+            let ran = render::duration(l.known_at_ns.saturating_sub(l.open.enter_ns));
             let mut v = g.violation(
                 format!(
-                    "`{}` entered at {} never returned: {why}; its latency is unknown (at least {ran}), so the rule cannot hold",
-                    u.callback,
+                    "`{name}` entered at {} never returned: {why}; its latency is unknown (at least {ran}), so the rule cannot hold",
                     at.trim_start()
                 ),
-                u.event.into_iter().collect(),
+                vec![l.open.enter_event],
             );
             v.slowest = Some((
                 u64::MAX,
-                format!("{} entered at {} (no return, at least {ran}) on {}", u.callback, at.trim_start(), u.key),
+                format!("{name} entered at {} (no return, at least {ran}) on {}", at.trim_start(), l.key),
             ));
             v
         })

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::{self, Checked, Lines};
+use super::report::{self, Checked};
 use super::spec::Spec;
 
 /// Escapes `text` for XML content and attribute values; drops characters XML 1.0 forbids.
@@ -43,8 +43,7 @@ pub fn document(spec_name: &str, spec: &Spec, runs: &[Checked<'_>]) -> String {
             run.failures(),
             run.skipped()
         );
-        let lines = Lines::for_report(run);
-        for (rule, outcome) in spec.rules.iter().zip(run.outcomes) {
+        for (rule, outcome) in spec.rules.iter().zip(&run.outcomes) {
             let name = escape(&rule.name);
             let _ = write!(out, "    <testcase classname=\"{class}\" name=\"{name}\"");
             if outcome.not_applicable() {
@@ -67,7 +66,7 @@ pub fn document(spec_name: &str, spec: &Spec, runs: &[Checked<'_>]) -> String {
                 if !slowest.is_empty() {
                     message += &format!("; slowest: {}", slowest.join(", "));
                 }
-                let body = report::failure(spec_name, rule, outcome, &lines);
+                let body = report::failure(spec_name, rule, outcome, run);
                 let _ = write!(
                     out,
                     ">\n      <failure type=\"violation\" message=\"{}\">{}</failure>\n    </testcase>\n",

@@ -1,11 +1,12 @@
-//! Ordering assertions for CI: a small rule language ([`spec`]), its evaluation over the
-//! events of a capture ([`eval`]), and reports as text ([`report`]) or JUnit XML ([`junit`]).
+//! Ordering assertions for CI: a small rule language ([`spec`]), its evaluation over the facts
+//! the model establishes from the events of a capture ([`observed`], [`eval`]), and reports as
+//! text ([`report`]) or JUnit XML ([`junit`]).
 //! The language is described in `docs/check.md`.
 
 pub mod eval;
-pub mod facts;
 pub mod junit;
 mod lexer;
+pub mod observed;
 pub mod report;
 pub mod spec;
 

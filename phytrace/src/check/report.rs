@@ -1,13 +1,13 @@
 //! Text reports of check outcomes: one status line per rule, then each violation with the
 //! offending events decoded as `phytrace dump` prints them, with some context.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use super::eval::Outcome;
+use super::eval::{Outcome, evaluate_observed};
+use super::observed::Observed;
 use super::spec::{Per, Rule, Spec};
 use crate::capture::Capture;
-use crate::model::Model;
+use crate::model::Applied;
 use crate::render;
 
 /// Most violations shown per rule; the rest are counted.
@@ -21,10 +21,24 @@ pub struct Checked<'a> {
     /// The capture.
     pub capture: &'a Capture,
     /// One outcome per rule of the spec.
-    pub outcomes: &'a [Outcome],
+    pub outcomes: Vec<Outcome>,
+    /// What the model said each event changed, by index: the lines show it as `dump` does.
+    applied: Vec<Applied>,
 }
 
-impl Checked<'_> {
+impl<'a> Checked<'a> {
+    /// Checks `spec` on `capture` (named `name`), applying its events to the model once.
+    pub fn new(name: &'a str, capture: &'a Capture, spec: &Spec) -> Self {
+        let observed = Observed::of(&capture.events);
+        let outcomes = evaluate_observed(spec, &observed, capture.header.clock.boot_ns);
+        Self {
+            name,
+            capture,
+            outcomes,
+            applied: observed.applied,
+        }
+    }
+
     /// Number of rules violated.
     pub fn failures(&self) -> usize {
         self.outcomes.iter().filter(|o| !o.passed()).count()
@@ -34,35 +48,16 @@ impl Checked<'_> {
     pub fn skipped(&self) -> usize {
         self.outcomes.iter().filter(|o| o.not_applicable()).count()
     }
-}
 
-/// The decoded lines of the events the report shows, by event index.
-#[derive(Debug, Default)]
-pub struct Lines(BTreeMap<usize, String>);
-
-impl Lines {
-    /// Renders the events the shown violations of `checked` need, replaying the capture
-    /// through the model so that register changes are shown as `dump` shows them.
-    pub fn for_report(checked: &Checked<'_>) -> Self {
-        let needed: BTreeSet<usize> = checked
-            .outcomes
-            .iter()
-            .flat_map(|o| o.violations.iter().take(MAX_SHOWN))
-            .flat_map(|v| v.context.iter().copied())
-            .collect();
-        let Some(&last) = needed.last() else {
-            return Self::default();
-        };
-        let start_ns = checked.capture.header.clock.boot_ns;
-        let mut model = Model::new();
-        let mut lines = BTreeMap::new();
-        for (index, event) in checked.capture.events.iter().enumerate().take(last + 1) {
-            let applied = model.apply(event);
-            if needed.contains(&index) {
-                lines.insert(index, render::event_line(event, &applied, start_ns));
-            }
-        }
-        Self(lines)
+    /// Event `index` decoded as `phytrace dump` prints it.
+    fn line(&self, index: usize) -> Option<String> {
+        let event = self.capture.events.get(index)?;
+        let applied = self.applied.get(index)?;
+        Some(render::event_line(
+            event,
+            applied,
+            self.capture.header.clock.boot_ns,
+        ))
     }
 }
 
@@ -71,8 +66,8 @@ fn location(spec_name: &str, rule: &Rule) -> String {
     format!("{spec_name}:{}", rule.line)
 }
 
-/// The report of one violated rule: what failed where, with the events.
-pub fn failure(spec_name: &str, rule: &Rule, outcome: &Outcome, lines: &Lines) -> String {
+/// The report of one violated rule of `checked`: what failed where, with the events.
+pub fn failure(spec_name: &str, rule: &Rule, outcome: &Outcome, checked: &Checked<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -88,7 +83,7 @@ pub fn failure(spec_name: &str, rule: &Rule, outcome: &Outcome, lines: &Lines) -
             } else {
                 ' '
             };
-            if let Some(line) = lines.0.get(index) {
+            if let Some(line) = checked.line(*index) {
                 let _ = writeln!(out, "  {mark} {line}");
             }
         }
@@ -137,14 +132,13 @@ pub fn text(spec_name: &str, spec: &Spec, checked: &Checked<'_>) -> String {
         .map(|r| r.name.chars().count())
         .max()
         .unwrap_or(0);
-    for (rule, outcome) in spec.rules.iter().zip(checked.outcomes) {
+    for (rule, outcome) in spec.rules.iter().zip(&checked.outcomes) {
         out += &status_line(rule, outcome, width);
     }
-    let lines = Lines::for_report(checked);
-    for (rule, outcome) in spec.rules.iter().zip(checked.outcomes) {
+    for (rule, outcome) in spec.rules.iter().zip(&checked.outcomes) {
         if !outcome.passed() {
             out.push('\n');
-            out += &failure(spec_name, rule, outcome, &lines);
+            out += &failure(spec_name, rule, outcome, checked);
         }
     }
     let _ = writeln!(

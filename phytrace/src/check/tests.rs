@@ -108,6 +108,8 @@ impl Stream {
             latency_ns: 1_000,
             caller,
             state,
+            devad: None,
+            link: None,
         })
     }
 

@@ -8,12 +8,13 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::FollowArgs;
-use super::record::{self, RecordArgs};
+use super::record::{print_progress, print_summary};
 use crate::capture::{Capture, Problem};
 use crate::check::{self, junit, report, report::Checked, spec::Spec};
 use crate::exit::{EXIT_VIOLATION, Failure, FailureKind};
 use crate::output;
 use crate::probe::loader::DEFAULT_RING_SIZE;
+use crate::recording::{self, Recording};
 
 /// Most read issues printed per capture; the rest are counted.
 const MAX_WARNINGS: usize = 10;
@@ -105,7 +106,7 @@ fn load_capture(path: &Path, err: &mut impl Write) -> anyhow::Result<Capture> {
             "{name}: no event could be read ({damaged} damaged records)"
         )));
     }
-    let lost = capture.trailer.as_ref().map_or(0, |t| t.lost + t.dropped);
+    let lost = capture.trailer.as_ref().map_or(0, |t| t.lost + t.discarded);
     if lost > 0 {
         writeln!(
             err,
@@ -133,19 +134,23 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             temp.path().to_owned()
         }
     };
-    let status = record::record_to_file(&RecordArgs {
-        output: output.clone(),
-        duration: None,
-        phy: None,
-        follow: FollowArgs {
-            modules: args.modules.clone(),
-            ..FollowArgs::default()
+    let follow = FollowArgs {
+        modules: args.modules.clone(),
+        ..FollowArgs::default()
+    };
+    let recorded = recording::record_to_file(
+        &Recording {
+            output: output.clone(),
+            duration: None,
+            phy: None,
+            tracer: follow.tracer_options(DEFAULT_RING_SIZE),
+            command: args.command.clone(),
         },
-        ring_size: DEFAULT_RING_SIZE,
-        command: args.command.clone(),
-    })?;
+        |p| print_progress(&output, p),
+    )?;
+    print_summary(&output, &recorded);
     let code = check(args, &spec, &[output], &mut io::stdout().lock())?;
-    Ok(match status {
+    Ok(match recorded.command_status() {
         Some(status) if code == ExitCode::SUCCESS && !status.success() => {
             eprintln!(
                 "phytrace: error: `{}` failed ({status}) although every rule holds",
@@ -170,19 +175,10 @@ pub fn check(
         .map(|path| load_capture(path, &mut err))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let names: Vec<String> = captures.iter().map(|p| p.display().to_string()).collect();
-    let outcomes: Vec<Vec<check::Outcome>> = loaded
-        .iter()
-        .map(|c| check::evaluate(spec, &c.events, c.header.clock.boot_ns))
-        .collect();
     let runs: Vec<Checked<'_>> = names
         .iter()
         .zip(&loaded)
-        .zip(&outcomes)
-        .map(|((name, capture), outcomes)| Checked {
-            name,
-            capture,
-            outcomes,
-        })
+        .map(|(name, capture)| Checked::new(name, capture, spec))
         .collect();
     let spec_name = args.spec.display().to_string();
     let text = runs

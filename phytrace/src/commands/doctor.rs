@@ -7,7 +7,11 @@ use std::{fs, path::Path, process::ExitCode};
 use crate::{
     exit::FailureKind,
     output,
-    probe::{attach, btf, loader, selftest, symbols},
+    probe::{
+        attach, btf, loader,
+        mdio_probes::{self, MdioChoice},
+        selftest, symbols,
+    },
 };
 
 /// Arguments of `phytrace doctor`.
@@ -95,6 +99,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         rust_kprobe()
     } else {
         Check::skipped("kprobe on a Rust symbol", why)
+    });
+    checks.push(if can_load {
+        mdio_attach()
+    } else {
+        Check::skipped("MDIO probes", why)
     });
     checks.push(driver_module(&args.module));
     checks.push(if ready {
@@ -253,12 +262,8 @@ fn rust_kprobe() -> Check {
             "is the kernel built with CONFIG_RUST=y?",
         );
     };
-    let outcome = loader::load(&loader::LoadOptions {
-        ring_size: 4096,
-        offsets: Default::default(),
-        selftest_tgid: 0,
-    })
-    .and_then(|mut ebpf| attach::attach(&mut ebpf, "callback_enter", &symbol).map(|_| ()));
+    let outcome = loader::load(&loader::LoadOptions::new(4096, Default::default()))
+        .and_then(|mut ebpf| attach::attach(&mut ebpf, "callback_enter", &symbol).map(|_| ()));
     let shown = rustc_demangle::demangle(&symbol).to_string();
     match outcome {
         Ok(()) => Check::ok(NAME, format!("attached to {shown:#}")),
@@ -266,6 +271,36 @@ fn rust_kprobe() -> Check {
             NAME,
             format!("{err:#}"),
             "rebuild the kernel with CONFIG_KPROBE_EVENTS_ON_NOTRACE=y (Rust functions have no ftrace site)",
+        ),
+    }
+}
+
+/// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why.
+fn mdio_attach() -> Check {
+    const NAME: &str = "MDIO probes";
+    let btf = aya::Btf::from_sys_fs().map_err(|err| err.to_string());
+    let mut notes = Vec::new();
+    let outcome =
+        loader::load(&loader::LoadOptions::new(4096, Default::default())).and_then(|mut ebpf| {
+            mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, Some(&btf), &mut notes)
+        });
+    match outcome {
+        Ok(probes) => Check::ok(
+            NAME,
+            format!(
+                "{} (BPF trampolines) on the MDIO accessors{}",
+                probes.name(),
+                if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", notes.join("; "))
+                }
+            ),
+        ),
+        Err(err) => Check::warn(
+            NAME,
+            format!("kprobe fallback, at about twice the cost per access: {err:#}"),
+            "a kernel with CONFIG_DEBUG_INFO_BTF, CONFIG_FUNCTION_TRACER and CONFIG_BPF_JIT gets fentry/fexit",
         ),
     }
 }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::capture::{Problem, Reader};
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, PhyFilter};
 use crate::model::Model;
 use crate::output;
 use crate::render;
@@ -39,7 +39,7 @@ pub struct DumpArgs {
     /// Only events of PHYs whose key (`bus:addr`, e.g. `phy_sim-0:10`) or driver name
     /// contains FILTER.
     #[arg(long, value_name = "FILTER")]
-    pub phy: Option<String>,
+    pub phy: Option<PhyFilter>,
     /// Only events of these kinds (several may follow, or separate them with commas).
     #[arg(long, value_enum, value_name = "KIND", value_delimiter = ',', num_args = 1..)]
     pub kind: Vec<Kind>,
@@ -92,12 +92,10 @@ impl Kind {
 
 impl DumpArgs {
     fn selects(&self, event: &Event) -> bool {
-        let phy_ok = self.phy.as_deref().is_none_or(|filter| {
-            event
-                .phy
-                .as_ref()
-                .is_some_and(|p| p.key().contains(filter) || p.driver.contains(filter))
-        });
+        let phy_ok = self
+            .phy
+            .as_ref()
+            .is_none_or(|filter| event.phy.as_ref().is_some_and(|p| filter.matches(p)));
         phy_ok && (self.kind.is_empty() || self.kind.iter().any(|k| k.matches(&event.kind)))
     }
 }
@@ -168,12 +166,23 @@ pub fn dump(
         && let Some(t) = reader.trailer()
     {
         let end = render::relative_time(t.end_ns, start_ns);
+        let causes: Vec<String> = t
+            .lost_by_cause
+            .nonzero()
+            .iter()
+            .map(|(cause, count)| format!("{cause} {count}"))
+            .collect();
+        let causes = if causes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", causes.join(", "))
+        };
         let summary = format!(
-            "# end {}  {} events, {} lost by the kernel, {} dropped\n",
+            "# end {}  {} events, {} lost by the kernel{causes}, {} unreadable records discarded\n",
             end.trim_start(),
             t.events,
             t.lost,
-            t.dropped
+            t.discarded
         );
         if !output::to_stdout(&mut out, summary.as_bytes())? {
             return Ok(ExitCode::SUCCESS);

@@ -13,7 +13,7 @@ pub mod tui;
 
 use std::path::PathBuf;
 
-use crate::probe::tracer::TracerOptions;
+use crate::probe::{mdio_probes::MdioChoice, tracer::TracerOptions};
 
 /// Which driver modules a live session follows and where their callbacks are read before the
 /// modules load (see docs/plug-in.md).
@@ -30,6 +30,22 @@ pub struct FollowArgs {
     /// /lib/modules/RELEASE of the running kernel.
     #[arg(long, value_name = "DIR")]
     pub module_tree: Option<PathBuf>,
+    /// How to probe the MDIO bus accessors: `fentry` (BPF trampolines, the cheapest),
+    /// `kprobe`, or `auto` (fentry where the kernel allows it).
+    #[arg(long, value_enum, default_value_t = MdioChoice::Auto, value_name = "HOW")]
+    pub mdio_probes: MdioChoice,
+    /// Calls in flight each callback's return probe has room for (kretprobe maxactive);
+    /// calls beyond it return unseen and are counted as `missed_return`. Default: max(64,
+    /// 8 × CPUs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096), help_heading = "Tuning")]
+    pub max_active: Option<u32>,
+    /// Callbacks kept open per thread (1–4); deeper nested ones are counted as `too_deep`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4), help_heading = "Tuning")]
+    pub callback_depth: Option<u32>,
+    /// Threads whose open callbacks are kept at once; beyond, the least recently used are
+    /// evicted and their returns counted as `map_full`. Default: 4096.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Tuning")]
+    pub thread_slots: Option<u32>,
 }
 
 impl FollowArgs {
@@ -40,6 +56,10 @@ impl FollowArgs {
             modules: self.modules.clone(),
             module_files: self.module_files.clone(),
             module_tree: self.module_tree.clone(),
+            mdio: self.mdio_probes,
+            max_active: self.max_active,
+            callback_depth: self.callback_depth,
+            thread_slots: self.thread_slots,
         }
     }
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use crate::{
     exit::{Failure, FailureKind},
     output,
-    probe::{btf, symbols},
+    probe::{btf, mdio_probes, symbols},
 };
 
 /// Arguments of `phytrace probes`.
@@ -120,7 +120,35 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
         for (driver_type, count) in per_type {
             writeln!(out, "  {driver_type}: {count} callbacks")?;
         }
+        writeln!(
+            out,
+            "  (on kprobes: Rust functions have no ftrace site and Rust modules no BTF)"
+        )?;
     }
+
+    writeln!(out)?;
+    writeln!(out, "MDIO bus accessors:")?;
+    let in_kallsyms = |name: &str| {
+        kallsyms
+            .lines()
+            .any(|line| line.split_whitespace().nth(2) == Some(name))
+    };
+    for accessor in mdio_probes::ACCESSORS.iter().map(|(name, ..)| *name) {
+        writeln!(
+            out,
+            "  {accessor:<22} {}",
+            if in_kallsyms(accessor) {
+                "present"
+            } else {
+                "not in this kernel"
+            }
+        )?;
+    }
+    writeln!(
+        out,
+        "  on fentry/fexit (BPF trampolines) where the kernel allows it, else kprobes: \
+         `phytrace doctor` says which this kernel takes, `--mdio-probes` chooses"
+    )?;
 
     writeln!(out)?;
     writeln!(out, "PHY devices ({MDIO_BUS_DEVICES}):")?;

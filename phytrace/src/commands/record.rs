@@ -1,26 +1,18 @@
 //! `phytrace record`: headless capture to a file, for target boards and CI.
 
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::ExitCode,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::Result;
-use tokio::signal::unix::{SignalKind, signal};
 
 use super::FollowArgs;
 use crate::{
-    capture::{
-        format::{ArmingEntry, ClockRef, Header, ProbeEntry},
-        writer::{WriteError, Writer},
-    },
-    event::{Event, Guarantee},
-    exit::{Failure, FailureKind},
-    probe::{
-        loader::DEFAULT_RING_SIZE,
-        tracer::{Tracer, monotonic_ns},
-    },
+    event::{Guarantee, PhyFilter},
+    probe::loader::DEFAULT_RING_SIZE,
+    recording::{self, Progress, Recorded, Recording, Stop},
 };
 
 /// Arguments of `phytrace record`.
@@ -38,7 +30,7 @@ pub struct RecordArgs {
     pub duration: Option<Duration>,
     /// Keep only events of PHYs whose `bus:addr`, bus id or driver name contains FILTER.
     #[arg(long, value_name = "FILTER")]
-    pub phy: Option<String>,
+    pub phy: Option<PhyFilter>,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// Size of the kernel ring buffer in bytes (a power of two).
@@ -49,26 +41,25 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-/// Whether `event` concerns a PHY matching `filter` (events about no PHY always match).
-pub fn phy_matches(event: &Event, filter: Option<&str>) -> bool {
-    match (filter, &event.phy) {
-        (Some(filter), Some(phy)) => {
-            phy.key().contains(filter) || phy.bus.contains(filter) || phy.driver.contains(filter)
+impl RecordArgs {
+    /// The recording these arguments ask for.
+    fn recording(&self) -> Recording {
+        Recording {
+            output: self.output.clone(),
+            duration: self.duration,
+            phy: self.phy.clone(),
+            tracer: self.follow.tracer_options(self.ring_size),
+            command: self.command.clone(),
         }
-        _ => true,
     }
-}
-
-/// Why recording stopped.
-enum Stop {
-    Signal(&'static str),
-    Duration,
-    Command(std::process::ExitStatus),
 }
 
 /// Runs `phytrace record`: exits as COMMAND did when it failed, 0 otherwise.
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
-    Ok(match record_to_file(args)? {
+    let recorded =
+        recording::record_to_file(&args.recording(), |p| print_progress(&args.output, p))?;
+    print_summary(&args.output, &recorded);
+    Ok(match recorded.command_status() {
         Some(status) if !status.success() => {
             ExitCode::from(status.code().map_or(1, |code| code.clamp(1, 255) as u8))
         }
@@ -76,95 +67,19 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     })
 }
 
-/// Records to `args.output` until COMMAND exits, the duration is reached or a signal comes;
-/// the file is complete (trailer written) when this returns. Returns COMMAND's exit status.
-pub fn record_to_file(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(record(args))
-}
-
-/// Boot clock and wall clock, read back to back.
-pub fn clock_now() -> ClockRef {
-    let unix_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    ClockRef {
-        boot_ns: monotonic_ns(),
-        unix_ns,
-    }
-}
-
-/// The capture header of a live session: this host, the probes attached, the kernel's states.
-pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
-    let probes: Vec<ProbeEntry> = tracer
-        .probe_table()
-        .into_iter()
-        .map(|s| ProbeEntry {
-            module: s.module,
-            driver_type: s.driver_type,
-            callback: s.callback,
-            address: s.address,
-            symbol: s.demangled,
-        })
-        .collect();
-    let mut header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
-    header.arming = tracer
-        .arming()
-        .into_iter()
-        .map(|a| ArmingEntry {
-            module: a.module,
-            guarantee: a.guarantee,
-            source: a.source,
-        })
-        .collect();
-    header
-}
-
-/// Writes `event` if it concerns a PHY matching `filter`, unless a write failed before: the
-/// first failure is kept in `failed`.
-fn write_matching(
-    writer: &mut Writer,
-    filter: Option<&str>,
-    failed: &mut Option<WriteError>,
-    event: Event,
-) {
-    if failed.is_none() && phy_matches(&event, filter) {
-        *failed = writer.write(&event).err();
-    }
-}
-
-/// The write failure kept by [`write_matching`], as the error `record` ends with.
-fn written(failed: Option<WriteError>) -> Result<()> {
-    failed.map_or(Ok(()), |err| Err(output_failure(err).into()))
-}
-
-fn output_failure(err: impl std::fmt::Display) -> Failure {
-    Failure::new(FailureKind::Output, format!("{err}"))
-}
-
-async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
-    let started = Instant::now();
-    let clock = clock_now();
-    let (mut tracer, first) = Tracer::start(args.follow.tracer_options(args.ring_size))?;
-    let attached_in = started.elapsed();
-    let startup = tracer.startup();
-    let header = session_header(&tracer, clock);
-    let mut writer = Writer::create(&args.output, &header).map_err(output_failure)?;
-    let filter = args.phy.as_deref();
-    let mut failed = None;
-    for event in first {
-        write_matching(&mut writer, filter, &mut failed, event);
-    }
-    written(failed)?;
-    writer.flush_if_due().map_err(output_failure)?;
-    let report_notes = |tracer: &mut Tracer| {
-        for note in tracer.take_notes() {
+/// Prints on stderr how a recording to `output` goes.
+pub fn print_progress(output: &Path, progress: Progress<'_>) {
+    let (tracer, attached_in) = match progress {
+        Progress::Note(note) => {
             eprintln!("phytrace: warning: {note}");
+            return;
         }
+        Progress::Started {
+            tracer,
+            attached_in,
+        } => (tracer, attached_in),
     };
-    report_notes(&mut tracer);
+    let startup = tracer.startup();
     for arming in tracer.arming() {
         eprintln!(
             "phytrace: {}: {} ({})",
@@ -180,11 +95,12 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     }
     let waiting = tracer.waiting_for();
     eprintln!(
-        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes {} ms, modules {} ms{})",
-        args.output.display(),
+        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes ({}) {} ms, modules {} ms{})",
+        output.display(),
         attached_in.as_millis(),
         startup.btf.as_millis(),
         startup.load.as_millis(),
+        tracer.mdio_probes().name(),
         startup.mdio.as_millis(),
         startup.modules.as_millis(),
         if waiting.is_empty() {
@@ -193,56 +109,15 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
             format!("; waiting for {} to load", waiting.join(", "))
         }
     );
+}
 
-    let mut child = match args.command.split_first() {
-        Some((program, rest)) => Some(
-            tokio::process::Command::new(program)
-                .args(rest)
-                .spawn()
-                .map_err(|err| {
-                    Failure::new(
-                        FailureKind::BadInput,
-                        format!("cannot run `{program}`: {err}"),
-                    )
-                })?,
-        ),
-        None => None,
-    };
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
-    let stop = loop {
-        // Events go to the file as they are read; the first write error ends the recording.
-        let mut failed = None;
-        let mut write = |event| write_matching(&mut writer, filter, &mut failed, event);
-        let stop = tokio::select! {
-            result = tracer.next_events(&mut write) => {
-                result?;
-                None
-            }
-            _ = sigint.recv() => Some(Stop::Signal("SIGINT")),
-            _ = sigterm.recv() => Some(Stop::Signal("SIGTERM")),
-            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
-                Some(Stop::Duration)
-            }
-            status = async { child.as_mut().unwrap().wait().await }, if child.is_some() => {
-                Some(Stop::Command(status?))
-            }
-        };
-        written(failed)?;
-        report_notes(&mut tracer);
-        if let Some(stop) = stop {
-            break stop;
-        }
-        writer.flush_if_due().map_err(output_failure)?;
-    };
-    // Events of the last moments may still be on their way: one more poll, then the rest.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut failed = None;
-    tracer.flush(&mut |event| write_matching(&mut writer, filter, &mut failed, event))?;
-    written(failed)?;
-    let trailer = writer.finish(monotonic_ns(), 0).map_err(output_failure)?;
-
+/// Prints on stderr how a recording to `output` ended and what it holds.
+pub fn print_summary(output: &Path, recorded: &Recorded) {
+    let Recorded {
+        stop,
+        trailer,
+        took,
+    } = recorded;
     let why = match &stop {
         Stop::Signal(name) => format!("{name} received"),
         Stop::Duration => "duration reached".to_owned(),
@@ -251,53 +126,28 @@ async fn record(args: &RecordArgs) -> Result<Option<std::process::ExitStatus>> {
     eprintln!(
         "phytrace: {why}; {} events in {:.1} s to {}",
         trailer.events,
-        started.elapsed().as_secs_f64(),
-        args.output.display()
+        took.as_secs_f64(),
+        output.display()
     );
     let counts = &trailer.counts;
+    let causes: Vec<String> = trailer
+        .lost_by_cause
+        .nonzero()
+        .iter()
+        .map(|(cause, count)| format!("{cause} {count}"))
+        .collect();
     eprintln!(
-        "phytrace: {} callbacks entered, {} returned, {} MDIO accesses, {} attach / {} detach; lost in the kernel: {}",
+        "phytrace: {} callbacks entered, {} returned, {} MDIO accesses, {} attach / {} detach; lost in the kernel: {}{}",
         counts.callback_enter,
         counts.callback_exit,
         counts.mdio,
         counts.attached,
         counts.detached,
-        trailer.lost
-    );
-    Ok(match stop {
-        Stop::Command(status) => Some(status),
-        _ => None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::event::{EventKind, PhyRef};
-
-    fn event(phy: Option<PhyRef>) -> Event {
-        Event {
-            ts_ns: 0,
-            cpu: 0,
-            tid: 0,
-            phy,
-            kind: EventKind::Lost { count: 1 },
+        trailer.lost,
+        if causes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", causes.join(", "))
         }
-    }
-
-    #[test]
-    fn phy_filter_matches_key_bus_and_driver() {
-        let phy = PhyRef {
-            bus: "phy_sim-0".into(),
-            addr: 1,
-            phy_id: 0x003b1861,
-            driver: "Asix Electronics AX88772A".into(),
-        };
-        let e = event(Some(phy));
-        assert!(phy_matches(&e, Some("phy_sim-0:01")));
-        assert!(phy_matches(&e, Some("AX88772A")));
-        assert!(!phy_matches(&e, Some("phy_sim-0:02")));
-        assert!(phy_matches(&e, None));
-        assert!(phy_matches(&event(None), Some("anything")));
-    }
+    );
 }

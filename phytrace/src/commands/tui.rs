@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::commands::FollowArgs;
-use crate::commands::record::{clock_now, session_header};
+use crate::event::PhyFilter;
 use crate::exit::{Failure, FailureKind};
 use crate::probe::loader::DEFAULT_RING_SIZE;
+use crate::probe::session::{clock_now, session_header};
 use crate::probe::tracer::Tracer;
 use crate::tui::{
     self,
@@ -53,7 +54,7 @@ pub struct TuiArgs {
     pub keep: usize,
     /// Keep only events of PHYs whose `bus:addr`, bus id or driver name contains FILTER.
     #[arg(long, value_name = "FILTER")]
-    pub phy: Option<String>,
+    pub phy: Option<PhyFilter>,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// Live: size of the kernel ring buffer in bytes (a power of two).

@@ -64,7 +64,10 @@ pub fn trace(capture: &Capture) -> Value {
                     json!({"callbacks": callbacks}),
                 ),
                 EventKind::Detached { module } => (format!("detached {module}"), json!({})),
-                EventKind::Lost { count } => ("lost events".to_owned(), json!({"count": count})),
+                EventKind::Lost { count, cause } => (
+                    "lost events".to_owned(),
+                    json!({"count": count, "cause": cause.map(|c| c.name())}),
+                ),
                 EventKind::Mac { change } => (render::mac_change(change), json!({})),
                 _ => ("event without PHY".to_owned(), json!({})),
             };

@@ -33,6 +33,8 @@ pub struct OpenCallback {
     pub depth: u8,
     /// Entry time.
     pub enter_ns: u64,
+    /// Number of its entry event among the events the model applied, from 0.
+    pub enter_event: usize,
     /// `phy_state` at entry.
     pub state: PhyState,
     /// MDIO accesses so far.

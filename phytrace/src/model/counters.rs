@@ -40,6 +40,8 @@ pub struct Counters {
     pub unclosed: u64,
     /// Events lost by the kernel side (sum of `Lost` events); only in the model's totals.
     pub lost: u64,
+    /// The same, by cause.
+    pub lost_by_cause: crate::event::LossCounts,
 }
 
 impl Counters {

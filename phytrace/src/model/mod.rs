@@ -1,10 +1,13 @@
 //! Per-PHY state rebuilt from [`Event`]s, the same way for a live trace and for a replay.
 //!
 //! [`Model::apply`] takes events in order and returns what each one changed ([`Applied`]), so
-//! a consumer such as `dump` can show register changes against the last known value.
+//! a consumer such as `dump` can show register changes against the last known value. Made
+//! [`Model::with_facts`], it also says what each event established ([`Fact`]s), which is what
+//! `phytrace check` evaluates its rules on.
 
 mod callbacks;
 mod counters;
+mod facts;
 mod history;
 mod phy;
 
@@ -15,11 +18,13 @@ pub use callbacks::{
     OpenCallback,
 };
 pub use counters::{CallbackStats, Counters};
+pub use facts::{Fact, FactKind};
 pub use history::History;
 pub use phy::{LinkChange, PhyModel, RegisterValue, StateTransition};
 
 use crate::event::{Event, EventKind};
 use crate::registers::MmdAccess;
+use facts::FactLog;
 use phy::ExitInfo;
 
 /// A traced driver module as last reported.
@@ -67,6 +72,10 @@ pub struct Model {
     /// Calls the last event applied showed will never be seen returning (rare: lost events,
     /// an unload); kept here rather than in [`Applied`], which the TUI holds per event.
     lost: Vec<LostReturn>,
+    /// The facts of the last event applied, if asked for.
+    facts: FactLog,
+    /// Events applied so far: the number of the next one.
+    events_applied: usize,
     history_cap: Option<usize>,
 }
 
@@ -84,6 +93,15 @@ impl Model {
         }
     }
 
+    /// A model keeping every state and link change that also says what each event
+    /// established ([`Model::drain_facts`]).
+    pub fn with_facts() -> Self {
+        Self {
+            facts: FactLog::enabled(),
+            ..Self::default()
+        }
+    }
+
     /// The PHY with key `key`.
     pub fn phy(&self, key: &str) -> Option<&PhyModel> {
         self.phys.get(key)
@@ -94,9 +112,32 @@ impl Model {
         &self.lost
     }
 
+    /// Takes out the facts the last event applied established, in the order they happened;
+    /// none unless the model was made [`Model::with_facts`].
+    pub fn drain_facts(&mut self) -> impl Iterator<Item = Fact> + '_ {
+        self.facts.drain()
+    }
+
+    /// The calls still running, given up as if the capture ended at `end_ns`.
+    pub fn still_running(&self, end_ns: u64) -> impl Iterator<Item = LostReturn> + '_ {
+        self.phys.iter().flat_map(move |(key, phy)| {
+            phy.open.iter().flat_map(move |(_, stack)| {
+                stack.iter().map(move |open| LostReturn {
+                    key: key.clone(),
+                    open: open.clone(),
+                    known_at_ns: end_ns,
+                    why: LostWhy::CaptureEnded,
+                })
+            })
+        })
+    }
+
     /// Applies one event and says what it changed.
     pub fn apply(&mut self, event: &Event) -> Applied {
+        let number = self.events_applied;
+        self.events_applied += 1;
         self.lost.clear();
+        self.facts.start(number, event.ts_ns);
         self.span_ns = Some(match self.span_ns {
             Some((first, last)) => (first.min(event.ts_ns), last.max(event.ts_ns)),
             None => (event.ts_ns, event.ts_ns),
@@ -132,9 +173,12 @@ impl Model {
                 },
                 Some(phy),
             ) => {
-                applied.transition = phy.observe_state(ts, state, Some(callback)).map(Box::new);
-                let lost = phy.enter(ts, event.tid, callback, *depth, state);
+                let lost = phy.enter(ts, event.tid, number, callback, *depth, state);
                 self.lost.extend(lost);
+                let transition = phy.observe_state(ts, state, Some(callback));
+                self.facts
+                    .entered(phy, event.tid, callback, transition.as_ref());
+                applied.transition = transition.map(Box::new);
             }
             (
                 EventKind::CallbackExit {
@@ -160,10 +204,11 @@ impl Model {
                 let (closed, link_change, lost) = phy.exit(ts, event.tid, exit);
                 self.lost.extend(lost);
                 let before = phy.observe_state(ts, state_before, Some(callback));
-                applied.transition = phy
-                    .observe_state(ts, state_after, Some(callback))
-                    .or(before)
-                    .map(Box::new);
+                let after = phy.observe_state(ts, state_after, Some(callback));
+                let transitions = [before.as_ref(), after.as_ref()];
+                self.facts
+                    .returned(phy, event.tid, exit, transitions, link_change.as_ref());
+                applied.transition = after.or(before).map(Box::new);
                 applied.closed = Some(Box::new(closed));
                 applied.link_change = link_change;
             }
@@ -171,10 +216,12 @@ impl Model {
                 EventKind::Mdio {
                     op,
                     reg,
+                    devad,
                     value,
                     error,
                     state,
                     caller,
+                    link,
                     ..
                 },
                 Some(phy),
@@ -186,11 +233,28 @@ impl Model {
                     value: *value,
                     error: *error,
                 };
-                (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, access);
-                if let Some(state) = state {
-                    applied.transition =
-                        phy.observe_state(ts, state, caller.as_ref()).map(Box::new);
+                match devad {
+                    None => (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, &access),
+                    Some(devad) => applied.previous = phy.mdio_c45(event.tid, *devad, &access),
                 }
+                if let Some(link) = link {
+                    phy.seen_link = Some(link.clone());
+                }
+                let transition = state
+                    .as_ref()
+                    .and_then(|state| phy.observe_state(ts, state, caller.as_ref()));
+                // The check language names Clause-22 registers: a Clause-45 access is no
+                // access to them.
+                if devad.is_none() {
+                    self.facts.accessed(
+                        phy,
+                        event.tid,
+                        &access,
+                        caller.as_ref(),
+                        transition.as_ref(),
+                    );
+                }
+                applied.transition = transition.map(Box::new);
             }
             (EventKind::Mdio { op, error, .. }, None) => match (error, op) {
                 (Some(_), _) => self.unowned.mdio_errors += 1,
@@ -233,8 +297,14 @@ impl Model {
                     }
                 }
             }
-            (EventKind::Lost { count }, _) => self.unowned.lost += count,
-            (EventKind::Mac { change }, Some(phy)) => phy.mac.apply(change),
+            (EventKind::Lost { count, cause }, _) => {
+                self.unowned.lost += count;
+                self.unowned.lost_by_cause.add(*cause, *count);
+            }
+            (EventKind::Mac { change }, Some(phy)) => {
+                phy.mac.apply(change);
+                self.facts.mac(phy, event.tid, change);
+            }
             (EventKind::Mac { .. }, None) => {}
         }
         applied

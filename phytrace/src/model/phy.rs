@@ -59,8 +59,11 @@ pub struct PhyModel {
     pub state: Option<PhyState>,
     /// Its changes.
     pub state_history: History<StateTransition>,
-    /// Link, speed and duplex at the last callback return.
+    /// Link, speed and duplex at the last callback return (what link changes are made of).
     pub link: Option<LinkState>,
+    /// Link, speed and duplex as of the latest event that read them (a callback's return or an
+    /// MDIO access): current even for a PHY whose status phylib reads without a callback.
+    pub seen_link: Option<LinkState>,
     /// Their changes.
     pub link_history: History<LinkChange>,
     /// Callbacks running now.
@@ -113,6 +116,7 @@ impl PhyModel {
             state: None,
             state_history: History::new(cap),
             link: None,
+            seen_link: None,
             link_history: History::new(cap),
             open: CallStacks::default(),
             last_calls: BTreeMap::new(),
@@ -163,11 +167,13 @@ impl PhyModel {
             .collect()
     }
 
-    /// A callback was entered; returns the calls on its thread this showed had returned unseen.
+    /// A callback was entered by event number `event`; returns the calls on its thread this
+    /// showed had returned unseen.
     pub(super) fn enter(
         &mut self,
         ts_ns: u64,
         tid: u32,
+        event: usize,
         callback: &Callback,
         depth: u8,
         state: &PhyState,
@@ -176,6 +182,7 @@ impl PhyModel {
             callback: callback.clone(),
             depth,
             enter_ns: ts_ns,
+            enter_event: event,
             state: state.clone(),
             accesses: Vec::new(),
             accesses_dropped: 0,
@@ -221,6 +228,7 @@ impl PhyModel {
                     .insert(exit.callback.name.to_string(), closed.clone());
             }
         }
+        self.seen_link = Some(exit.link.clone());
         let link_change = (self.link.as_ref() != Some(exit.link)).then(|| {
             let change = LinkChange {
                 ts_ns,
@@ -238,7 +246,7 @@ impl PhyModel {
         &mut self,
         ts_ns: u64,
         tid: u32,
-        access: Access,
+        access: &Access,
     ) -> (Option<u16>, Option<MmdAccess>) {
         match self.open.innermost(tid) {
             Some(open) => open.attach(access.clone()),
@@ -273,6 +281,24 @@ impl PhyModel {
         (previous.map(|r| r.value), mmd)
     }
 
+    /// A Clause-45 access to MMD `devad`; returns the register's previous value.
+    pub(super) fn mdio_c45(&mut self, tid: u32, devad: u8, access: &Access) -> Option<u16> {
+        match self.open.innermost(tid) {
+            Some(open) => open.attach(access.clone()),
+            None => self.counters.mdio_outside_callbacks += 1,
+        }
+        let key = (devad, access.reg);
+        if access.error.is_some() {
+            self.counters.mdio_errors += 1;
+            return self.mmd_registers.get(&key).copied();
+        }
+        match access.op {
+            MdioOp::Read => self.counters.mdio_reads += 1,
+            MdioOp::Write => self.counters.mdio_writes += 1,
+        }
+        self.mmd_registers.insert(key, access.value)
+    }
+
     /// `PHYSID1 << 16 | PHYSID2` if both were read.
     pub fn id_from_registers(&self) -> Option<crate::registers::PhyId> {
         let id1 = self.registers.get(&0x02)?.value;
@@ -282,6 +308,7 @@ impl PhyModel {
 }
 
 /// The fields of a `CallbackExit` event.
+#[derive(Clone, Copy)]
 pub(super) struct ExitInfo<'a> {
     pub callback: &'a Callback,
     pub depth: u8,

@@ -73,6 +73,8 @@ fn read(ts: u64, tid: u32, reg: u16, value: u16, caller: Option<&str>) -> Event 
             latency_ns: 5,
             caller: caller.map(cb),
             state: None,
+            devad: None,
+            link: None,
         },
     )
 }
@@ -183,7 +185,10 @@ fn errors_lost_and_modules() {
         cpu: 0,
         tid: 0,
         phy: None,
-        kind: EventKind::Lost { count: 3 },
+        kind: EventKind::Lost {
+            count: 3,
+            cause: None,
+        },
     });
     m.apply(&Event {
         ts_ns: 3,
@@ -229,6 +234,8 @@ fn mmd_accesses_are_named() {
                 latency_ns: 1,
                 caller: None,
                 state: None,
+                devad: None,
+                link: None,
             },
         )
     };
@@ -322,4 +329,88 @@ fn an_unload_gives_up_the_calls_running_in_the_module() {
     let phy = m.phy("phy_sim-0:10").unwrap();
     assert_eq!(phy.open.iter().count(), 0);
     assert_eq!(m.totals().unclosed, 2);
+}
+
+/// The facts of `events` as `kind [inside…] @state` lines, in order.
+fn facts_of(events: &[Event]) -> Vec<String> {
+    let mut m = Model::with_facts();
+    let mut out = Vec::new();
+    for e in events {
+        m.apply(e);
+        for f in m.drain_facts() {
+            let kind = match &f.kind {
+                FactKind::Enter(name) => format!("enter {name}"),
+                FactKind::Exit { callback, ret, .. } => format!("exit {callback} {ret}"),
+                FactKind::Mdio { reg, .. } => format!("mdio {reg}"),
+                FactKind::State { from, to } => {
+                    format!("state {}->{to}", from.as_deref().unwrap_or("?"))
+                }
+                FactKind::Link(up) => format!("link {up}"),
+                FactKind::Mac(name) => name.to_string(),
+            };
+            let state = f.state.as_deref().unwrap_or("?");
+            out.push(format!("{kind} [{}] @{state}", f.inside.join(" ")));
+        }
+    }
+    out
+}
+
+#[test]
+fn facts_follow_nesting_state_and_link_in_order() {
+    let events = [
+        enter(1, 7, "link_change_notify", 1, 6),
+        enter(2, 7, "soft_reset", 2, 6),
+        read(3, 7, 0x00, 0x3100, Some("soft_reset")),
+        exit(4, 7, "soft_reset", 2, 0, (6, 6), false),
+        exit(5, 7, "link_change_notify", 1, 0, (6, 5), true),
+        // Tracing started inside `read_status`: the probe's caller says where it ran.
+        read(6, 8, 0x01, 0x786d, Some("read_status")),
+    ];
+    assert_eq!(
+        facts_of(&events),
+        [
+            "state ?->NOLINK [] @NOLINK",
+            "enter link_change_notify [] @NOLINK",
+            "enter soft_reset [link_change_notify] @NOLINK",
+            "mdio 0 [link_change_notify soft_reset] @NOLINK",
+            "exit soft_reset 0 [link_change_notify] @NOLINK",
+            "exit link_change_notify 0 [] @NOLINK",
+            "state NOLINK->RUNNING [] @RUNNING",
+            "link true [] @RUNNING",
+            "mdio 1 [read_status] @RUNNING",
+        ]
+    );
+    let mut plain = Model::new();
+    plain.apply(&events[0]);
+    assert_eq!(plain.drain_facts().count(), 0, "only when asked for");
+}
+
+#[test]
+fn facts_nest_as_the_model_does() {
+    let mut other_type = exit(2, 7, "read_status", 1, 0, (1, 1), false);
+    if let EventKind::CallbackExit { callback, .. } = &mut other_type.kind {
+        callback.driver_type = "ax88796b_rust::PhyAX88772C".into();
+    }
+    let unload = Event {
+        phy: None,
+        ..ev(
+            4,
+            0,
+            EventKind::Detached {
+                module: "ax88796b_rust".into(),
+            },
+        )
+    };
+    let events = [
+        enter(1, 7, "read_status", 1, 1),
+        // The same callback of another driver type does not return this one.
+        other_type,
+        read(3, 7, 0x00, 0x3100, None),
+        // Its module goes away: nothing runs in it any more.
+        unload,
+        read(5, 7, 0x00, 0x3100, None),
+    ];
+    let facts = facts_of(&events);
+    assert_eq!(facts[3], "mdio 0 [read_status] @READY");
+    assert_eq!(facts[4], "mdio 0 [] @READY");
 }

@@ -1,9 +1,10 @@
-//! [`RawEvent`] → [`Event`]: resolve addresses to callbacks, decode strings and states.
+//! Ring-buffer records → [`Event`]: resolve probe keys to callbacks, PHY and bus addresses to
+//! the identities named earlier in the stream, decode states.
 use foldhash::HashMap as FastMap;
 
-use phytrace_common::{BUS_ID_LEN, DRIVER_NAME_LEN, MAC_RX_PAUSE, MAC_TX_PAUSE, RawEvent, RawKind};
+use phytrace_common::{MAC_RX_PAUSE, MAC_TX_PAUSE, RawEvent, RawIdentity, RawKind, RawNamed};
 
-use super::btf::PhyStates;
+use super::{btf::PhyStates, raw::Record};
 use crate::event::{
     Callback, Duplex, Event, EventKind, LinkState, MacChange, MdioOp, PhyRef, Text,
 };
@@ -24,46 +25,18 @@ pub fn c_string(field: &[u8]) -> String {
     String::from_utf8_lossy(c_bytes(field)).into_owned()
 }
 
-/// What the decoder needs to know about the probes: probe key → callback.
+/// Most PHYs or buses remembered, which bounds memory should the stream carry garbage.
+const MAX_NAMED: usize = 4096;
+
+/// What the decoder knows: probe key → callback, and the PHYs and buses named so far.
 #[derive(Default)]
 pub struct Decoder {
     callbacks: FastMap<u64, Callback>,
     states: PhyStates,
-    texts: Texts,
-    /// The last record's PHY, raw and decoded: records come in runs from the same PHY.
-    last_phy: Option<(RawIdentity, PhyRef)>,
-}
-
-/// The fields of a record that identify its PHY.
-#[derive(PartialEq, Eq)]
-struct RawIdentity {
-    bus_id: [u8; BUS_ID_LEN],
-    driver: [u8; DRIVER_NAME_LEN],
-    addr: u8,
-    phy_id: u32,
-}
-
-/// The NUL-padded C strings of records (bus ids, driver names) as shared [`Text`]: the same
-/// few come with every record, so each is decoded once.
-#[derive(Default)]
-struct Texts(FastMap<Box<[u8]>, Text>);
-
-impl Texts {
-    /// Most strings kept, which bounds memory should records carry garbage.
-    const MAX: usize = 256;
-
-    fn get(&mut self, field: &[u8]) -> Text {
-        let bytes = c_bytes(field);
-        if let Some(text) = self.0.get(bytes) {
-            return text.clone();
-        }
-        if self.0.len() >= Self::MAX {
-            self.0.clear();
-        }
-        let text: Text = String::from_utf8_lossy(bytes).into();
-        self.0.insert(bytes.into(), text.clone());
-        text
-    }
+    /// `struct phy_device *` → the PHY it was last named as.
+    phys: FastMap<u64, PhyRef>,
+    /// `struct mii_bus *` → its id.
+    buses: FastMap<u64, Text>,
 }
 
 impl Decoder {
@@ -90,66 +63,153 @@ impl Decoder {
             })
     }
 
-    fn phy(&mut self, raw: &RawEvent) -> PhyRef {
-        let identity = RawIdentity {
-            bus_id: raw.bus_id,
-            driver: raw.driver,
-            addr: raw.mdio_addr,
-            phy_id: raw.phy_id,
-        };
-        if let Some((last, phy)) = &self.last_phy
-            && *last == identity
-        {
-            return phy.clone();
+    /// Learns the PHY or bus a [`RawIdentity`] names.
+    fn learn(&mut self, identity: &RawIdentity) {
+        if self.phys.len() >= MAX_NAMED || self.buses.len() >= MAX_NAMED {
+            self.phys.clear();
+            self.buses.clear();
         }
-        let phy = PhyRef {
-            bus: self.texts.get(&raw.bus_id),
-            addr: raw.mdio_addr,
-            phy_id: raw.phy_id,
-            driver: self.texts.get(&raw.driver),
+        let bus_id = c_bytes(&identity.bus_id);
+        let bus = match self.buses.get(&identity.bus) {
+            Some(known) if known.as_bytes() == bus_id => known.clone(),
+            _ => {
+                let text: Text = String::from_utf8_lossy(bus_id).into();
+                self.buses.insert(identity.bus, text.clone());
+                text
+            }
         };
-        self.last_phy = Some((identity, phy.clone()));
-        phy
+        if identity.phydev != 0 {
+            let driver = c_bytes(&identity.driver);
+            let phy = PhyRef {
+                bus,
+                addr: identity.addr,
+                phy_id: identity.phy_id,
+                driver: match self.phys.get(&identity.phydev) {
+                    Some(known) if known.driver.as_bytes() == driver => known.driver.clone(),
+                    _ => String::from_utf8_lossy(driver).into(),
+                },
+            };
+            self.phys.insert(identity.phydev, phy);
+        }
     }
 
-    /// Decodes one record; `None` for kinds that are not driver events (the self-test, module
-    /// loads, which the tracer handles).
-    pub fn decode(&mut self, raw: &RawEvent) -> Option<Event> {
-        let phy = (raw.phydev != 0 || raw.bus_id[0] != 0).then(|| self.phy(raw));
+    /// The PHY of `raw`: the one `phydev` was named as, else the bus and address of an MDIO
+    /// access to an address without a PHY.
+    fn phy(&self, raw: &RawEvent) -> Option<PhyRef> {
+        if raw.phydev != 0 {
+            return Some(
+                self.phys
+                    .get(&raw.phydev)
+                    .cloned()
+                    .unwrap_or_else(|| PhyRef {
+                        bus: format!("unnamed-{:x}", raw.phydev).into(),
+                        addr: raw.addr,
+                        phy_id: 0,
+                        driver: Text::default(),
+                    }),
+            );
+        }
+        let bus = self.buses.get(&raw.bus)?;
+        Some(PhyRef {
+            bus: bus.clone(),
+            addr: raw.addr,
+            phy_id: 0,
+            driver: Text::default(),
+        })
+    }
+
+    fn state(&self, value: u8) -> crate::event::PhyState {
+        self.states.state(u32::from(value))
+    }
+
+    fn link(raw: &RawEvent) -> LinkState {
+        LinkState {
+            up: raw.link != 0,
+            speed: raw.speed,
+            duplex: Duplex::from_kernel(raw.duplex),
+        }
+    }
+
+    /// Decodes one record; `None` for records that are not driver events (identities, which
+    /// it learns; the self-test; module loads, which the tracer handles).
+    pub fn decode(&mut self, record: &Record<'_>) -> Option<Event> {
+        match record {
+            Record::Event(raw) => self.decode_event(raw),
+            Record::Identity(identity) => {
+                self.learn(identity);
+                None
+            }
+            Record::Named(named) => self.decode_named(named),
+        }
+    }
+
+    fn decode_named(&self, named: &RawNamed) -> Option<Event> {
+        let raw = &named.event;
+        let up = match RawKind::from_u8(raw.kind)? {
+            RawKind::CarrierOn => true,
+            RawKind::CarrierOff => false,
+            _ => return None,
+        };
+        let netdev: Text = String::from_utf8_lossy(c_bytes(&named.name)).into();
+        Some(self.event(
+            raw,
+            EventKind::Mac {
+                change: MacChange::Carrier { netdev, up },
+            },
+        ))
+    }
+
+    fn event(&self, raw: &RawEvent, kind: EventKind) -> Event {
+        Event {
+            ts_ns: raw.ts_ns,
+            cpu: u32::from(raw.cpu),
+            tid: raw.tid,
+            phy: self.phy(raw),
+            kind,
+        }
+    }
+
+    fn decode_event(&self, raw: &RawEvent) -> Option<Event> {
         let kind = match RawKind::from_u8(raw.kind)? {
             RawKind::CallbackEnter => EventKind::CallbackEnter {
-                callback: self.callback(raw.func_ip),
+                callback: self.callback(raw.key),
                 depth: raw.depth,
-                state: self.states.state(raw.state_before),
+                state: self.state(raw.state_before),
             },
             RawKind::CallbackExit => {
-                let callback = self.callback(raw.func_ip);
+                let callback = self.callback(raw.key);
                 EventKind::CallbackExit {
-                    ret: if is_void(&callback.name) { 0 } else { raw.ret },
+                    ret: if is_void(&callback.name) {
+                        0
+                    } else {
+                        i64::from(raw.ret)
+                    },
                     callback,
                     depth: raw.depth,
                     latency_ns: raw.latency_ns,
-                    state_before: self.states.state(raw.state_before),
-                    state_after: self.states.state(raw.state_after),
-                    link: LinkState {
-                        up: raw.link != 0,
-                        speed: raw.speed,
-                        duplex: Duplex::from_kernel(raw.duplex),
-                    },
+                    state_before: self.state(raw.state_before),
+                    state_after: self.state(raw.state_after),
+                    link: Self::link(raw),
                 }
             }
-            kind @ (RawKind::MdioRead | RawKind::MdioWrite) => EventKind::Mdio {
-                op: if kind == RawKind::MdioRead {
+            kind @ (RawKind::MdioRead
+            | RawKind::MdioWrite
+            | RawKind::MdioC45Read
+            | RawKind::MdioC45Write) => EventKind::Mdio {
+                op: if matches!(kind, RawKind::MdioRead | RawKind::MdioC45Read) {
                     MdioOp::Read
                 } else {
                     MdioOp::Write
                 },
                 reg: raw.regnum,
+                devad: matches!(kind, RawKind::MdioC45Read | RawKind::MdioC45Write)
+                    .then_some(raw.devad),
                 value: raw.value,
-                error: (raw.ret < 0).then_some(raw.ret as i32),
+                error: (raw.ret < 0).then_some(raw.ret),
                 latency_ns: raw.latency_ns,
-                caller: (raw.caller_ip != 0).then(|| self.callback(raw.caller_ip)),
-                state: (raw.phydev != 0).then(|| self.states.state(raw.state_before)),
+                caller: (raw.key != 0).then(|| self.callback(raw.key)),
+                state: (raw.phydev != 0).then(|| self.state(raw.state_before)),
+                link: (raw.phydev != 0).then(|| Self::link(raw)),
             },
             RawKind::MacLinkUp => EventKind::Mac {
                 change: MacChange::LinkUp {
@@ -162,12 +222,6 @@ impl Decoder {
             RawKind::MacLinkDown => EventKind::Mac {
                 change: MacChange::LinkDown,
             },
-            kind @ (RawKind::CarrierOn | RawKind::CarrierOff) => EventKind::Mac {
-                change: MacChange::Carrier {
-                    netdev: self.texts.get(&raw.netdev),
-                    up: kind == RawKind::CarrierOn,
-                },
-            },
             RawKind::PhylinkResolve => EventKind::Mac {
                 change: MacChange::Resolve {
                     latency_ns: raw.latency_ns,
@@ -176,26 +230,57 @@ impl Decoder {
             RawKind::SelfTestEnter
             | RawKind::SelfTestExit
             | RawKind::ModuleLoad
-            | RawKind::ModuleFree => return None,
+            | RawKind::ModuleFree
+            | RawKind::CarrierOn
+            | RawKind::CarrierOff
+            | RawKind::Identity => return None,
         };
-        Some(Event {
-            ts_ns: raw.ts_ns,
-            cpu: raw.cpu,
-            tid: raw.tid,
-            phy,
-            kind,
-        })
+        Some(self.event(raw, kind))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
 
     fn states() -> PhyStates {
         PhyStates {
             names: vec![(0, "DOWN".into()), (5, "NOLINK".into())],
         }
+    }
+
+    fn event(raw: RawEvent) -> Record<'static> {
+        Record::Event(Cow::Owned(raw))
+    }
+
+    fn identity(phydev: u64, bus: u64, bus_id: &[u8], driver: &[u8]) -> Record<'static> {
+        let mut identity = RawIdentity::ZERO;
+        identity.phydev = phydev;
+        identity.bus = bus;
+        identity.addr = 3;
+        identity.phy_id = 0x003b_1861;
+        identity.bus_id[..bus_id.len()].copy_from_slice(bus_id);
+        identity.driver[..driver.len()].copy_from_slice(driver);
+        Record::Identity(Cow::Owned(identity))
+    }
+
+    fn mdio_read(phydev: u64) -> RawEvent {
+        let mut raw = RawEvent::ZERO;
+        raw.kind = RawKind::MdioRead as u8;
+        raw.phydev = phydev;
+        raw.bus = 0xb05;
+        raw.addr = 3;
+        raw.key = 0x1000;
+        raw.regnum = 1;
+        raw.value = 0x786d;
+        raw.ret = 0x786d;
+        raw.state_before = 5;
+        raw.link = 1;
+        raw.speed = 100;
+        raw.duplex = 1;
+        raw
     }
 
     #[test]
@@ -206,18 +291,15 @@ mod tests {
             driver_type: "m::T".into(),
         };
         decoder.add_callback(0x1000, callback.clone());
-        let mut raw = RawEvent::ZERO;
-        raw.kind = RawKind::MdioRead as u8;
-        raw.phydev = 0xdead;
-        raw.caller_ip = 0x1000;
-        raw.regnum = 1;
-        raw.value = 0x786d;
-        raw.ret = 0x786d;
-        raw.state_before = 5;
-        raw.bus_id[..5].copy_from_slice(b"sim-0");
-        raw.mdio_addr = 3;
-        let event = decoder.decode(&raw).unwrap();
-        assert_eq!(event.phy.as_ref().unwrap().key(), "sim-0:03");
+        assert!(
+            decoder
+                .decode(&identity(0xdead, 0xb05, b"sim-0", b"Asix"))
+                .is_none()
+        );
+        let event = decoder.decode(&event(mdio_read(0xdead))).unwrap();
+        let phy = event.phy.as_ref().unwrap();
+        assert_eq!(phy.key(), "sim-0:03");
+        assert_eq!((&*phy.driver, phy.phy_id), ("Asix", 0x003b_1861));
         let EventKind::Mdio {
             op,
             reg,
@@ -225,6 +307,8 @@ mod tests {
             error,
             caller,
             state,
+            link,
+            devad,
             ..
         } = event.kind
         else {
@@ -233,40 +317,88 @@ mod tests {
         assert_eq!((op, reg, value, error), (MdioOp::Read, 1, 0x786d, None));
         assert_eq!(caller, Some(callback));
         assert_eq!(&*state.unwrap().name, "NOLINK");
+        assert_eq!(devad, None);
+        let link = link.unwrap();
+        assert_eq!(
+            (link.up, link.speed, link.duplex),
+            (true, 100, Duplex::Full)
+        );
     }
 
     #[test]
-    fn failed_accesses_carry_their_errno() {
+    fn a_renamed_phy_is_named_anew() {
         let mut decoder = Decoder::new(states());
-        let mut raw = RawEvent::ZERO;
-        raw.kind = RawKind::MdioWrite as u8;
+        decoder.decode(&identity(0xdead, 0xb05, b"usb-001:002", b""));
+        decoder.decode(&identity(0xdead, 0xb05, b"usb-001:003", b"Asix"));
+        let phy = decoder
+            .decode(&event(mdio_read(0xdead)))
+            .unwrap()
+            .phy
+            .unwrap();
+        assert_eq!(
+            (phy.key(), &*phy.driver),
+            ("usb-001:003:03".to_owned(), "Asix")
+        );
+    }
+
+    #[test]
+    fn accesses_without_a_phy_name_their_bus() {
+        let mut decoder = Decoder::new(states());
+        decoder.decode(&identity(0, 0xb05, b"sim-0", b""));
+        let mut raw = mdio_read(0);
+        raw.kind = RawKind::MdioC45Write as u8;
+        raw.devad = 7;
         raw.ret = -5;
-        let event = decoder.decode(&raw).unwrap();
+        let event = decoder.decode(&event(raw)).unwrap();
+        assert_eq!(event.phy.unwrap().key(), "sim-0:03");
         assert!(matches!(
             event.kind,
             EventKind::Mdio {
+                op: MdioOp::Write,
+                devad: Some(7),
                 error: Some(-5),
-                caller: None,
+                state: None,
+                link: None,
                 ..
             }
         ));
-        assert!(event.phy.is_none());
     }
 
     #[test]
-    fn unknown_addresses_and_states_are_named_not_dropped() {
+    fn unknown_keys_and_states_are_named_not_dropped() {
         let mut decoder = Decoder::new(states());
         let mut raw = RawEvent::ZERO;
         raw.kind = RawKind::CallbackEnter as u8;
-        raw.func_ip = 0xabc;
+        raw.key = 0xabc;
+        raw.phydev = 0xbeef;
         raw.state_before = 9;
+        let event = decoder.decode(&event(raw)).unwrap();
+        assert_eq!(&*event.phy.unwrap().bus, "unnamed-beef");
         let EventKind::CallbackEnter {
             callback, state, ..
-        } = decoder.decode(&raw).unwrap().kind
+        } = event.kind
         else {
             panic!("not a callback event");
         };
         assert_eq!(&*callback.name, "unknown#2748");
         assert_eq!(&*state.name, "UNKNOWN_9");
+    }
+
+    #[test]
+    fn carrier_changes_carry_their_device() {
+        let decoder = Decoder::new(states());
+        let mut named = RawNamed {
+            event: RawEvent::ZERO,
+            name: [0; phytrace_common::NAME_LEN],
+        };
+        named.event.kind = RawKind::CarrierOn as u8;
+        named.name[..4].copy_from_slice(b"eth0");
+        let event = decoder.decode_named(&named).unwrap();
+        assert!(matches!(
+            event.kind,
+            EventKind::Mac {
+                change: MacChange::Carrier { ref netdev, up: true }
+            } if &**netdev == "eth0"
+        ));
     }
 }

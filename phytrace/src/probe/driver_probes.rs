@@ -48,6 +48,14 @@ impl ArmedEvent {
     }
 }
 
+/// Calls in flight a return probe has room for by default: the kernel's own default,
+/// max(10, 2 × CPUs), is soon exhausted by many PHYs polled at once (each poll holds an
+/// instance for the callback's whole run).
+pub fn default_max_active() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    (8 * cpus).max(64)
+}
+
 /// Every followed module's callback probes.
 pub struct DriverProbes {
     // Declared before the group: the links close before the group removes their events
@@ -62,19 +70,23 @@ pub struct DriverProbes {
 }
 
 impl DriverProbes {
-    /// An empty set of probes in this session's tracefs group.
-    pub fn new() -> Result<Self> {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    /// An empty set of probes in this session's tracefs group; return probes have room for
+    /// `max_active` calls in flight (default: [`default_max_active`]).
+    pub fn new(max_active: Option<u32>) -> Result<Self> {
         Ok(Self {
             group: EventGroup::open().map_err(refused)?,
             keys: BTreeMap::new(),
             modules: BTreeMap::new(),
             functions: Vec::new(),
             next_event: 0,
-            // The kernel's default, max(10, 2 × CPUs), is soon exhausted by many PHYs polled
-            // at once (each poll holds an instance for the callback's whole run).
-            max_active: (8 * cpus).max(64),
+            max_active: max_active.unwrap_or_else(default_max_active),
         })
+    }
+
+    /// Returns the kernel could not report since the session started (see
+    /// [`EventGroup::missed_returns`]).
+    pub fn missed_returns(&self) -> std::io::Result<u64> {
+        self.group.missed_returns()
     }
 
     /// The key of `symbol`'s callback (the same for a reload of its module).

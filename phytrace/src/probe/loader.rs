@@ -1,7 +1,7 @@
 //! Loading phytrace's eBPF object into the kernel.
 
 use aya::{Ebpf, EbpfLoader};
-use phytrace_common::KernelOffsets;
+use phytrace_common::{KernelOffsets, MAX_CALLBACK_DEPTH};
 
 use crate::exit::{Failure, FailureKind};
 
@@ -20,6 +20,38 @@ pub struct LoadOptions {
     pub offsets: KernelOffsets,
     /// Process the self-test probe reports on (0: none).
     pub selftest_tgid: u32,
+    /// Callbacks kept open per thread, 1..=`MAX_CALLBACK_DEPTH` (deeper ones are counted).
+    pub callback_depth: u32,
+    /// Threads whose open callbacks are kept at once (the least recently used make room).
+    pub thread_slots: u32,
+}
+
+/// Default of [`LoadOptions::thread_slots`].
+pub const DEFAULT_THREAD_SLOTS: u32 = 4096;
+
+impl LoadOptions {
+    /// Options with the defaults for what is not given.
+    pub fn new(ring_size: u32, offsets: KernelOffsets) -> Self {
+        Self {
+            ring_size,
+            offsets,
+            selftest_tgid: 0,
+            callback_depth: MAX_CALLBACK_DEPTH as u32,
+            thread_slots: DEFAULT_THREAD_SLOTS,
+        }
+    }
+}
+
+/// Bytes the eBPF programs read at once from a `phy_device` for a group of fields.
+const WINDOW: u32 = 64;
+
+/// Whether `fields` of one struct fit the eBPF programs' one-read window (from the lowest,
+/// rounded down to 8, to the end of the highest, a 4- or 8-byte field).
+fn fits_window(fields: &[(u32, u32)]) -> bool {
+    let start = fields.iter().map(|(at, _)| at).min().copied().unwrap_or(0) & !7;
+    fields
+        .iter()
+        .all(|(at, size)| at + size - start <= WINDOW && (at - start) % size == 0)
 }
 
 /// Loads the eBPF object with `options`; errors say what is missing and how to fix it.
@@ -41,10 +73,50 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         )
         .into());
     }
+    if !(1..=MAX_CALLBACK_DEPTH as u32).contains(&options.callback_depth) {
+        return Err(Failure::new(
+            FailureKind::BadInput,
+            format!(
+                "callback depth {} is not between 1 and {MAX_CALLBACK_DEPTH}",
+                options.callback_depth
+            ),
+        )
+        .into());
+    }
+    if options.thread_slots == 0 {
+        return Err(Failure::new(FailureKind::BadInput, "thread slots must be at least 1").into());
+    }
+    let o = &options.offsets;
+    let identity = [
+        (o.phy_drv, 8),
+        (o.phy_id, 4),
+        (o.phy_addr, 4),
+        (o.mdio_flags, 4),
+    ];
+    let status = [
+        (o.phy_state, 4),
+        (o.phy_speed, 4),
+        (o.phy_duplex, 4),
+        (o.phy_link_byte, 1),
+    ];
+    if options.offsets != KernelOffsets::default()
+        && !(fits_window(&identity) && fits_window(&status))
+    {
+        return Err(Failure::new(
+            FailureKind::TracingUnavailable,
+            format!(
+                "this kernel's struct phy_device has its fields further apart than phytrace \
+                 reads at once ({WINDOW} bytes): {o:?}"
+            ),
+        )
+        .into());
+    }
     EbpfLoader::new()
         .override_global("OFFSETS", &options.offsets, true)
         .override_global("SELFTEST_TGID", &options.selftest_tgid, true)
+        .override_global("CALLBACK_DEPTH", &options.callback_depth, true)
         .map_max_entries("EVENTS", options.ring_size)
+        .map_max_entries("THREADS", options.thread_slots)
         .load(EBPF_OBJECT)
         .map_err(|err| explain_refusal("loading the eBPF programs", &err).into())
 }

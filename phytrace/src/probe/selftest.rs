@@ -55,9 +55,8 @@ impl log::Log for CollectingLogger {
 pub fn run() -> Result<SelfTestReport> {
     let started = Instant::now();
     let options = loader::LoadOptions {
-        ring_size: 1 << 16,
-        offsets: KernelOffsets::default(),
         selftest_tgid: std::process::id(),
+        ..loader::LoadOptions::new(1 << 16, KernelOffsets::default())
     };
     let mut ebpf = loader::load(&options)?;
     let logs = CollectingLogger::default();
@@ -88,7 +87,7 @@ pub fn run() -> Result<SelfTestReport> {
         // Each open goes through the probed function in this process.
         drop(std::fs::File::open("/proc/self/stat"));
         while let Some(record) = ring.next() {
-            let Some(event) = raw::parse(&record) else {
+            let Some(raw::Record::Event(event)) = raw::parse(&record) else {
                 continue;
             };
             match RawKind::from_u8(event.kind) {
@@ -118,7 +117,7 @@ pub fn run() -> Result<SelfTestReport> {
     Ok(SelfTestReport {
         target,
         latency_ns: exit.latency_ns,
-        returned: exit.ret,
+        returned: i64::from(exit.ret),
         log_lines,
         elapsed: started.elapsed(),
     })

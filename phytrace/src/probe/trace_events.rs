@@ -76,9 +76,14 @@ pub enum Probe {
 /// This session's kprobe events in tracefs.
 pub struct EventGroup {
     kprobe_events: PathBuf,
+    kprobe_profile: PathBuf,
     events_dir: PathBuf,
     group: String,
     defined: Vec<String>,
+    /// The return events among them.
+    returns: Vec<String>,
+    /// Misses of return events removed since (a module unloaded).
+    retired_misses: u64,
 }
 
 impl EventGroup {
@@ -96,9 +101,12 @@ impl EventGroup {
         }
         let group = EventGroup {
             events_dir: root.join("events"),
+            kprobe_profile: root.join("kprobe_profile"),
             kprobe_events,
             group: format!("{GROUP_PREFIX}{}", std::process::id()),
             defined: Vec::new(),
+            returns: Vec::new(),
+            retired_misses: 0,
         };
         group.remove_stale();
         Ok(group)
@@ -130,6 +138,9 @@ impl EventGroup {
                 source,
             })?;
         self.defined.push(name.clone());
+        if matches!(probe, Probe::Return { .. }) {
+            self.returns.push(name.clone());
+        }
         let path = self.events_dir.join(&self.group).join(&name).join("id");
         fs::read_to_string(&path)
             .and_then(|text| {
@@ -143,8 +154,21 @@ impl EventGroup {
     /// Removes one event of this group (its links must be closed first).
     pub fn remove(&mut self, name: &str) {
         let name = event_name(name);
+        if self.returns.contains(&name)
+            && let Ok(text) = fs::read_to_string(&self.kprobe_profile)
+        {
+            self.retired_misses += profile_misses(&text, std::slice::from_ref(&name));
+        }
         let _ = self.command(&format!("-:{}/{name}", self.group));
         self.defined.retain(|n| *n != name);
+        self.returns.retain(|n| *n != name);
+    }
+
+    /// Calls whose return the kernel could not report to this group's return events
+    /// (`kprobe_profile`'s misses: no free kretprobe instance), since they were defined.
+    pub fn missed_returns(&self) -> io::Result<u64> {
+        let text = fs::read_to_string(&self.kprobe_profile)?;
+        Ok(self.retired_misses + profile_misses(&text, &self.returns))
     }
 
     fn command(&self, line: &str) -> io::Result<()> {
@@ -180,6 +204,19 @@ fn event_name(name: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .take(MAX_NAME)
         .collect()
+}
+
+/// The misses `kprobe_profile` (lines `NAME HITS MISSES`; the name has no group) counts for
+/// the events `names`.
+fn profile_misses(text: &str, names: &[String]) -> u64 {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let name = fields.next()?;
+            let misses: u64 = fields.nth(1)?.parse().ok()?;
+            names.iter().any(|n| n == name).then_some(misses)
+        })
+        .sum()
 }
 
 /// (group, event) of the lines of `kprobe_events` that belong to a phytrace process for
@@ -323,6 +360,16 @@ mod tests {
             "ax88796b_rust_read_status"
         );
         assert_eq!(event_name(&"x".repeat(100)).len(), MAX_NAME);
+    }
+
+    #[test]
+    fn misses_are_summed_over_this_groups_return_events() {
+        let profile = "  ax88796b_rust_read_status_ret              120               3\n  \
+                       ax88796b_rust_read_status                  123               0\n  \
+                       other_ret                                   10               7\n";
+        let names = ["ax88796b_rust_read_status_ret".to_owned()];
+        assert_eq!(profile_misses(profile, &names), 3);
+        assert_eq!(profile_misses("garbage\n\n", &names), 0);
     }
 
     #[test]

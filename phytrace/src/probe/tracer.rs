@@ -10,11 +10,11 @@ use std::{
 
 use anyhow::{Context as _, Result};
 use aya::{
-    Ebpf,
+    Btf, Ebpf,
     maps::{MapData, PerCpuArray, RingBuf},
     programs::RawTracePoint,
 };
-use phytrace_common::{DROP_COUNTERS, RawEvent, RawKind};
+use phytrace_common::{DropCause, RawEvent, RawKind, RawNamed};
 use tokio::io::unix::AsyncFd;
 
 use super::{
@@ -23,17 +23,18 @@ use super::{
     decode::{Decoder, c_string},
     driver_probes::DriverProbes,
     loader::{self, LoadOptions, explain_refusal},
+    mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
-    modules, raw,
+    modules,
+    raw::{self, Record},
     symbols::{self, CallbackSymbol},
 };
-use crate::event::{Event, EventKind, Guarantee};
+use crate::capture::format::MdioProbes;
+use crate::event::{Event, EventKind, Guarantee, LossCause};
 
-/// The bus accessors every phylib register access goes through (`phy_modify` included).
-const MDIO_PROBES: &[(&str, &str, &str)] = &[
-    ("__mdiobus_read", "mdio_read_enter", "mdio_read_exit"),
-    ("__mdiobus_write", "mdio_write_enter", "mdio_write_exit"),
-];
+/// Functions after which a PHY or bus may be re-created at the same address: the programs
+/// then name the next one anew.
+const REMOVAL_PROBES: &[&str] = &["phy_device_remove", "mdiobus_unregister"];
 
 /// The module life-cycle tracepoints and their programs.
 const MODULE_TRACEPOINTS: &[(&str, &str)] = &[
@@ -82,6 +83,15 @@ pub struct TracerOptions {
     pub module_files: Vec<PathBuf>,
     /// The module tree to look module files up in; default: the running kernel's.
     pub module_tree: Option<PathBuf>,
+    /// How to probe the MDIO accessors.
+    pub mdio: MdioChoice,
+    /// Calls in flight each callback's return probe has room for (default: see
+    /// [`super::driver_probes::default_max_active`]).
+    pub max_active: Option<u32>,
+    /// Callbacks kept open per thread (default and most: `MAX_CALLBACK_DEPTH`).
+    pub callback_depth: Option<u32>,
+    /// Threads whose open callbacks are kept at once.
+    pub thread_slots: Option<u32>,
 }
 
 /// Where start-up time went, for `record`'s first line and the benchmarks.
@@ -125,6 +135,9 @@ struct Prefetched {
     not_phy_drivers: BTreeSet<String>,
     /// The modules of [`MAC_PROBES`] that are built into the kernel.
     built_in: BTreeSet<String>,
+    /// The kernel's BTF as aya reads it, for the trampoline programs (unless kprobes were
+    /// asked for).
+    aya_btf: Option<Result<Btf, String>>,
 }
 
 impl Prefetched {
@@ -190,11 +203,14 @@ impl Prefetched {
             .filter(|module| tree.is_built_in(module))
             .map(str::to_owned)
             .collect();
+        let aya_btf = (options.mdio != MdioChoice::Kprobe)
+            .then(|| Btf::from_sys_fs().map_err(|err| err.to_string()));
         Ok(Self {
             live_callbacks,
             files,
             not_phy_drivers,
             built_in,
+            aya_btf,
         })
     }
 }
@@ -211,6 +227,7 @@ pub struct Tracer {
     ring: AsyncFd<RingBuf<MapData>>,
     drops: PerCpuArray<MapData, u64>,
     decoder: Decoder,
+    mdio: MdioProbes,
     options: TracerOptions,
     probes: DriverProbes,
     /// Followed modules that are live now.
@@ -221,7 +238,10 @@ pub struct Tracer {
     arming: BTreeMap<String, ModuleArming>,
     /// Modules of the tree known not to be PHY drivers.
     not_phy_drivers: BTreeSet<String>,
-    lost_reported: u64,
+    /// Losses reported so far, by cause (in [`LossCause::ALL`]'s order).
+    lost_reported: [u64; 4],
+    /// Ring-buffer records that could not be read.
+    discarded: u64,
     /// What the user should know about the session, not yet handed out.
     notes: Vec<String>,
     /// Time and CPU of the last record read: events phytrace adds are stamped with them, so
@@ -290,15 +310,29 @@ impl Tracer {
         let offsets = kernel_btf.offsets()?;
         let states = kernel_btf.phy_states()?;
         startup.btf = lap();
+        let defaults = LoadOptions::new(options.ring_size, offsets);
         let mut ebpf = loader::load(&LoadOptions {
-            ring_size: options.ring_size,
-            offsets,
-            selftest_tgid: 0,
+            callback_depth: options.callback_depth.unwrap_or(defaults.callback_depth),
+            thread_slots: options.thread_slots.unwrap_or(defaults.thread_slots),
+            ..defaults
         })?;
         startup.load = lap();
-        for (symbol, enter, exit) in MDIO_PROBES {
-            attach(&mut ebpf, enter, symbol)?;
-            attach(&mut ebpf, exit, symbol)?;
+        let prefetched = prefetch
+            .join()
+            .map_err(|_| anyhow::anyhow!("the symbol reader stopped"))??;
+        let mut notes = Vec::new();
+        let mdio = mdio_probes::attach_all(
+            &mut ebpf,
+            options.mdio,
+            prefetched.aya_btf.as_ref(),
+            &mut notes,
+        )?;
+        for symbol in REMOVAL_PROBES {
+            if let Err(err) = attach(&mut ebpf, "device_removed", symbol) {
+                notes.push(format!(
+                    "a PHY re-created where a removed one was may keep its old bus name: {err:#}"
+                ));
+            }
         }
         // From here on every module load is reported; one that loaded while the module list
         // was read on the other thread is found by `attach_loaded_meanwhile`.
@@ -315,22 +349,21 @@ impl Tracer {
         // as the `AsyncFd` owns the ring buffer.
         let ring = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
             .map_err(|err| anyhow::anyhow!("watching the ring buffer: {err}"))?;
-        let prefetched = prefetch
-            .join()
-            .map_err(|_| anyhow::anyhow!("the symbol reader stopped"))??;
         let mut tracer = Self {
             ebpf,
             ring,
             drops,
             decoder: Decoder::new(states.clone()),
+            mdio,
+            probes: DriverProbes::new(options.max_active)?,
             options,
-            probes: DriverProbes::new()?,
             live: BTreeSet::new(),
             ever_attached: BTreeSet::new(),
             arming: BTreeMap::new(),
             not_phy_drivers: prefetched.not_phy_drivers.clone(),
-            lost_reported: 0,
-            notes: Vec::new(),
+            lost_reported: [0; 4],
+            discarded: 0,
+            notes,
             last_seen: (0, 0),
             last_poll: Instant::now(),
             last_read: Read::Nothing,
@@ -472,6 +505,16 @@ impl Tracer {
         self.startup
     }
 
+    /// How the MDIO accessors are probed.
+    pub fn mdio_probes(&self) -> MdioProbes {
+        self.mdio
+    }
+
+    /// Ring-buffer records that could not be read so far.
+    pub fn discarded(&self) -> u64 {
+        self.discarded
+    }
+
     /// `enum phy_state` of the traced kernel.
     pub fn phy_states(&self) -> &PhyStates {
         &self.states
@@ -532,9 +575,10 @@ impl Tracer {
         self.report_drops(out)
     }
 
-    /// How many records a full ring buffer holds.
+    /// How many records a full ring buffer holds (at most: the smallest is a `RawEvent` and
+    /// its 8-byte header).
     fn ring_capacity(&self) -> usize {
-        self.options.ring_size as usize / size_of::<RawEvent>()
+        self.options.ring_size as usize / (size_of::<RawEvent>() + 8)
     }
 
     /// Hands `out` up to `limit` records from the ring buffer.
@@ -547,21 +591,29 @@ impl Tracer {
                     Read::CaughtUp
                 });
             };
-            let Some(raw) = raw::parse(&record) else {
+            let Some(parsed) = raw::parse(&record) else {
+                self.discarded += 1;
                 continue;
             };
-            self.last_seen = (raw.ts_ns, raw.cpu);
-            match RawKind::from_u8(raw.kind) {
-                Some(kind @ (RawKind::ModuleLoad | RawKind::ModuleFree)) => {
-                    let raw = raw.into_owned();
-                    drop(record);
-                    self.module_changed(kind, &raw, out)?;
-                }
-                _ => {
-                    if let Some(event) = self.decoder.decode(&raw) {
-                        out(event);
-                    }
-                }
+            let stamped = match &parsed {
+                Record::Event(raw) => Some(&**raw),
+                Record::Named(named) => Some(&named.event),
+                Record::Identity(_) => None,
+            };
+            if let Some(raw) = stamped {
+                self.last_seen = (raw.ts_ns, u32::from(raw.cpu));
+            }
+            if let Record::Named(named) = &parsed
+                && let Some(kind @ (RawKind::ModuleLoad | RawKind::ModuleFree)) =
+                    RawKind::from_u8(named.event.kind)
+            {
+                let named: RawNamed = **named;
+                drop(record);
+                self.module_changed(kind, &named, out)?;
+                continue;
+            }
+            if let Some(event) = self.decoder.decode(&parsed) {
+                out(event);
             }
         }
         Ok(Read::Backlog)
@@ -572,15 +624,16 @@ impl Tracer {
     fn module_changed(
         &mut self,
         kind: RawKind,
-        raw: &RawEvent,
+        named: &RawNamed,
         out: &mut impl FnMut(Event),
     ) -> Result<()> {
-        let module = c_string(&raw.driver);
+        let raw = &named.event;
+        let module = c_string(&named.name);
         if kind == RawKind::ModuleFree {
             if self.live.remove(&module) {
                 out(own_event_at(
                     raw.ts_ns,
-                    raw.cpu,
+                    u32::from(raw.cpu),
                     EventKind::Detached { module },
                 ));
             }
@@ -633,7 +686,7 @@ impl Tracer {
         self.live.insert(module.clone());
         out(own_event_at(
             raw.ts_ns,
-            raw.cpu,
+            u32::from(raw.cpu),
             EventKind::Attached {
                 module,
                 callbacks,
@@ -643,27 +696,43 @@ impl Tracer {
         Ok(())
     }
 
-    /// Events lost in the kernel so far (ring full or callback stack overflow).
-    pub fn lost_total(&self) -> Result<u64> {
-        let mut total = 0;
-        for index in 0..DROP_COUNTERS {
-            total += self.drops.get(&index, 0)?.iter().sum::<u64>();
+    /// Events lost in the kernel so far, by cause (in [`LossCause::ALL`]'s order).
+    pub fn lost_by_cause(&self) -> Result<[u64; 4]> {
+        let mut lost = [0; 4];
+        for (slot, cause) in lost.iter_mut().zip(LossCause::ALL) {
+            let index = match cause {
+                LossCause::RingFull => DropCause::RingFull,
+                LossCause::TooDeep => DropCause::TooDeep,
+                LossCause::MapFull => DropCause::MapFull,
+                LossCause::MissedReturn => {
+                    // Unreadable kprobe_profile: the count stays where it was.
+                    *slot = self
+                        .probes
+                        .missed_returns()
+                        .unwrap_or(self.lost_reported[3]);
+                    continue;
+                }
+            };
+            *slot = self.drops.get(&(index as u32), 0)?.iter().sum::<u64>();
         }
-        Ok(total)
+        Ok(lost)
     }
 
     fn report_drops(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
-        let total = self.lost_total()?;
-        if total > self.lost_reported {
-            let (ts, cpu) = self.last_seen;
-            out(own_event_at(
-                ts,
-                cpu,
-                EventKind::Lost {
-                    count: total - self.lost_reported,
-                },
-            ));
-            self.lost_reported = total;
+        let lost = self.lost_by_cause()?;
+        for (i, cause) in LossCause::ALL.into_iter().enumerate() {
+            if lost[i] > self.lost_reported[i] {
+                let (ts, cpu) = self.last_seen;
+                out(own_event_at(
+                    ts,
+                    cpu,
+                    EventKind::Lost {
+                        count: lost[i] - self.lost_reported[i],
+                        cause: Some(cause),
+                    },
+                ));
+                self.lost_reported[i] = lost[i];
+            }
         }
         Ok(())
     }

@@ -102,7 +102,7 @@ impl Collector {
     pub fn observe(&mut self, event: &Event, applied: &Applied, model: &Model) {
         self.events += 1;
         self.last_ns = self.last_ns.max(event.ts_ns);
-        if let EventKind::Lost { count } = event.kind {
+        if let EventKind::Lost { count, .. } = event.kind {
             self.lost_events += count;
         }
         for lost in model.lost_returns() {
@@ -167,23 +167,14 @@ impl Collector {
         let end_ns = end_ns.max(self.last_ns);
         let end = self.offset(end_ns);
         let mut collectors = self.phys.clone();
-        for (key, phy) in &model.phys {
-            for (_, stack) in phy.open.iter() {
-                for open in stack {
-                    collectors
-                        .entry(key.clone())
-                        .or_default()
-                        .callbacks
-                        .entry(open.callback.name.to_string())
-                        .or_default()
-                        .lose(&LostReturn {
-                            key: key.clone(),
-                            open: open.clone(),
-                            known_at_ns: end_ns,
-                            why: LostWhy::CaptureEnded,
-                        });
-                }
-            }
+        for lost in model.still_running(end_ns) {
+            collectors
+                .entry(lost.key.clone())
+                .or_default()
+                .callbacks
+                .entry(lost.open.callback.name.to_string())
+                .or_default()
+                .lose(&lost);
         }
         let windows = self.offset(end_ns).div_ceil(WINDOW_NS).max(1);
         let phys = collectors

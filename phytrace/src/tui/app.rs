@@ -5,8 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use crate::capture::Header;
-use crate::commands::record::phy_matches;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, PhyFilter};
 use crate::model::{Applied, ClosedCallback, Model};
 use crate::stats::{CallbackCollector, Collector, PhyCollector};
 
@@ -185,8 +184,8 @@ pub struct App {
     pub message: Option<String>,
     /// Colours or `NO_COLOR` styles.
     pub theme: Theme,
-    /// Only events of PHYs matching this are taken in (`--phy`).
-    pub phy_filter: Option<String>,
+    /// Only events this keeps are taken in (`--phy`).
+    pub phy_filter: Option<PhyFilter>,
     /// Something changed since the last frame.
     pub dirty: bool,
     /// The user asked to quit.
@@ -251,7 +250,7 @@ impl App {
     pub fn ingest(&mut self, events: impl IntoIterator<Item = Event>, now: Duration) {
         let mut count = 0;
         for event in events {
-            if !phy_matches(&event, self.phy_filter.as_deref()) {
+            if self.phy_filter.as_ref().is_some_and(|f| !f.keeps(&event)) {
                 continue;
             }
             self.ingest_one(event);

@@ -206,6 +206,8 @@ mod tests {
                     driver_type: "ax88796b_rust::PhyAX88772C".into(),
                 }),
                 state: None,
+                devad: None,
+                link: None,
             },
         }
     }

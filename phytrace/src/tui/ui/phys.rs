@@ -40,7 +40,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             let is_selected = Some(key.as_str()) == selected;
             let id = PhyId(phy.phy.phy_id);
             let name = id.known_name().unwrap_or("?");
-            let (link, link_style) = match &phy.link {
+            let (link, link_style) = match &phy.seen_link {
                 Some(l) if l.up => (render::link(l), theme.good()),
                 Some(l) => (render::link(l), theme.bad()),
                 None => ("?".to_owned(), theme.dim()),

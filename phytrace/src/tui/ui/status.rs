@@ -75,7 +75,15 @@ fn status_line(app: &App) -> Line<'static> {
     let lost = app.model.unowned.lost;
     spans.push(Span::raw(" │ "));
     spans.push(if lost > 0 {
-        Span::styled(format!("LOST {lost}"), theme.bad())
+        let causes: Vec<String> = app
+            .model
+            .unowned
+            .lost_by_cause
+            .nonzero()
+            .iter()
+            .map(|(cause, count)| format!("{cause} {count}"))
+            .collect();
+        Span::styled(format!("LOST {lost} ({})", causes.join(", ")), theme.bad())
     } else {
         Span::raw("lost 0")
     });

@@ -1,0 +1,169 @@
+//! The probes on the MDIO bus accessors: fentry/fexit programs on BPF trampolines where the
+//! kernel has them, kprobe/kretprobe programs where it does not (or when asked).
+//!
+//! The accessors are C functions with an ftrace site and BTF, so a trampoline can attach: it
+//! costs about half of a kprobe pair and gives the programs the arguments on entry and return.
+//! The driver's Rust callbacks have neither (no ftrace site, no BTF for Rust modules in 6.12):
+//! they stay on kprobes (see `driver_probes`).
+
+use anyhow::Result;
+use aya::{
+    Btf, Ebpf,
+    programs::{FEntry, FExit},
+};
+
+use super::{attach::attach, loader::explain_refusal};
+use crate::capture::format::MdioProbes;
+
+/// The accessors every phylib register access goes through (`phy_modify` included), with the
+/// stem of their programs' names and whether tracing cannot do without them (the Clause-45
+/// ones are optional: older kernels have none).
+pub const ACCESSORS: &[(&str, &str, bool)] = &[
+    ("__mdiobus_read", "mdio_read", true),
+    ("__mdiobus_write", "mdio_write", true),
+    ("__mdiobus_c45_read", "mdio_c45_read", false),
+    ("__mdiobus_c45_write", "mdio_c45_write", false),
+];
+
+/// How the MDIO accessors are to be probed (`--mdio-probes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum MdioChoice {
+    /// fentry/fexit where the kernel allows it, else kprobes (said in a note).
+    #[default]
+    Auto,
+    /// fentry/fexit only: fail if the kernel refuses them.
+    Fentry,
+    /// kprobe/kretprobe.
+    Kprobe,
+}
+
+/// Attaches the MDIO probes as `choice` says and returns which kind ran; what the user should
+/// know (a fallback, a missing optional accessor) goes to `notes`. `btf` is the kernel's BTF
+/// (or why it could not be read), needed by the trampolines.
+pub fn attach_all(
+    ebpf: &mut Ebpf,
+    choice: MdioChoice,
+    btf: Option<&Result<Btf, String>>,
+    notes: &mut Vec<String>,
+) -> Result<MdioProbes> {
+    if choice != MdioChoice::Kprobe {
+        let attempt = match btf {
+            Some(Ok(btf)) => attach_trampolines(ebpf, btf, notes),
+            Some(Err(why)) => Err(anyhow::anyhow!("reading the kernel's BTF: {why}")),
+            None => Err(anyhow::anyhow!("the kernel's BTF was not read")),
+        };
+        match attempt {
+            Ok(()) => return Ok(MdioProbes::Fentry),
+            Err(err) if choice == MdioChoice::Fentry => return Err(err),
+            Err(err) => notes.push(format!(
+                "MDIO accesses are probed with kprobes, at about twice the cost: fentry/fexit \
+                 could not attach ({err:#})"
+            )),
+        }
+    }
+    for (function, stem, required) in ACCESSORS {
+        let attached = attach(ebpf, &format!("{stem}_enter_kprobe"), function)
+            .and_then(|_| attach(ebpf, &format!("{stem}_exit_kprobe"), function));
+        match attached {
+            Ok(_) => {}
+            Err(err) if *required => return Err(err),
+            Err(err) => notes.push(format!("{function} is not traced: {err:#}")),
+        }
+    }
+    Ok(MdioProbes::Kprobe)
+}
+
+/// Attaches the fentry/fexit pair of every accessor; on a failure with a required one,
+/// detaches what it attached (a session probes all accessors one way). The required ones come
+/// first: an optional one that fails after them is not in this kernel, or not traceable.
+fn attach_trampolines(ebpf: &mut Ebpf, btf: &Btf, notes: &mut Vec<String>) -> Result<()> {
+    let mut attached: Vec<(String, TrampolineLink)> = Vec::new();
+    for (function, stem, required) in ACCESSORS {
+        let mut pair = Vec::new();
+        let result = attach_pair(ebpf, btf, function, stem, &mut pair);
+        let failed = result.is_err();
+        if failed {
+            for (name, link) in pair.drain(..) {
+                link.detach(ebpf, &name);
+            }
+        }
+        attached.append(&mut pair);
+        match result {
+            Ok(()) => {}
+            Err(err) if *required => {
+                for (name, link) in attached {
+                    link.detach(ebpf, &name);
+                }
+                return Err(err);
+            }
+            Err(err) => notes.push(format!("{function} is not traced: {err:#}")),
+        }
+    }
+    Ok(())
+}
+
+/// Loads and attaches `stem`'s fentry and fexit programs to `function`, pushing each link.
+fn attach_pair(
+    ebpf: &mut Ebpf,
+    btf: &Btf,
+    function: &str,
+    stem: &str,
+    links: &mut Vec<(String, TrampolineLink)>,
+) -> Result<()> {
+    let refused = |what: &str, name: &str, err: &aya::programs::ProgramError| {
+        explain_refusal(&format!("{what} `{name}` on {function}"), err)
+    };
+    let entry = format!("{stem}_enter");
+    let fentry: &mut FEntry = program(ebpf, &entry)?;
+    fentry
+        .load(function, btf)
+        .map_err(|err| refused("loading", &entry, &err))?;
+    let link = fentry
+        .attach()
+        .map_err(|err| refused("attaching", &entry, &err))?;
+    links.push((entry, TrampolineLink::Entry(link)));
+    let exit = format!("{stem}_exit");
+    let fexit: &mut FExit = program(ebpf, &exit)?;
+    fexit
+        .load(function, btf)
+        .map_err(|err| refused("loading", &exit, &err))?;
+    let link = fexit
+        .attach()
+        .map_err(|err| refused("attaching", &exit, &err))?;
+    links.push((exit, TrampolineLink::Exit(link)));
+    Ok(())
+}
+
+/// A trampoline program attached, to detach on a failed attempt.
+enum TrampolineLink {
+    Entry(aya::programs::fentry::FEntryLinkId),
+    Exit(aya::programs::fexit::FExitLinkId),
+}
+
+impl TrampolineLink {
+    fn detach(self, ebpf: &mut Ebpf, name: &str) {
+        match self {
+            Self::Entry(link) => {
+                if let Ok(program) = program::<FEntry>(ebpf, name) {
+                    let _ = program.detach(link);
+                }
+            }
+            Self::Exit(link) => {
+                if let Ok(program) = program::<FExit>(ebpf, name) {
+                    let _ = program.detach(link);
+                }
+            }
+        }
+    }
+}
+
+/// The program `name` of the object, as a `T`.
+fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    let program = ebpf
+        .program_mut(name)
+        .ok_or_else(|| anyhow::anyhow!("the eBPF object has no program `{name}`"))?;
+    Ok(program.try_into()?)
+}

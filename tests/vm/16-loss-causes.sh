@@ -1,0 +1,181 @@
+#!/bin/bash
+# Attribution that heals, and every loss counted by its cause: each cause is forced in turn and
+# phytrace's capture is compared, callback for callback, with the kernel's own kprobe and
+# kretprobe events on the same symbols (tracefs group `truth`, room for 64 calls in flight):
+#   too_deep       --callback-depth 1: the soft_reset the AX88772A's link_change_notify nests on
+#                  every NOLINK is not recorded but counted; the outer callback is still right;
+#   missed_return  --max-active 1 with three PHYs on a slow bus (their read_status overlap): the
+#                  returns the kernel could not report are its kprobe_profile misses;
+#   map_full       --thread-slots 1: threads evict each other's open callbacks.
+# After each, no record is mis-nested: every recorded callback is at depth 1 and every return
+# follows its own entry on its thread.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/record_lib.sh"
+TRACEFS=/sys/kernel/tracing
+trap_cleanup
+remove_truth() {
+    if [[ -e $TRACEFS/events/truth/enable ]]; then echo 0 >"$TRACEFS/events/truth/enable"; fi
+    local line
+    for line in $(grep -o '^[pr][0-9]*:truth/[^ ]*' "$TRACEFS/kprobe_events" || true); do
+        echo "-:${line#*:}" >>"$TRACEFS/kprobe_events"
+    done
+}
+cleanup_also remove_truth
+
+# define_truth: entry and return events on every callback of the loaded driver; names in
+# $PHYTRACE_OUT/loss-truth-names as "N CALLBACK".
+define_truth() {
+    local n=0 symbol name
+    remove_truth
+    echo >"$TRACEFS/trace"
+    while read -r symbol; do
+        n=$((n + 1))
+        echo "p:truth/c$n ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
+        echo "r64:truth/r$n ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
+        name=$(sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/' <<<"$symbol")
+        echo "$n $name"
+    done < <(nm --defined-only "$PHYTRACE_MODULES/ax88796b_rust.ko" |
+        awk '$2 ~ /^[tT]$/ && $3 ~ /^_R.*Adapter.*_callback/ { print $3 }') >"$PHYTRACE_OUT/loss-truth-names"
+    ((n > 0)) || fail "no callbacks in ax88796b_rust.ko"
+    echo 1 >"$TRACEFS/events/truth/enable"
+}
+
+# end_truth: stops the ground truth; fails if it is incomplete itself.
+end_truth() {
+    echo 0 >"$TRACEFS/events/truth/enable"
+    local stats
+    for stats in "$TRACEFS"/per_cpu/cpu*/stats; do
+        grep -q '^overrun: 0$' "$stats" || fail "the ftrace buffer overran: the ground truth is incomplete"
+    done
+    local misses
+    misses=$(awk '$1 ~ /^r[0-9]+$/ { m += $3 } END { print m + 0 }' "$TRACEFS/kprobe_profile")
+    expect_eq "returns the ground truth itself missed" 0 "$misses"
+}
+
+truth_count() { grep -c " $1: " "$TRACEFS/trace" || true; }
+
+# phytrace_misses: kprobe_profile misses of this session's callback return events.
+phytrace_misses() {
+    awk '$1 ~ /^ax88796b_rust_.*_r$/ { m += $3 } END { print m + 0 }' "$TRACEFS/kprobe_profile"
+}
+
+# recorded CAPTURE KIND CALLBACK: callback_enter or callback_exit records of CALLBACK.
+recorded() {
+    jq -r --arg k "$2" --arg n "$3" 'select(.kind == $k and .callback.name == $n) | 1' "$1.json" | wc -l
+}
+
+# lost CAPTURE CAUSE: the trailer's count of CAUSE.
+lost() { tail -n 1 "$1" | jq -r --arg c "$2" '.lost_by_cause[$c]'; }
+
+# well_nested CAPTURE: every callback at depth 1, each return right after its entry on its
+# thread.
+well_nested() {
+    jq -r 'select(.kind == "callback_enter" or .kind == "callback_exit") | [.tid, .kind, .callback.name, .depth] | @tsv' "$1.json" |
+        awk -F'\t' '$4 != 1 { print "depth " $4 ": " $0; bad = 1 }
+            $2 == "callback_enter" { if (open[$1] != "") { print "tid " $1 ": " $3 " entered inside " open[$1]; bad = 1 } open[$1] = $3 }
+            $2 == "callback_exit" { if (open[$1] != "" && open[$1] != $3) { print "tid " $1 ": " $3 " returned inside " open[$1]; bad = 1 } open[$1] = "" }
+            END { exit bad }'
+}
+
+# accounted CAPTURE CAUSE: per callback, recorded entries (+ CAUSE's losses for soft_reset
+# when CAUSE is too_deep) match the kernel's entries, and recorded returns plus the losses
+# of CAUSE match the kernel's returns.
+accounted() {
+    local cap=$1 cause=$2 n name want got exits=0 returns=0 lost_n
+    lost_n=$(lost "$cap" "$cause")
+    while read -r n name; do
+        want=$(truth_count "c$n")
+        got=$(recorded "$cap" callback_enter "$name")
+        if [[ $cause == too_deep && $name == soft_reset ]]; then got=$((got + lost_n)); fi
+        [[ $cause == too_deep ]] && expect_eq "$name: entries recorded (+ too deep) vs the kernel's" "$want" "$got"
+        exits=$((exits + $(recorded "$cap" callback_exit "$name")))
+        returns=$((returns + $(truth_count "r$n")))
+    done <"$PHYTRACE_OUT/loss-truth-names"
+    ((returns > 0)) || fail "the ground truth saw no return"
+    expect_eq "$cause: returns recorded + lost ($lost_n) vs the kernel's" "$returns" "$((exits + lost_n))"
+}
+
+# --- too deep ---
+setup rust
+a=$(simdev ax88772a)
+define_truth
+cap=$PHYTRACE_OUT/loss-too-deep.ptrace
+start_record "$cap" --module ax88796b_rust --callback-depth 1
+link_up "$a"
+wait_mode "$a" 100 full
+for _ in 1 2 3; do
+    sim_set "$a" cable 0
+    wait_carrier "$a" 0
+    sim_set "$a" cable 1
+    wait_mode "$a" 100 full
+done
+link_down "$a"
+end_truth
+stop_record "$cap"
+events_json "$cap"
+too_deep=$(lost "$cap" too_deep)
+((too_deep >= 3)) || fail "the nested soft_resets were not counted as too deep ($too_deep)"
+accounted "$cap" too_deep
+expect_eq "too_deep: other losses" "0 0 0" "$(lost "$cap" ring_full) $(lost "$cap" map_full) $(lost "$cap" missed_return)"
+well_nested "$cap" || fail "records mis-nested after too-deep callbacks"
+ok "too deep: $too_deep nested callbacks counted, their returns consumed the count, the rest right"
+
+# --- missed returns and map full: three PHYs whose callbacks overlap on a slow bus ---
+# start CAPTURE ARGS...: every PHY's links up on a 30 ms bus, recording with ARGS.
+start_overlapping() {
+    local cap=$1 d
+    shift
+    setup rust
+    define_truth
+    start_record "$cap" --module ax88796b_rust "$@"
+    for d in $(sim_devs); do sim_set "$d" mdio_delay_us 30000; done
+    # shellcheck disable=SC2046  # one word per device
+    link_up $(sim_devs)
+}
+stop_overlapping() {
+    # shellcheck disable=SC2046
+    link_down $(sim_devs)
+    end_truth
+}
+misses_at_least() { (($(phytrace_misses) >= $1)); }
+
+cap=$PHYTRACE_OUT/loss-missed-return.ptrace
+start_overlapping "$cap" --max-active 1
+wait_for 90 misses_at_least 3 || fail "no returns missed with one kretprobe instance: $(phytrace_misses)"
+stop_overlapping
+kernel_misses=$(phytrace_misses)
+stop_record "$cap"
+events_json "$cap"
+expect_eq "missed returns: the capture's count vs kprobe_profile" "$kernel_misses" "$(lost "$cap" missed_return)"
+accounted "$cap" missed_return
+well_nested "$cap" || fail "records mis-nested after missed returns"
+ok "missed returns: $kernel_misses counted as the kernel counted them, later callbacks nested right"
+
+cap=$PHYTRACE_OUT/loss-map-full.ptrace
+start_overlapping "$cap" --thread-slots 1
+map_full_at_least() { [[ $(grep -c "map_full" "$cap" || true) -ge 1 ]]; }
+wait_for 90 map_full_at_least || fail "no thread evicted with one slot"
+stop_overlapping
+stop_record "$cap"
+events_json "$cap"
+expect_eq "map full: missed returns" 0 "$(lost "$cap" missed_return)"
+accounted "$cap" map_full
+well_nested "$cap" || fail "records mis-nested after evictions"
+ok "map full: $(lost "$cap" map_full) returns without their frames counted, the rest right"
+
+# --- ring full: a small ring and a burst: recorded + lost = the simulator's count ---
+setup rust
+a=$(simdev ax88772a)
+cap=$PHYTRACE_OUT/loss-ring-full.ptrace
+start_record "$cap" --module ax88796b_rust --ring-size 16384
+reset_counters
+sim_set "$a" load "20000 BMSR"
+stop_record "$cap"
+generated=$(counter "$a" BMSR reads)
+got=$("$PHYTRACE_BIN" dump --format json "$cap" --kind mdio | grep -c '"reg":1,' || true)
+ring_full=$(lost "$cap" ring_full)
+((ring_full > 0)) || fail "a 16 KiB ring lost nothing in a 20000-read burst"
+expect_eq "ring full: recorded + lost vs the simulator's reads" "$generated" "$((got + ring_full))"
+ok "ring full: $ring_full lost, counted exactly"
+result "\"ok\":true"
