@@ -134,7 +134,7 @@ struct sim_file {
 	const struct sim_attr *a;
 };
 
-#define SIM_NATTRS 12
+#define SIM_NATTRS 13
 
 struct sim_phy {
 	struct sim *sim;

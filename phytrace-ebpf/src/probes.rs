@@ -49,9 +49,6 @@ static SELFTEST_TGID: u32 = 0;
 /// `MDIO_DEVICE_FLAG_PHY` from `include/linux/mdio.h`.
 const MDIO_DEVICE_FLAG_PHY: u32 = 1;
 
-/// Bytes read at once from a `phy_device` for a group of fields (see [`Window`]).
-const WINDOW: usize = 64;
-
 /// The event stream. Its size is set by the loader (`--ring-size`).
 #[map]
 static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
@@ -213,88 +210,95 @@ fn read_at<T: Copy + Default>(base: u64, offset: u32) -> T {
     unsafe { bpf_probe_read_kernel((base + offset as u64) as *const T) }.unwrap_or_default()
 }
 
-/// Up to [`WINDOW`] bytes of a structure read with one helper call, for fields that lie close
-/// together (the loader checks that they do).
-struct Window {
-    bytes: [u64; WINDOW / 8 + 1],
-    start: u32,
-}
+/// Bytes of a `phy_device` read with one helper call: from its lowest field phytrace reads
+/// (rounded down to 8) on; the loader checks that the highest one ends within.
+const VIEW: usize = 320;
 
-impl Window {
-    /// Reads the window of `base` that starts at the lowest of `fields`, rounded down to 8.
-    fn read(base: u64, fields: &[u32]) -> Self {
-        let mut start = u32::MAX;
-        for &field in fields {
-            start = start.min(field);
-        }
-        let start = start & !7;
-        let mut bytes = core::mem::MaybeUninit::<[u64; WINDOW / 8 + 1]>::uninit();
-        // SAFETY: the helper writes all of `bytes` (zeroes on a faulting read) from kernel
-        // memory it checks; the buffer need not be initialised before.
-        let bytes = unsafe {
-            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
-                bytes.as_mut_ptr().cast(),
-                (WINDOW + 8) as u32,
-                (base + start as u64) as *const core::ffi::c_void,
-            );
-            bytes.assume_init()
-        };
-        Self { bytes, start }
-    }
+/// Slots of [`VIEWS`]: one per kind of program, since a MAC-side probe may interrupt an MDIO
+/// one on the same CPU.
+const VIEW_MDIO: u32 = 0;
+const VIEW_CALLBACK: u32 = 1;
+const VIEW_MAC: u32 = 2;
 
-    fn byte(&self, field: u32) -> u8 {
-        let at = (field.wrapping_sub(self.start) as usize) & (WINDOW - 1);
-        (self.bytes[at / 8] >> ((at % 8) * 8)) as u8
-    }
+/// Per-CPU buffers a [`PhyView`] is read into (too big for the 512-byte BPF stack).
+#[map]
+static VIEWS: PerCpuArray<[u64; VIEW / 8]> = PerCpuArray::with_max_entries(3, 0);
 
-    fn u32(&self, field: u32) -> u32 {
-        let at = (field.wrapping_sub(self.start) as usize) & (WINDOW - 4);
-        (self.bytes[at / 8] >> ((at % 8) * 8)) as u32
-    }
-
-    fn u64(&self, field: u32) -> u64 {
-        self.bytes[((field.wrapping_sub(self.start) as usize) & (WINDOW - 8)) / 8]
-    }
-}
-
-/// What identifies a PHY, read from its `phy_device`.
-struct PhyIdentity {
+/// What phytrace reads of a `phy_device`: its identity and its status.
+struct PhyView {
+    bus: u64,
     drv: u64,
     phy_id: u32,
     addr: u32,
     flags: u32,
+    state: u32,
+    speed: i32,
+    duplex: u32,
+    link: u8,
 }
 
-impl PhyIdentity {
-    fn read(phydev: u64, off: &KernelOffsets) -> Self {
-        let window = Window::read(
-            phydev,
-            &[off.phy_drv, off.phy_id, off.phy_addr, off.mdio_flags],
-        );
-        Self {
-            drv: window.u64(off.phy_drv),
-            phy_id: window.u32(off.phy_id),
-            addr: window.u32(off.phy_addr),
-            flags: window.u32(off.mdio_flags),
-        }
-    }
-}
-
-/// Fills the state and link `phydev` has now.
-fn fill_status(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
-    let window = Window::read(
-        phydev,
-        &[
+impl PhyView {
+    /// Reads `phydev` into the buffer `slot` of this CPU and picks the fields out.
+    fn read(phydev: u64, off: &KernelOffsets, slot: u32) -> Option<Self> {
+        let fields = [
+            off.phy_bus,
+            off.phy_addr,
+            off.mdio_flags,
+            off.phy_drv,
+            off.phy_id,
             off.phy_state,
             off.phy_speed,
             off.phy_duplex,
             off.phy_link_byte,
-        ],
-    );
-    event.state_after = window.u32(off.phy_state) as u8;
-    event.speed = window.u32(off.phy_speed) as i32;
-    event.duplex = window.u32(off.phy_duplex) as u8;
-    event.link = (window.byte(off.phy_link_byte) >> (off.phy_link_bit & 7)) & 1;
+        ];
+        let mut start = u32::MAX;
+        for field in fields {
+            start = start.min(field);
+        }
+        let start = start & !7;
+        let buffer = VIEWS.get_ptr_mut(slot)?;
+        // SAFETY: the helper writes at most the buffer's size from kernel memory it checks
+        // (zeroes on a faulting read).
+        unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
+                buffer.cast(),
+                VIEW as u32,
+                (phydev + start as u64) as *const core::ffi::c_void,
+            )
+        };
+        let base = buffer.cast::<u8>();
+        // The field at `field`, a naturally aligned `T` inside the buffer (bounded for the
+        // verifier).
+        let at = |field: u32, size: usize| -> *const u8 {
+            let at = field.wrapping_sub(start) as usize;
+            let at = if at > VIEW - size { VIEW - size } else { at };
+            // SAFETY: `at + size` is within the buffer.
+            unsafe { base.add(at) }
+        };
+        // SAFETY: each read is within the buffer, at an offset aligned for its type (the
+        // buffer is 8-aligned, `start` a multiple of 8, the fields naturally aligned).
+        unsafe {
+            Some(Self {
+                bus: *at(off.phy_bus, 8).cast::<u64>(),
+                drv: *at(off.phy_drv, 8).cast::<u64>(),
+                phy_id: *at(off.phy_id, 4).cast::<u32>(),
+                addr: *at(off.phy_addr, 4).cast::<u32>(),
+                flags: *at(off.mdio_flags, 4).cast::<u32>(),
+                state: *at(off.phy_state, 4).cast::<u32>(),
+                speed: *at(off.phy_speed, 4).cast::<i32>(),
+                duplex: *at(off.phy_duplex, 4).cast::<u32>(),
+                link: (*at(off.phy_link_byte, 1) >> (off.phy_link_bit & 7)) & 1,
+            })
+        }
+    }
+
+    /// Fills the state (as `state_after`) and the link into `event`.
+    fn fill(&self, event: &mut RawEvent) {
+        event.state_after = self.state as u8;
+        event.speed = self.speed;
+        event.duplex = self.duplex as u8;
+        event.link = self.link;
+    }
 }
 
 fn epoch() -> u64 {
@@ -306,7 +310,8 @@ fn sent_slot(address: u64) -> u32 {
 }
 
 /// Sends `phydev`'s identity unless this CPU already sent it as it is now.
-fn name_phy(off: &KernelOffsets, phydev: u64, bus: u64, identity: &PhyIdentity) {
+fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) {
+    let bus = identity.bus;
     let epoch = epoch();
     let Some(slot) = SENT_PHYS.get_ptr_mut(sent_slot(phydev)) else {
         return;
@@ -384,12 +389,11 @@ fn read_bus_id(off: &KernelOffsets, bus: u64, out: &mut [u8]) {
     }
 }
 
-/// Names `phydev` if needed and returns its bus and MDIO address (from the `phy_device`).
-fn name_phy_of(off: &KernelOffsets, phydev: u64) -> PhyIdentity {
-    let identity = PhyIdentity::read(phydev, off);
-    let bus: u64 = read_at(phydev, off.phy_bus);
-    name_phy(off, phydev, bus, &identity);
-    identity
+/// Reads `phydev` (into buffer `slot`) and names it if needed.
+fn view_and_name(off: &KernelOffsets, phydev: u64, slot: u32) -> Option<PhyView> {
+    let view = PhyView::read(phydev, off, slot)?;
+    name_phy(off, phydev, &view);
+    Some(view)
 }
 
 /// Stamps a reserved record.
@@ -536,9 +540,11 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     }
     let off = offsets();
     let key = attach_cookie(&ctx);
-    name_phy_of(off, phydev);
+    let Some(view) = view_and_name(off, phydev, VIEW_CALLBACK) else {
+        return 0;
+    };
     let mut event = RawEvent::ZERO;
-    fill_status(&mut event, off, phydev);
+    view.fill(&mut event);
     let now = ktime_ns();
     // Pushed whether or not the ring has room for the entry: the return is still recorded.
     state.frames[frame_index(depth)] = Frame {
@@ -594,7 +600,7 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
 
     let off = offsets();
     let ret = ctx.ret::<i32>();
-    name_phy_of(off, frame.phydev);
+    let view = view_and_name(off, frame.phydev, VIEW_CALLBACK);
     if let Some(mut entry) = reserve(RawKind::CallbackExit) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
@@ -604,7 +610,9 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
         event.ret = ret;
         event.state_before = frame.state_before as u8;
         event.depth = depth as u8;
-        fill_status(event, off, frame.phydev);
+        if let Some(view) = view {
+            view.fill(event);
+        }
         entry.submit(0);
     }
     0
@@ -662,18 +670,16 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
     };
     let off = offsets();
     let slot = call.bus + off.bus_mdio_map as u64 + (call.addr as u64 & 31) * 8;
-    let mut phydev: u64 = read_at(slot, 0);
-    if phydev != 0 {
-        // `struct phy_device` starts with its `struct mdio_device`.
-        let identity = PhyIdentity::read(phydev, off);
-        if identity.flags & MDIO_DEVICE_FLAG_PHY != 0 {
-            name_phy(off, phydev, call.bus, &identity);
-        } else {
-            phydev = 0;
-        }
-    }
-    if phydev == 0 {
-        name_bus(off, call.bus);
+    let mdiodev: u64 = read_at(slot, 0);
+    // `struct phy_device` starts with its `struct mdio_device`.
+    let view = if mdiodev != 0 {
+        PhyView::read(mdiodev, off, VIEW_MDIO).filter(|v| v.flags & MDIO_DEVICE_FLAG_PHY != 0)
+    } else {
+        None
+    };
+    match &view {
+        Some(view) => name_phy(off, mdiodev, view),
+        None => name_bus(off, call.bus),
     }
     let Some(mut entry) = reserve(kind) else {
         return 0;
@@ -695,9 +701,9 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
     };
     event.key = caller;
     event.depth = depth;
-    if phydev != 0 {
-        event.phydev = phydev;
-        fill_status(event, off, phydev);
+    if let Some(view) = view {
+        event.phydev = mdiodev;
+        view.fill(event);
         event.state_before = event.state_after;
         event.state_after = 0;
     }
@@ -924,25 +930,30 @@ fn note_resolve_phy(tid: u32, phydev: u64) {
     }
 }
 
-/// Fills the PHY of a MAC-side event (named first if needed) and its link.
-fn fill_mac_phy(event: &mut RawEvent, off: &KernelOffsets, phydev: u64) {
-    if phydev != 0 {
+/// Reads and names the PHY of a MAC-side event (0: none known).
+fn mac_phy(off: &KernelOffsets, phydev: u64) -> Option<(u64, PhyView)> {
+    if phydev == 0 {
+        return None;
+    }
+    note_resolve_phy(tid(), phydev);
+    Some((phydev, view_and_name(off, phydev, VIEW_MAC)?))
+}
+
+/// Fills the PHY of a MAC-side event and its link.
+fn fill_mac_phy(event: &mut RawEvent, phy: Option<(u64, PhyView)>) {
+    if let Some((phydev, view)) = phy {
         event.phydev = phydev;
-        fill_status(event, off, phydev);
+        view.fill(event);
     }
 }
 
 /// Reports a MAC-side event of `kind` for `phydev` (0: none known).
 fn mac_event(kind: RawKind, phydev: u64, fill: impl FnOnce(&mut RawEvent)) {
-    let off = offsets();
-    if phydev != 0 {
-        note_resolve_phy(tid(), phydev);
-        name_phy_of(off, phydev);
-    }
+    let phy = mac_phy(offsets(), phydev);
     if let Some(mut entry) = reserve(kind) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
-        fill_mac_phy(event, off, phydev);
+        fill_mac_phy(event, phy);
         fill(event);
         entry.submit(0);
     }
@@ -989,15 +1000,11 @@ fn carrier(ctx: &ProbeContext, kind: RawKind) -> u32 {
         return 0;
     };
     let off = offsets();
-    let phydev: u64 = read_at(netdev, off.netdev_phydev);
-    if phydev != 0 {
-        note_resolve_phy(tid(), phydev);
-        name_phy_of(off, phydev);
-    }
+    let phy = mac_phy(off, read_at(netdev, off.netdev_phydev));
     if let Some(mut entry) = reserve_named(kind) {
         // SAFETY: `reserve_named` initialised the entry.
         let record = unsafe { entry.assume_init_mut() };
-        fill_mac_phy(&mut record.event, off, phydev);
+        fill_mac_phy(&mut record.event, phy);
         // SAFETY: `net_device.name` is an IFNAMSIZ array inside the struct; the helper bounds
         // the copy and fails cleanly on a bad pointer.
         let _ = unsafe {
@@ -1039,15 +1046,15 @@ pub fn phylink_resolve_exit(_ctx: RetProbeContext) -> u32 {
         return 0;
     };
     let _ = PENDING_RESOLVE.remove(tid);
-    let off = offsets();
-    if pending.phydev != 0 {
-        name_phy_of(off, pending.phydev);
-    }
+    let phy = match pending.phydev {
+        0 => None,
+        phydev => view_and_name(offsets(), phydev, VIEW_MAC).map(|view| (phydev, view)),
+    };
     if let Some(mut entry) = reserve(RawKind::PhylinkResolve) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
         event.latency_ns = event.ts_ns.saturating_sub(pending.ts_ns);
-        fill_mac_phy(event, off, pending.phydev);
+        fill_mac_phy(event, phy);
         entry.submit(0);
     }
     0

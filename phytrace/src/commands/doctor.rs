@@ -10,7 +10,7 @@ use crate::{
     probe::{
         attach, btf, loader,
         mdio_probes::{self, MdioChoice},
-        selftest, symbols,
+        privileges, selftest, symbols,
     },
 };
 
@@ -149,40 +149,21 @@ fn kernel_release() -> Check {
     }
 }
 
-/// CAP_PERFMON and CAP_BPF bits in the capability sets of /proc/self/status.
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
-const CAP_SYS_ADMIN: u32 = 21;
-
-fn effective_capabilities() -> Option<u64> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
-    let hex = status
-        .lines()
-        .find_map(|line| line.strip_prefix("CapEff:"))?;
-    u64::from_str_radix(hex.trim(), 16).ok()
-}
-
 fn privileges() -> Check {
     const NAME: &str = "privileges";
-    let caps = effective_capabilities().unwrap_or(0);
-    let has = |cap: u32| caps & (1 << cap) != 0;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
-    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
-        return Check::ok(
-            NAME,
-            format!("uid {euid}, CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"),
-        );
+    let missing = privileges::missing(privileges::effective().unwrap_or(0));
+    if missing.is_empty() {
+        return Check::ok(NAME, format!("uid {euid}, {}", privileges::NEEDED_NAMES));
     }
-    let missing: Vec<&str> = [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
-        .into_iter()
-        .filter(|(cap, _)| !has(*cap))
-        .map(|(_, name)| name)
-        .collect();
     Check::fail(
         NAME,
-        format!("uid {euid} lacks {}", missing.join(" and ")),
-        "run as root (sudo phytrace …) or `sudo setcap cap_bpf,cap_perfmon+ep $(command -v phytrace)`",
+        format!("uid {euid} lacks {}", missing.join(", ")),
+        format!(
+            "run as root (sudo phytrace …) or `sudo {}`",
+            privileges::SETCAP
+        ),
     )
 }
 

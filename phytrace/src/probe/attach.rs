@@ -41,7 +41,7 @@ fn explain(err: &ProgramError, program: &str, symbol: &str) -> Failure {
             "the symbol is not in /proc/kallsyms or cannot be probed (module unloaded, or inlined)"
         }
         Some(libc::EPERM) | Some(libc::EACCES) => {
-            "not permitted: run as root, or with CAP_BPF and CAP_PERFMON"
+            "not permitted: run as root, or with CAP_BPF, CAP_PERFMON and CAP_DAC_OVERRIDE"
         }
         _ if !std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() => {
             "this kernel has no kprobe PMU: it needs CONFIG_KPROBES and CONFIG_KPROBE_EVENTS"

@@ -42,8 +42,8 @@ impl LoadOptions {
     }
 }
 
-/// Bytes the eBPF programs read at once from a `phy_device` for a group of fields.
-const WINDOW: u32 = 64;
+/// Bytes the eBPF programs read at once from a `phy_device` (`VIEW` in phytrace-ebpf).
+const WINDOW: u32 = 320;
 
 /// Whether `fields` of one struct fit the eBPF programs' one-read window (from the lowest,
 /// rounded down to 8, to the end of the highest, a 4- or 8-byte field).
@@ -87,21 +87,18 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         return Err(Failure::new(FailureKind::BadInput, "thread slots must be at least 1").into());
     }
     let o = &options.offsets;
-    let identity = [
+    let read = [
+        (o.phy_bus, 8),
         (o.phy_drv, 8),
         (o.phy_id, 4),
         (o.phy_addr, 4),
         (o.mdio_flags, 4),
-    ];
-    let status = [
         (o.phy_state, 4),
         (o.phy_speed, 4),
         (o.phy_duplex, 4),
         (o.phy_link_byte, 1),
     ];
-    if options.offsets != KernelOffsets::default()
-        && !(fits_window(&identity) && fits_window(&status))
-    {
+    if options.offsets != KernelOffsets::default() && !fits_window(&read) {
         return Err(Failure::new(
             FailureKind::TracingUnavailable,
             format!(
@@ -130,8 +127,9 @@ pub fn explain_refusal(what: &str, err: &(dyn std::error::Error + 'static)) -> F
         || text.contains("Permission denied");
     let message = if permission {
         format!(
-            "{what} was refused ({text}): run as root, or give phytrace CAP_BPF and CAP_PERFMON \
-             (`setcap cap_bpf,cap_perfmon+ep $(command -v phytrace)`)"
+            "{what} was refused ({text}): run as root, or give phytrace {} (`{}`)",
+            super::privileges::NEEDED_NAMES,
+            super::privileges::SETCAP
         )
     } else {
         format!("{what} failed: {text} (run `phytrace doctor`)")

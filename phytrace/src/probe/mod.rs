@@ -9,6 +9,7 @@ pub mod loader;
 pub mod mdio_probes;
 pub mod module_files;
 pub mod modules;
+pub mod privileges;
 pub mod raw;
 pub mod selftest;
 pub mod session;

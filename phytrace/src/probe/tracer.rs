@@ -135,9 +135,6 @@ struct Prefetched {
     not_phy_drivers: BTreeSet<String>,
     /// The modules of [`MAC_PROBES`] that are built into the kernel.
     built_in: BTreeSet<String>,
-    /// The kernel's BTF as aya reads it, for the trampoline programs (unless kprobes were
-    /// asked for).
-    aya_btf: Option<Result<Btf, String>>,
 }
 
 impl Prefetched {
@@ -203,14 +200,11 @@ impl Prefetched {
             .filter(|module| tree.is_built_in(module))
             .map(str::to_owned)
             .collect();
-        let aya_btf = (options.mdio != MdioChoice::Kprobe)
-            .then(|| Btf::from_sys_fs().map_err(|err| err.to_string()));
         Ok(Self {
             live_callbacks,
             files,
             not_phy_drivers,
             built_in,
-            aya_btf,
         })
     }
 }
@@ -301,6 +295,12 @@ impl Tracer {
         };
         // Reading kallsyms and module files takes about as long as loading the programs in a
         // slow guest: read them meanwhile on another thread.
+        // aya reads the whole kernel BTF again for the trampolines: on a third thread.
+        let aya_btf = (options.mdio != MdioChoice::Kprobe).then(|| {
+            std::thread::Builder::new()
+                .name("phytrace-btf".into())
+                .spawn(|| Btf::from_sys_fs().map_err(|err| err.to_string()))
+        });
         let prefetch_options = options.clone();
         let prefetch = std::thread::Builder::new()
             .name("phytrace-symbols".into())
@@ -317,16 +317,17 @@ impl Tracer {
             ..defaults
         })?;
         startup.load = lap();
-        let prefetched = prefetch
-            .join()
-            .map_err(|_| anyhow::anyhow!("the symbol reader stopped"))??;
+        let aya_btf = match aya_btf {
+            Some(thread) => Some(
+                thread
+                    .context("starting a thread")?
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the BTF reader stopped"))?,
+            ),
+            None => None,
+        };
         let mut notes = Vec::new();
-        let mdio = mdio_probes::attach_all(
-            &mut ebpf,
-            options.mdio,
-            prefetched.aya_btf.as_ref(),
-            &mut notes,
-        )?;
+        let mdio = mdio_probes::attach_all(&mut ebpf, options.mdio, aya_btf.as_ref(), &mut notes)?;
         for symbol in REMOVAL_PROBES {
             if let Err(err) = attach(&mut ebpf, "device_removed", symbol) {
                 notes.push(format!(
@@ -343,6 +344,9 @@ impl Tracer {
             attach(&mut ebpf, program, symbol)?;
         }
         startup.mdio = lap();
+        let prefetched = prefetch
+            .join()
+            .map_err(|_| anyhow::anyhow!("the symbol reader stopped"))??;
         let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map")?)?;
         let drops = PerCpuArray::try_from(ebpf.take_map("DROPS").context("DROPS map")?)?;
         // SAFETY: the ring buffer owns its map fd, which stays open and unchanged for as long
