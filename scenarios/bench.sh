@@ -55,9 +55,11 @@ start_tracer() {
     phytrace | phytrace-kprobe)
         local probes=fentry
         [[ $1 == phytrace-kprobe ]] && probes=kprobe
-        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" 2>"$work/tracer.err" &
+        rm -f "$work/bench.status"
+        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" --status "$work/bench.status" \
+            2>"$work/tracer.err" &
         TRACER_PID=$!
-        until grep -q "recording to" "$work/tracer.err" 2>/dev/null; do
+        until grep -q '"status":"recording"' "$work/bench.status" 2>/dev/null; do
             kill -0 "$TRACER_PID" 2>/dev/null || { cat "$work/tracer.err"; fail "phytrace exited"; }
             sleep 0.005
         done
@@ -117,9 +119,10 @@ log "P3: drop-free rate with the default ring, $REPEATS rounds per rate"
 for rate in $RATES; do
     for ((r = 1; r <= REPEATS; r++)); do
         reset_counters
-        "$BIN" record -o "$work/rate.ptrace" 2>"$work/rate.err" &
+        rm -f "$work/rate.status"
+        "$BIN" record -o "$work/rate.ptrace" --status "$work/rate.status" 2>"$work/rate.err" &
         pid=$!
-        until grep -q "recording to" "$work/rate.err" 2>/dev/null; do sleep 0.01; done
+        until grep -q '"status":"recording"' "$work/rate.status" 2>/dev/null; do sleep 0.01; done
         ticks=$(cpu_ticks "$pid")
         sim_set "$dev" load "rate $rate $SECS BMSR"
         sleep "$SECS"
@@ -131,7 +134,7 @@ for rate in $RATES; do
         wait "$pid"
         generated=$(counter "$dev" BMSR reads)
         recorded=$("$BIN" dump --format json "$work/rate.ptrace" --kind mdio | grep -c '"reg":1,' || true)
-        lost=$(sed -n 's/.*lost in the kernel: \([0-9]*\).*/\1/p' "$work/rate.err")
+        lost=$(jq -r 'select(.status == "finished") | .trailer.lost' "$work/rate.status")
         read -r reads elapsed <<<"$achieved"
         emit "{\"bench\":\"p3\",\"rate\":$rate,\"round\":$r,\"achieved_per_s\":$((reads * 1000000000 / elapsed)),\"generated\":$generated,\"recorded\":$recorded,\"lost\":$lost,\"consumer_ns_per_event\":$((ticks * 1000000000 / hz / (recorded > 0 ? recorded : 1)))}"
     done

@@ -396,22 +396,30 @@ fn view_and_name(off: &KernelOffsets, phydev: u64, slot: u32) -> Option<PhyView>
     Some(view)
 }
 
-/// Stamps a reserved record.
-fn stamp(event: &mut RawEvent, kind: RawKind) {
+/// Stamps a reserved record of thread `tid`.
+fn stamp(event: &mut RawEvent, kind: RawKind, tid: u32) {
     event.kind = kind as u8;
     event.ts_ns = ktime_ns();
-    event.tid = tid();
+    event.tid = tid;
     // SAFETY: a helper without preconditions.
     event.cpu = unsafe { bpf_get_smp_processor_id() } as u16;
 }
 
 /// Reserves an event in the ring buffer, zeroed and stamped; counts a drop if it is full.
 fn reserve(kind: RawKind) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawEvent>> {
+    reserve_for(kind, tid())
+}
+
+/// [`reserve`] for thread `tid`.
+fn reserve_for(
+    kind: RawKind,
+    tid: u32,
+) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawEvent>> {
     let Some(mut entry) = EVENTS.reserve::<RawEvent>(0) else {
         count_drop(DropCause::RingFull);
         return None;
     };
-    stamp(entry.write(RawEvent::ZERO), kind);
+    stamp(entry.write(RawEvent::ZERO), kind, tid);
     Some(entry)
 }
 
@@ -425,7 +433,7 @@ fn reserve_named(kind: RawKind) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry
         event: RawEvent::ZERO,
         name: [0; phytrace_common::NAME_LEN],
     });
-    stamp(&mut record.event, kind);
+    stamp(&mut record.event, kind, tid());
     Some(entry)
 }
 
@@ -443,10 +451,16 @@ fn attach_cookie<C: EbpfContext>(ctx: &C) -> u64 {
     unsafe { bpf_get_attach_cookie(ctx.as_ptr()) }
 }
 
+/// The state of thread `tid` as it is, without checking that it belongs to the current task:
+/// for the return of an MDIO access whose entry [`thread_state`] checked.
+fn thread_state_unchecked(tid: u32) -> Option<&'static mut ThreadState> {
+    // SAFETY: the pointer is this thread's map entry; only this thread touches it.
+    THREADS.get_ptr_mut(tid).map(|state| unsafe { &mut *state })
+}
+
 /// This thread's state, created if `create` and it has none; reset if its thread id now
 /// belongs to another task.
-fn thread_state(create: bool) -> Option<&'static mut ThreadState> {
-    let tid = tid();
+fn thread_state(tid: u32, create: bool) -> Option<&'static mut ThreadState> {
     // SAFETY: a helper without preconditions.
     let task = unsafe { bpf_get_current_task() };
     let state = match THREADS.get_ptr_mut(tid) {
@@ -524,7 +538,8 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
         return 0;
     };
     // No room for this thread: its return, finding nothing, counts the loss.
-    let Some(state) = thread_state(true) else {
+    let tid = tid();
+    let Some(state) = thread_state(tid, true) else {
         return 0;
     };
     let sp = entry_sp(&ctx);
@@ -556,7 +571,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
         _pad: 0,
     };
     state.depth += 1;
-    let Some(mut entry) = reserve(RawKind::CallbackEnter) else {
+    let Some(mut entry) = reserve_for(RawKind::CallbackEnter, tid) else {
         return 0;
     };
     // SAFETY: `reserve` initialised the entry.
@@ -574,7 +589,8 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
 
 #[kretprobe]
 pub fn callback_exit(ctx: RetProbeContext) -> u32 {
-    let Some(state) = thread_state(false) else {
+    let tid = tid();
+    let Some(state) = thread_state(tid, false) else {
         // Its thread's frames were evicted from the thread map.
         count_drop(DropCause::MapFull);
         return 0;
@@ -601,7 +617,7 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
     let off = offsets();
     let ret = ctx.ret::<i32>();
     let view = view_and_name(off, frame.phydev, VIEW_CALLBACK);
-    if let Some(mut entry) = reserve(RawKind::CallbackExit) {
+    if let Some(mut entry) = reserve_for(RawKind::CallbackExit, tid) {
         // SAFETY: `reserve` initialised the entry.
         let event = unsafe { entry.assume_init_mut() };
         event.key = frame.key;
@@ -631,7 +647,7 @@ struct MdioCall {
 /// An MDIO accessor was entered: notes when (and, for the kretprobe that lacks them, its
 /// arguments).
 fn mdio_begin(call: &MdioCall) -> u32 {
-    if let Some(state) = thread_state(true) {
+    if let Some(state) = thread_state(tid(), true) {
         state.mdio_ts = ktime_ns();
         state.mdio_bus = call.bus;
         state.mdio_addr = call.addr;
@@ -645,9 +661,10 @@ fn mdio_begin(call: &MdioCall) -> u32 {
 /// An MDIO accessor returned `ret`: reports the access with its PHY, the callback that made
 /// it and its latency. `call` is `None` from a kretprobe (its arguments come from the entry).
 fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
+    let tid = tid();
     let (mut start, mut caller, mut depth) = (0, 0, 0);
     let mut call = call;
-    if let Some(state) = thread_state(false) {
+    if let Some(state) = thread_state_unchecked(tid) {
         start = state.mdio_ts;
         state.mdio_ts = 0;
         let open = state.depth as usize;
@@ -681,7 +698,7 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
         Some(view) => name_phy(off, mdiodev, view),
         None => name_bus(off, call.bus),
     }
-    let Some(mut entry) = reserve(kind) else {
+    let Some(mut entry) = reserve_for(kind, tid) else {
         return 0;
     };
     // SAFETY: `reserve` initialised the entry.

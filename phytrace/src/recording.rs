@@ -177,10 +177,9 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
         }
         writer.flush_if_due().map_err(output_failure)?;
     };
-    // Events of the last moments may still be on their way: one more poll, then the rest.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // No program runs once the session is disarmed: then the ring holds the last records.
     let mut failed = None;
-    tracer.flush(&mut |event| write_matching(&mut writer, filter, &mut failed, event))?;
+    tracer.finish(&mut |event| write_matching(&mut writer, filter, &mut failed, event))?;
     written(failed)?;
     let trailer = writer
         .finish(monotonic_ns(), tracer.discarded())

@@ -49,16 +49,17 @@ is() { [ "$(info "$1")" = "$2" ]; }
 at_least() { [ "$($1 "$2")" -ge "$3" ]; }
 link_is_up() { is carrier 1 && is phy_speed 100 && is phy_duplex full && is state RUNNING; }
 link_is_down() { is carrier 0 && is state NOLINK; }
-recording() { grep -q "recording to" "$CAPTURE.stderr" 2>/dev/null; }
+# record's --status file (JSON lines; busybox has no jq: the line's fixed key and value).
+recording() { grep -q '"status":"recording"' "$CAPTURE.status" 2>/dev/null; }
 resets_done() { at_least total resets "$1" && [ "$(sed -n 's/^0x00 BMCR *//p' "$SIM/regs")" = 0x3100 ]; }
 
 cleanup
 mkdir -p "$PHYTRACE_OUT"
-rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.doctor"
+rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.status" "$CAPTURE.doctor"
 "$PHYTRACE_BIN" doctor >"$CAPTURE.doctor" 2>&1 || { cat "$CAPTURE.doctor"; fail "phytrace doctor"; }
 say "ok: $(tail -n 1 "$CAPTURE.doctor")"
 insmod "$PHYTRACE_MODULES/ax88796b_rust.ko"
-"$PHYTRACE_BIN" record -o "$CAPTURE" 2>"$CAPTURE.stderr" &
+"$PHYTRACE_BIN" record -o "$CAPTURE" --status "$CAPTURE.status" 2>"$CAPTURE.stderr" &
 RECORD_PID=$!
 wait_until 60 "phytrace record started" recording
 say "recording with $("$PHYTRACE_BIN" --version)"

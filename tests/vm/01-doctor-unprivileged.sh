@@ -6,6 +6,6 @@ status=$?
 echo "$out"
 set -e
 [[ $status -eq 3 ]] || { echo "expected exit 3, got $status"; exit 1; }
-grep -q '^\[FAIL\] privileges .*lacks CAP_BPF and CAP_PERFMON' <<<"$out"
+grep -q '^\[FAIL\] privileges .*lacks CAP_BPF, CAP_PERFMON and CAP_DAC_OVERRIDE' <<<"$out"
 grep -q 'fix: run as root' <<<"$out"
 ! grep -qi 'panicked' <<<"$out"

@@ -5,6 +5,7 @@
 # event definitions a killed phytrace leaves are removed by the next one.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/record_lib.sh"
 trap_cleanup
 rounds=${KILL_ROUNDS:-20}
 setup rust
@@ -19,9 +20,9 @@ cleanup_also "kill $flapper"
 total=0
 for ((round = 1; round <= rounds; round++)); do
     cap=$PHYTRACE_OUT/kill9-$round.ptrace
-    "$PHYTRACE_BIN" record -o "$cap" 2>"$cap.stderr" &
+    "$PHYTRACE_BIN" record -o "$cap" --status "$cap.status" 2>"$cap.stderr" &
     pid=$!
-    wait_for 20 grep -q "recording to" "$cap.stderr" || fail "round $round: record did not start"
+    wait_for 20 record_status "$cap.status" recording || fail "round $round: record did not start"
     [[ -n $(probes_left) ]] || fail "round $round: no kprobe armed while recording"
     # A random moment in the next 2 s: mid-callback, mid-write, mid-poll.
     sleep "$((RANDOM % 2)).$((RANDOM % 1000))"

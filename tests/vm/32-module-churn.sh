@@ -42,7 +42,7 @@ for ((round = 1; round <= rounds; round++)); do
 done
 elapsed=$((SECONDS - started))
 stop_record "$cap"
-grep -q "lost in the kernel: 0" "$cap.stderr" || fail "events lost: $(cat "$cap.stderr")"
+expect_eq "events lost" 0 "$(trailer_field "$cap" lost)"
 events_json "$cap"
 capture_check "$cap.json" sessions ax88796b_rust $((rounds + 1)) -- attribution -- no-loss
 ok "$rounds reloads in ${elapsed} s, each re-attached"

@@ -62,7 +62,7 @@ tmux -S "$sock" capture-pane -p | grep -q "ax88796b_rust" || fail "the TUI scree
 tmux -S "$sock" send-keys q
 wait_for 10 bash -c "! kill -0 $tui 2>/dev/null" || fail "the TUI did not quit on q"
 stop_record "$cap"
-grep -q "lost in the kernel: 0" "$cap.stderr" || fail "events lost while flapping"
+expect_eq "events lost while flapping" 0 "$(trailer_field "$cap" lost)"
 events=$("$PHYTRACE_BIN" dump --format json "$cap" | wc -l)
 python3 - "$samples" "$PHYTRACE_OUT/results.jsonl" "$TEST_NAME" "$secs" "$events" <<'PY'
 import json, sys

@@ -7,20 +7,25 @@ CAPTURE_CHECK_PY=$(dirname "${BASH_SOURCE[0]}")/capture_check.py
 # capture_check EVENTS_JSONL CHECK [ARGS...] [-- CHECK [ARGS...]]...: see capture_check.py.
 capture_check() { python3 "$CAPTURE_CHECK_PY" "$@"; }
 
-# start_record CAPTURE [RECORD ARGS...]: records in the background until stop_record.
+# record_status FILE STATUS: FILE (record's --status) says STATUS.
+record_status() { jq -e --arg s "$2" 'select(.status == $s)' "$1" >/dev/null 2>&1; }
+
+# start_record CAPTURE [RECORD ARGS...]: records in the background until stop_record; returns
+# once record says (in CAPTURE.status) that it records.
 start_record() {
     local capture=$1
     shift
-    "$PHYTRACE_BIN" record -o "$capture" "$@" 2>"$capture.stderr" &
+    rm -f "$capture.status"
+    "$PHYTRACE_BIN" record -o "$capture" --status "$capture.status" "$@" 2>"$capture.stderr" &
     RECORD_PID=$!
-    for _ in $(seq 100); do
-        grep -q "recording to" "$capture.stderr" 2>/dev/null && { cat "$capture.stderr"; return 0; }
-        kill -0 "$RECORD_PID" 2>/dev/null || break
-        sleep 0.1
-    done
+    recording_or_gone() { record_status "$capture.status" recording || ! kill -0 "$RECORD_PID" 2>/dev/null; }
+    wait_for 20 recording_or_gone || true
     cat "$capture.stderr"
-    fail "phytrace record did not start"
+    record_status "$capture.status" recording || fail "phytrace record did not start"
 }
+
+# trailer_field CAPTURE FIELD: a field of the trailer record said in CAPTURE.status (jq path).
+trailer_field() { jq -r "select(.status == \"finished\") | .trailer.$2" "$1.status"; }
 
 # stop_record CAPTURE: SIGINT, wait, print the summary; fails if record failed.
 stop_record() {

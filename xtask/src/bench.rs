@@ -278,7 +278,7 @@ fn report(
     writeln!(md, "## P2: start to attached\n")?;
     writeln!(
         md,
-        "Process start until the first event can be recorded (phytrace: its `recording to` line,"
+        "Process start until the first event can be recorded (phytrace: its `--status` file says `recording`,"
     )?;
     writeln!(
         md,

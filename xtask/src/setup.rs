@@ -176,7 +176,7 @@ pub fn toolchains() -> Result<()> {
             workspace_toolchain()?,
             &["rust-src", "clippy", "rustfmt"][..],
         ),
-        (ebpf_toolchain()?, &["rust-src"][..]),
+        (ebpf_toolchain()?, &["rust-src", "clippy"][..]),
     ] {
         let installed = run::probe(
             "rustup",

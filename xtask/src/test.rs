@@ -56,6 +56,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
                 "warnings",
             ]),
         ));
+        outcomes.push(check("eBPF clippy", ebpf_clippy()));
         outcomes.push(check("host tests", cargo(&["test", "--workspace"])));
     }
     if !args.host_only {
@@ -94,6 +95,29 @@ fn check(name: &'static str, result: Result<()>) -> Outcome {
         name,
         passed: result.is_ok(),
     }
+}
+
+/// Lints the eBPF crate as it is built: for the bpf target (with each architecture's
+/// registers), with the pinned nightly (`cargo clippy --workspace` only type-checks its host
+/// stub).
+fn ebpf_clippy() -> Result<()> {
+    let toolchain = setup::ebpf_toolchain()?;
+    for arch in ["x86_64", "aarch64"] {
+        run::status(
+            Command::new("rustup")
+                .args(["run", &toolchain, "cargo", "clippy", "--quiet", "--release"])
+                .args(["-Z", "build-std=core", "--target", "bpfel-unknown-none"])
+                .arg("--target-dir")
+                .arg(paths::target().join("ebpf-clippy"))
+                .args(["--", "-D", "warnings"])
+                .env("RUSTFLAGS", format!("--cfg bpf_target_arch=\"{arch}\""))
+                .env_remove("RUSTC")
+                .env_remove("RUSTC_WRAPPER")
+                .env_remove("CARGO")
+                .current_dir(paths::workspace().join("phytrace-ebpf")),
+        )?;
+    }
+    Ok(())
 }
 
 fn cargo(args: &[&str]) -> Result<()> {

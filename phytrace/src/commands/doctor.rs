@@ -159,7 +159,7 @@ fn privileges() -> Check {
     }
     Check::fail(
         NAME,
-        format!("uid {euid} lacks {}", missing.join(", ")),
+        format!("uid {euid} lacks {}", privileges::in_words(&missing)),
         format!(
             "run as root (sudo phytrace …) or `sudo {}`",
             privileges::SETCAP

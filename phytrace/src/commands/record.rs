@@ -36,6 +36,11 @@ pub struct RecordArgs {
     /// Size of the kernel ring buffer in bytes (a power of two).
     #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "BYTES")]
     pub ring_size: u32,
+    /// Also write the recording's status to FILE as JSON lines, for scripts: `{"status":
+    /// "recording", …}` once every probe is attached, `{"status":"finished", …}` (with the
+    /// capture's trailer) when the file is complete (docs/capture-format.md).
+    #[arg(long, value_name = "FILE")]
+    pub status: Option<PathBuf>,
     /// Command to run while recording; recording stops when it exits.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -56,8 +61,37 @@ impl RecordArgs {
 
 /// Runs `phytrace record`: exits as COMMAND did when it failed, 0 otherwise.
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
-    let recorded =
-        recording::record_to_file(&args.recording(), |p| print_progress(&args.output, p))?;
+    let mut status = args.status.as_deref().map(StatusFile::create).transpose()?;
+    let recorded = recording::record_to_file(&args.recording(), |p| {
+        if let (
+            Some(status),
+            Progress::Started {
+                tracer,
+                attached_in,
+            },
+        ) = (&mut status, &p)
+        {
+            status.write(&serde_json::json!({
+                "status": "recording",
+                "output": args.output,
+                "attached_ms": attached_in.as_millis() as u64,
+                "mdio_probes": tracer.mdio_probes(),
+                "waiting_for": tracer.waiting_for(),
+            }));
+        }
+        print_progress(&args.output, p)
+    })?;
+    if let Some(status) = &mut status {
+        status.write(&serde_json::json!({
+            "status": "finished",
+            "stop": match recorded.stop {
+                Stop::Signal(name) => name.to_owned(),
+                Stop::Duration => "duration".to_owned(),
+                Stop::Command(_) => "command".to_owned(),
+            },
+            "trailer": recorded.trailer,
+        }));
+    }
     print_summary(&args.output, &recorded);
     Ok(match recorded.command_status() {
         Some(status) if !status.success() => {
@@ -65,6 +99,42 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         }
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// `--status FILE`: one JSON object per line, flushed as written. A write that fails is
+/// reported once and not retried: the status is for scripts, the capture is what counts.
+struct StatusFile {
+    file: Option<std::fs::File>,
+    path: PathBuf,
+}
+
+impl StatusFile {
+    fn create(path: &Path) -> Result<Self> {
+        let file = std::fs::File::create(path).map_err(|err| {
+            crate::exit::Failure::new(
+                crate::exit::FailureKind::Output,
+                format!("{}: {err}", path.display()),
+            )
+        })?;
+        Ok(Self {
+            file: Some(file),
+            path: path.to_owned(),
+        })
+    }
+
+    fn write(&mut self, value: &serde_json::Value) {
+        use std::io::Write as _;
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        if let Err(err) = writeln!(file, "{value}") {
+            eprintln!(
+                "phytrace: warning: {}: {err}: no more status",
+                self.path.display()
+            );
+            self.file = None;
+        }
+    }
 }
 
 /// Prints on stderr how a recording to `output` goes.

@@ -192,6 +192,17 @@ impl DriverProbes {
         }
     }
 
+    /// Removes every probe (their missed returns are kept, see [`Self::missed_returns`]).
+    pub fn disarm_all(&mut self) {
+        let modules: Vec<String> = self.modules.keys().cloned().collect();
+        for module in modules {
+            self.disarm(&module);
+        }
+        for probe in std::mem::take(&mut self.functions) {
+            probe.remove(&mut self.group);
+        }
+    }
+
     /// What is armed for `module`.
     pub fn armed(&self, module: &str) -> Option<&ArmedModule> {
         self.modules.get(module)
@@ -206,10 +217,13 @@ impl DriverProbes {
 /// A trace event the kernel refused, as the failure phytrace exits with.
 fn refused(err: TraceEventError) -> anyhow::Error {
     let hint = match err.os_error() {
-        Some(libc::EPERM | libc::EACCES) => {
-            ": not permitted: run as root (phytrace defines kprobe events in tracefs)"
-        }
-        _ => "",
+        Some(libc::EPERM | libc::EACCES) => format!(
+            ": not permitted: phytrace defines kprobe events in tracefs, a root-only file: run \
+             as root, or give phytrace {} (`{}`)",
+            super::privileges::NEEDED_NAMES,
+            super::privileges::SETCAP
+        ),
+        _ => String::new(),
     };
     Failure::new(FailureKind::TracingUnavailable, format!("{err}{hint}")).into()
 }

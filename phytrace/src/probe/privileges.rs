@@ -40,6 +40,15 @@ pub fn effective() -> Option<u64> {
     u64::from_str_radix(hex.trim(), 16).ok()
 }
 
+/// `names` as a list in words: `A`, `A and B`, `A, B and C`.
+pub fn in_words(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// The names of the needed capabilities that `caps` lacks.
 pub fn missing(caps: u64) -> Vec<&'static str> {
     let has = |cap: u32| caps & (1 << cap) != 0;
@@ -65,6 +74,11 @@ mod tests {
             missing(1 << CAP_SYS_ADMIN | 1 << CAP_DAC_OVERRIDE),
             Vec::<&str>::new()
         );
-        assert_eq!(missing(1 << CAP_BPF | 1 << CAP_PERFMON), ["CAP_DAC_OVERRIDE"]);
+        assert_eq!(
+            missing(1 << CAP_BPF | 1 << CAP_PERFMON),
+            ["CAP_DAC_OVERRIDE"]
+        );
+        assert_eq!(in_words(&missing(0)), NEEDED_NAMES);
+        assert_eq!(in_words(&["A", "B"]), "A and B");
     }
 }

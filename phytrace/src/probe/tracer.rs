@@ -12,7 +12,7 @@ use anyhow::{Context as _, Result};
 use aya::{
     Btf, Ebpf,
     maps::{MapData, PerCpuArray, RingBuf},
-    programs::RawTracePoint,
+    programs::{Program, RawTracePoint},
 };
 use phytrace_common::{DropCause, RawEvent, RawKind, RawNamed};
 use tokio::io::unix::AsyncFd;
@@ -570,6 +570,24 @@ impl Tracer {
             self.report_drops(out)?;
         }
         Ok(())
+    }
+
+    /// Ends the session: detaches every program (none runs any more once this returns), then
+    /// hands `out` every record left in the ring and the last lost-event counts.
+    pub fn finish(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
+        self.probes.disarm_all();
+        for (_, program) in self.ebpf.programs_mut() {
+            // Unloading detaches its links; one that fails to unload is detached when the
+            // session is dropped.
+            let _ = match program {
+                Program::KProbe(p) => p.unload(),
+                Program::FEntry(p) => p.unload(),
+                Program::FExit(p) => p.unload(),
+                Program::RawTracePoint(p) => p.unload(),
+                _ => Ok(()),
+            };
+        }
+        self.flush(out)
     }
 
     /// Hands `out` every record in the ring buffer until it is empty (at most a full ring's

@@ -1,0 +1,54 @@
+#!/bin/bash
+# The set-up the documentation gives for non-root users works: a copy of phytrace holding
+# exactly the advertised file capabilities (cap_bpf,cap_perfmon,cap_dac_override), run as
+# `nobody`, passes doctor's privilege check and records the driver's callbacks by name, with
+# the MDIO accesses on trampolines; with one capability less, it says which one is missing.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+trap_cleanup
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+setup rust
+a=$(simdev ax88772a)
+bin=/tmp/phytrace-caps
+cp "$PHYTRACE_BIN" "$bin"
+setcap cap_bpf,cap_perfmon,cap_dac_override+ep "$bin" || fail "setcap refused on $(stat -f -c %T /tmp)"
+getcap "$bin"
+
+out=$(as_nobody "$bin" doctor 2>&1) || true
+echo "$out"
+grep -q '^\[ok  \] privileges .*CAP_BPF, CAP_PERFMON and CAP_DAC_OVERRIDE' <<<"$out" ||
+    fail "doctor does not accept the advertised capabilities"
+grep -q '^\[ok  \] MDIO probes .*fentry' <<<"$out" || fail "doctor as nobody: no fentry"
+ok "doctor as nobody with the file capabilities: privileges ok"
+
+cap=/tmp/caps.ptrace
+rm -f "$cap"
+as_nobody "$bin" record -o "$cap" --module ax88796b_rust 2>/tmp/caps.err &
+pid=$!
+started() { grep -q '"type":"header"' "$cap" 2>/dev/null; }
+wait_for 60 started || { cat /tmp/caps.err; fail "record as nobody did not start"; }
+link_up "$a"
+wait_mode "$a" 100 full
+has_read_status() {
+    "$PHYTRACE_BIN" dump --format json "$cap" --kind exit 2>/dev/null | grep -q '"name":"read_status"'
+}
+wait_for 20 has_read_status || { cat /tmp/caps.err; fail "no named read_status recorded as nobody"; }
+link_down "$a"
+kill -INT "$pid"
+wait "$pid" || fail "record as nobody exited with status $?"
+cat /tmp/caps.err
+jq -e '.mdio_probes == "fentry"' <(head -n 1 "$cap") >/dev/null || fail "the header does not say fentry"
+n=$("$PHYTRACE_BIN" dump --format json "$cap" --kind mdio | grep -c '"reg":1,' || true)
+((n > 0)) || fail "no MDIO access recorded as nobody"
+ok "record as nobody with the file capabilities: named callbacks and $n BMSR reads"
+
+setcap cap_bpf,cap_perfmon+ep "$bin"
+set +e
+out=$(as_nobody "$bin" record -o /tmp/caps2.ptrace --duration 1s 2>&1)
+status=$?
+set -e
+echo "$out"
+expect_eq "record without CAP_DAC_OVERRIDE: exit status" 3 "$status"
+grep -q "CAP_DAC_OVERRIDE" <<<"$out" || fail "the refusal does not name CAP_DAC_OVERRIDE"
+rm -f "$bin"
+result "\"ok\":true"
