@@ -2,9 +2,11 @@
 
 //! Asix PHYs (AX88772A, AX88772C, AX88796B), Rust driver.
 //!
-//! Out-of-tree build of the Asix PHY driver for phytrace. Behaves as the C driver
-//! `drivers/net/phy/ax88796b.c`: same driver names, IDs, flags and callbacks, so the C and the
-//! Rust module are loaded one at a time.
+//! Out-of-tree build, for phytrace, of FUJITA Tomonori's Rust Asix PHY driver
+//! (`drivers/net/phy/ax88796b_rust.rs`, merged in Linux 6.8), which is the reference this
+//! file follows. Both behave as the C driver `drivers/net/phy/ax88796b.c`: same driver names,
+//! IDs, flags and callbacks, so the C and the Rust module are loaded one at a time. See
+//! `driver/README.md` for what differs from upstream.
 
 use kernel::{
     c_str,

@@ -20,5 +20,7 @@ pub mod recording;
 pub mod registers;
 pub mod render;
 pub mod stats;
+// Fake PHY traffic, not shipped: only phytrace's own tests and benchmarks turn `testkit` on.
+#[cfg(any(test, feature = "testkit"))]
 pub mod synth;
 pub mod tui;

@@ -1,5 +1,5 @@
-//! Synthetic but realistic event streams, for tests, benchmarks and fuzzing seeds until
-//! captures recorded in the VM are available.
+//! Synthetic but realistic event streams, for tests and benchmarks (the `testkit` feature: not
+//! in a build that ships).
 //!
 //! [`Synth`] plays phylib driving Asix PHYs: `soft_reset` → `config_aneg` → `read_status` polls
 //! with BMCR/BMSR/LPA reads, link up and down (the AX88772A's `link_change_notify` re-inits the

@@ -1,5 +1,5 @@
-//! Captures recorded in the VM (`phytrace/tests/data/*.ptrace`, when present) read back without
-//! damage, replay through the model, and dump.
+//! Captures recorded in the VM (`phytrace/tests/data/*.ptrace`) read back without damage,
+//! replay through the model, and dump. A missing capture, or a missing directory, fails.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,16 +8,29 @@ use phytrace::capture::Capture;
 use phytrace::commands::dump::{DumpArgs, Format, dump};
 use phytrace::model::Model;
 
+/// The captures the tests rely on; any other `.ptrace` file beside them is checked too.
+const FIXTURES: &[&str] = &[
+    "c-plug-unplug.ptrace",
+    "rust-module-reload.ptrace",
+    "rust-plug-unplug.ptrace",
+];
+
 fn recorded() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("the recorded captures' directory {}: {e}", dir.display()));
     let mut files: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
+        .map(|e| e.expect("listing tests/data").path())
         .filter(|p| p.extension().is_some_and(|x| x == "ptrace"))
         .collect();
     files.sort();
+    for fixture in FIXTURES {
+        assert!(
+            files.contains(&dir.join(fixture)),
+            "recorded capture {fixture} missing from {}",
+            dir.display()
+        );
+    }
     files
 }
 

@@ -1,5 +1,6 @@
 //! Snapshots of every TUI view on the real captures, at 80×24 and larger, with and without
-//! colours (`cargo insta review` after an intended change).
+//! colours (`cargo insta review` after an intended change). The coloured views are snapshotted
+//! with their styles ([`styled`]), the others as text.
 
 use std::path::Path;
 use std::time::Duration;
@@ -61,6 +62,13 @@ fn render(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
     terminal
 }
 
+/// The screen and its styles: ratatui's `Buffer` debug form lists, after the text, where each
+/// run of cells with the same foreground, background and modifiers starts, so that a change of
+/// colour fails the snapshot as a change of text does.
+fn styled(terminal: &Terminal<TestBackend>) -> String {
+    format!("{:?}", terminal.backend().buffer())
+}
+
 fn key(app: &mut App, code: KeyCode) {
     let action = update::on_key(app, &KeyEvent::new(code, KeyModifiers::NONE));
     assert_eq!(action, None, "{code:?} needs the event loop");
@@ -74,8 +82,8 @@ fn type_text(app: &mut App, text: &str) {
 fn overview_of_each_capture_at_80x24_and_160x48() {
     for name in CAPTURES {
         let app = replayed(name, Theme::colored());
-        insta::assert_snapshot!(format!("{name}-80x24"), render(&app, 80, 24).backend());
-        insta::assert_snapshot!(format!("{name}-160x48"), render(&app, 160, 48).backend());
+        insta::assert_snapshot!(format!("{name}-80x24"), styled(&render(&app, 80, 24)));
+        insta::assert_snapshot!(format!("{name}-160x48"), styled(&render(&app, 160, 48)));
     }
 }
 
@@ -213,13 +221,10 @@ fn stats_view_of_each_capture_at_80x24_and_160x48() {
         let mut app = replayed(name, Theme::colored());
         key(&mut app, KeyCode::Char('s'));
         assert_eq!((app.view, app.focus), (View::Stats, Pane::Latency));
-        insta::assert_snapshot!(
-            format!("{name}-stats-80x24"),
-            render(&app, 80, 24).backend()
-        );
+        insta::assert_snapshot!(format!("{name}-stats-80x24"), styled(&render(&app, 80, 24)));
         insta::assert_snapshot!(
             format!("{name}-stats-160x48"),
-            render(&app, 160, 48).backend()
+            styled(&render(&app, 160, 48))
         );
     }
 }

@@ -29,7 +29,7 @@ done
 sleep 1.5
 stop_record "$cap"
 events_json "$cap"
-$CHECK "$cap.json" attached ax88796b_rust -- detached ax88796b_rust -- \
+capture_check "$cap.json" attached ax88796b_rust -- detached ax88796b_rust -- \
     attached ax88796b_rust reattached -- attribution -- no-loss
 count=$(grep -c '"kind":"attached"' "$cap.json")
 expect_eq "attachments (start + 2 reloads)" 3 "$count"

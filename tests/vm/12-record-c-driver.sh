@@ -22,7 +22,7 @@ cp "$SIM_DBG/$a/counters" "$cap.counters"
 stop_record "$cap"
 events_json "$cap"
 addr=$(sim_info "$a" addr)
-$CHECK "$cap.json" no-callbacks -- \
+capture_check "$cap.json" no-callbacks -- \
     ids phy_sim-0 "$addr=0x003b1861:Asix Electronics AX88772A" -- \
     exactly-once phy_sim-0 "$addr" "$cap.counters" -- no-loss
 assert_clean_dmesg c

@@ -13,6 +13,6 @@ out=$(bash "$PHYTRACE_ROOT/scenarios/demo.sh" MODE=headless HARDWARE=sim CYCLES=
 echo "$out" | tail -n 25
 grep -q "link_change_notify  NOLINK" <<<"$out" || fail "the demo's summary shows no NOLINK reset"
 events_json "$cap"
-$CHECK "$cap.json" attached ax88796b_rust -- nolink-reset phy_sim-0:01 -- \
+capture_check "$cap.json" attached ax88796b_rust -- nolink-reset phy_sim-0:01 -- \
     lpa-quirk phy_sim-0:01 100 full -- attribution -- no-loss
 assert_clean_dmesg demo

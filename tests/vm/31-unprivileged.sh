@@ -44,7 +44,7 @@ cp "$data/rust-plug-unplug.ptrace" /tmp/private.ptrace
 chmod 600 /tmp/private.ptrace
 run_status "$PHYTRACE_BIN" dump /tmp/private.ptrace
 expect_eq "dump of an unreadable capture: exit status" 2 "$status"
-grep -q "/tmp/private.ptrace" <<<"$out" && grep -q "Permission denied" <<<"$out" ||
+{ grep -q "/tmp/private.ptrace" <<<"$out" && grep -q "Permission denied" <<<"$out"; } ||
     fail "no clear message for an unreadable capture: $out"
 ok "an unreadable capture: exit 2, file and reason named"
 

@@ -12,7 +12,11 @@ sock=/tmp/soak.tmux
 samples=$PHYTRACE_OUT/soak-samples.jsonl
 : >"$samples"
 trap_cleanup
-cleanup_also 'if [[ -n ${FLAPPER:-} ]]; then kill "$FLAPPER"; fi; tmux -S "$sock" kill-server 2>/dev/null'
+soak_cleanup() {
+    if [[ -n ${FLAPPER:-} ]]; then kill "$FLAPPER"; fi
+    tmux -S "$sock" kill-server 2>/dev/null
+}
+cleanup_also soak_cleanup
 mark_dmesg soak
 setup rust
 mapfile -t devs < <(sim_devs)

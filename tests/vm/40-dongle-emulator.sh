@@ -148,7 +148,8 @@ expect_eq "MII requests = traced accesses (no other MDIO user)" "$n_trace" "$mii
     ok "unplug: USB disconnect, $DEV and $BUS:10 gone"
     assert_clean_dmesg "unplug"
     dongle_ctl plug >/dev/null
-    wait_for 30 eval '(( $(dongle_event_count configured) >= 2 ))' || fail "not configured again after plug"
+    configured_again() { (($(dongle_event_count configured) >= 2)); }
+    wait_for 30 configured_again || fail "not configured again after plug"
     wait_dongle_netdev 30
     DEV=$(dongle_netdev)
     wait_for 10 has_dongle_phy || fail "no PHY after replug"

@@ -15,7 +15,13 @@ set -euo pipefail
 . "$(dirname "$0")/dongle_lib.sh"
 trap_cleanup
 sock=$PHYTRACE_OUT/tmux-dongle.sock
-cleanup_also 'tmux -S "$sock" kill-server 2>/dev/null; dongle_stop; mdio_trace_remove; dongle_modules_unload'
+dongle_record_cleanup() {
+    tmux -S "$sock" kill-server 2>/dev/null
+    dongle_stop
+    mdio_trace_remove
+    dongle_modules_unload
+}
+cleanup_also dongle_record_cleanup
 [[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
 ping_ok() { busybox ping -c 2 -W 2 192.168.77.2 >/dev/null 2>&1; }
 # usb_json CAPTURE: the capture's events of the dongle's PHY, as JSON lines.
@@ -65,7 +71,8 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     wait_mode "$dev" 100 full 30
     expect_eq "mdio-timeout: the read fails with ETIMEDOUT" "errno 110" "$(dongle_inject_mii "$dev" read 2 mdio-timeout 1)"
     tmux -S "$sock" new-session -d -x 120 -y 30 "$PHYTRACE_BIN tui; echo \$? >$PHYTRACE_OUT/tui-dongle-exit"
-    wait_for 30 eval 'tmux -S "$sock" capture-pane -p | grep -q "usb-.*003b1861"' || fail "the TUI does not show the dongle's PHY"
+    tui_shows_dongle_phy() { tmux -S "$sock" capture-pane -p | grep -q "usb-.*003b1861"; }
+    wait_for 30 tui_shows_dongle_phy || fail "the TUI does not show the dongle's PHY"
     dongle_ctl unplug >/dev/null
     wait_for 15 no_dongle_netdev || fail "the netdev is still there after unplug"
     dongle_ctl plug >/dev/null

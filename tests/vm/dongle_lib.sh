@@ -141,7 +141,7 @@ mdio_trace_start() {
     echo >"$TRACEFS/trace"
     grep -q "^p:dongle/rd " "$TRACEFS/kprobe_events" 2>/dev/null || {
         echo 'p:dongle/rd __mdiobus_read addr=%si:u32 reg=%dx:u32' >>"$TRACEFS/kprobe_events"
-        echo 'r:dongle/rd_ret __mdiobus_read ret=$retval:s32' >>"$TRACEFS/kprobe_events"
+        echo "r:dongle/rd_ret __mdiobus_read ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
     }
     echo 1 >"$TRACEFS/events/mdio/mdio_access/enable"
     echo 1 >"$TRACEFS/events/dongle/enable"

@@ -2,10 +2,16 @@
 # Helpers for the `phytrace record` VM tests: start a recording in the background, stop it,
 # and check the capture with capture_check.py.
 
-CHECK="python3 $(dirname "${BASH_SOURCE[0]}")/capture_check.py"
+CAPTURE_CHECK_PY=$(dirname "${BASH_SOURCE[0]}")/capture_check.py
+
+# capture_check EVENTS_JSONL CHECK [ARGS...] [-- CHECK [ARGS...]]...: see capture_check.py.
+capture_check() { python3 "$CAPTURE_CHECK_PY" "$@"; }
 
 # record_status FILE STATUS: FILE (record's --status) says STATUS.
 record_status() { jq -e --arg s "$2" 'select(.status == $s)' "$1" >/dev/null 2>&1; }
+
+# recording_or_gone CAPTURE: the record started by start_record records, or has exited.
+recording_or_gone() { record_status "$1.status" recording || ! kill -0 "$RECORD_PID" 2>/dev/null; }
 
 # start_record CAPTURE [RECORD ARGS...]: records in the background until stop_record; returns
 # once record says (in CAPTURE.status) that it records.
@@ -15,8 +21,7 @@ start_record() {
     rm -f "$capture.status"
     "$PHYTRACE_BIN" record -o "$capture" --status "$capture.status" "$@" 2>"$capture.stderr" &
     RECORD_PID=$!
-    recording_or_gone() { record_status "$capture.status" recording || ! kill -0 "$RECORD_PID" 2>/dev/null; }
-    wait_for 20 recording_or_gone || true
+    wait_for 20 recording_or_gone "$capture" || true
     cat "$capture.stderr"
     record_status "$capture.status" recording || fail "phytrace record did not start"
 }

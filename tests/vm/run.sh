@@ -28,9 +28,10 @@ for test in "$here"/[0-9][0-9]-*.sh; do
         status=98
         # The killed process leaves its kprobe events defined: remove them for the next test.
         for _ in $(seq 50); do pgrep -f "^$PHYTRACE_BIN " >/dev/null || break; sleep 0.1; done
-        for event in $(grep -oE '^[pr][0-9]*:phytrace_[0-9]+/[^ ]+' /sys/kernel/tracing/kprobe_events); do
-            echo "-:${event#*:}" >>/sys/kernel/tracing/kprobe_events || true
-        done
+        grep -oE '^[pr][0-9]*:phytrace_[0-9]+/[^ ]+' /sys/kernel/tracing/kprobe_events |
+            while read -r event; do
+                echo "-:${event#*:}" >>/sys/kernel/tracing/kprobe_events || true
+            done
     fi
     unload_all
     if dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection|Call Trace'; then

@@ -3,7 +3,7 @@
 //!
 //! Each binary is a release build for the architecture's musl target (linked by clang/lld, see
 //! `.cargo/config.toml`); phytrace's build script builds the eBPF object for the same target
-//! architecture (aya-build passes `bpf_target_arch` = the target's `CARGO_CFG_TARGET_ARCH`), so
+//! architecture (it passes `bpf_target_arch` = the target's `CARGO_CFG_TARGET_ARCH`), so
 //! kprobe arguments are read from that architecture's `pt_regs`. The result is checked: an ELF
 //! of the right machine with no interpreter and no shared libraries, kprobe programs that read
 //! their first argument at the architecture's `pt_regs` offset, and eBPF objects that differ
@@ -99,7 +99,7 @@ fn build(arch: Arch) -> Result<(PathBuf, PathBuf)> {
         "dist: building phytrace for {arch} ({}, release)",
         arch.musl_target()
     ));
-    // Quiet on success: the eBPF build's progress arrives as build-script warnings.
+    // Quiet on success: cargo's output is shown only if the build fails.
     run::output(
         Command::new(env!("CARGO"))
             .args(["build", "--release", "--locked", "--package", "phytrace"])
@@ -184,12 +184,14 @@ fn argument_offsets(arch: Arch) -> Vec<u64> {
 }
 
 /// For each kprobe program (section `kprobe`, `kprobe/…`) of an `llvm-objdump -d` listing: the
-/// offset of its first load from the context register r1, if that is a 64-bit one (its first
-/// argument's `pt_regs` slot).
+/// offset of its first load from the context (r1 at entry, or a register it was copied to), if
+/// that is a 64-bit one (its first argument's `pt_regs` slot).
 fn entry_argument_loads(listing: &str) -> Vec<(String, u64)> {
     let mut found = Vec::new();
     let mut in_kprobe = false;
     let mut current: Option<String> = None;
+    // The registers holding the context pointer, in the current program.
+    let mut context: Vec<String> = Vec::new();
     for line in listing.lines() {
         if let Some(section) = line
             .strip_prefix("Disassembly of section ")
@@ -204,26 +206,54 @@ fn entry_argument_loads(listing: &str) -> Vec<(String, u64)> {
             .and_then(|(_, rest)| rest.strip_suffix(">:"))
         {
             current = in_kprobe.then(|| name.to_owned());
+            context = vec!["r1".to_owned()];
             continue;
         }
         let Some(name) = &current else { continue };
-        // The first load from r1, of any width: a 64-bit one is a pt_regs slot (a tracepoint
-        // program's context is no pt_regs, and is not checked).
-        let Some((_, load)) = line.split_once(" = *(") else {
+        let Some((_, instruction)) = line.split_once(":\t") else {
             continue;
         };
-        if let Some((width, rest)) = load.split_once(" *)(r1 + 0x") {
-            if let Some(offset) = rest
-                .strip_suffix(')')
-                .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-                .filter(|_| width == "u64")
-            {
+        // The first load from the context, of any width: a 64-bit one is a pt_regs slot (a
+        // tracepoint program's context is no pt_regs, and is not checked).
+        if let Some((width, base, offset)) = context_load(instruction)
+            && context.iter().any(|reg| reg == base)
+        {
+            if width == "u64" {
                 found.push((name.clone(), offset));
             }
             current = None;
+            continue;
+        }
+        if instruction.starts_with("call ") {
+            context.retain(|reg| !["r1", "r2", "r3", "r4", "r5"].contains(&reg.as_str()));
+        } else if let Some((target, op, source)) = assignment(instruction) {
+            context.retain(|reg| *reg != target);
+            if op == "=" && context.iter().any(|reg| reg == source) {
+                context.push(target);
+            }
         }
     }
     found
+}
+
+/// `rA = *(WIDTH *)(rB + 0xOFFSET)`: (WIDTH, rB, OFFSET).
+fn context_load(instruction: &str) -> Option<(&str, &str, u64)> {
+    let (_, load) = instruction.split_once(" = *(")?;
+    let (width, rest) = load.split_once(" *)(")?;
+    let (base, offset) = rest.strip_suffix(')')?.split_once(" + 0x")?;
+    Some((width, base, u64::from_str_radix(offset, 16).ok()?))
+}
+
+/// An instruction that writes a register: (the register as `rN`, the operator, the source).
+fn assignment(instruction: &str) -> Option<(String, &str, &str)> {
+    let mut words = instruction.splitn(3, ' ');
+    let target = words.next()?;
+    let op = words.next().filter(|op| op.ends_with('='))?;
+    let number = target
+        .strip_prefix('r')
+        .or_else(|| target.strip_prefix('w'))?;
+    number.parse::<u8>().ok()?;
+    Some((format!("r{number}"), op, words.next().unwrap_or_default()))
 }
 
 /// Fails unless the eBPF object's kprobe programs read their arguments from `arch`'s argument
@@ -403,6 +433,15 @@ Disassembly of section kprobe:
 0000000000000728 <selftest_enter>:
      232:\tr7 = *(u32 *)(r1 + 0x0)
      233:\tr1 = *(u64 *)(r1 + 0x8)
+0000000000000c50 <mac_link_up>:
+     394:\tr7 = r1
+     395:\tr1 = *(u64 *)(r7 + 0x40)
+0000000000000d00 <copied_then_overwritten>:
+     400:\tr7 = r1
+     401:\tr7 = 0x0
+     402:\tr1 = 0x0 ll
+     403:\tr2 = *(u64 *)(r7 + 0x8)
+     404:\tr3 = *(u64 *)(r1 + 0x10)
 Disassembly of section kretprobe:
 0000000000000000 <callback_exit>:
        0:\tr2 = *(u64 *)(r1 + 0x50)
@@ -414,7 +453,8 @@ Disassembly of section raw_tp/module_load:
             entry_argument_loads(listing),
             [
                 ("callback_enter".to_owned(), 0x70),
-                ("mdio_write_enter".to_owned(), 0x0)
+                ("mdio_write_enter".to_owned(), 0x0),
+                ("mac_link_up".to_owned(), 0x40),
             ]
         );
     }

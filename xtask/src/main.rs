@@ -10,6 +10,7 @@ mod modules;
 mod paths;
 mod run;
 mod setup;
+mod shellcheck;
 mod soak;
 mod test;
 mod twin;
@@ -64,7 +65,7 @@ enum Command {
     ///
     /// Example: `cargo xtask bench` (or `cargo xtask bench --repeats 3`)
     Bench(bench::BenchArgs),
-    /// Run every test: formatting, clippy, host tests, then the VM suites.
+    /// Run every test: shellcheck, formatting, clippy, host tests, then the VM suites.
     ///
     /// Example: `cargo xtask test` (or `cargo xtask test --host-only`)
     Test(test::TestArgs),

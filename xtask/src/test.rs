@@ -1,4 +1,5 @@
-//! `cargo xtask test`: formatting, lints, host tests, then the VM suite, with one summary.
+//! `cargo xtask test`: shellcheck, formatting, lints, host tests, then the VM suite, with one
+//! summary.
 //!
 //! The VM suite boots the test kernel once and runs `tests/vm/run.sh`, which runs every
 //! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The arm64
@@ -9,11 +10,11 @@ use std::process::{Command, ExitCode};
 
 use anyhow::Result;
 
-use crate::{arch::Arch, kernel, modules, paths, run, setup, twin, vm};
+use crate::{arch::Arch, kernel, modules, paths, run, setup, shellcheck, twin, vm};
 
 #[derive(clap::Args)]
 pub struct TestArgs {
-    /// Only formatting, lints and host tests (no set-up, kernel or VM).
+    /// Only shellcheck, formatting, lints and host tests (no kernel or VM).
     #[arg(long, conflicts_with = "vm_only")]
     pub host_only: bool,
     /// Only the VM suite.
@@ -42,6 +43,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     if !args.vm_only {
         // The host suites need the eBPF toolchain too (phytrace/build.rs builds the programs).
         setup::run()?;
+        outcomes.push(check("shellcheck", shellcheck::run()));
         outcomes.push(check("cargo fmt", cargo(&["fmt", "--all", "--check"])));
         outcomes.push(check(
             "cargo clippy",

@@ -245,7 +245,12 @@ fn shell_quote(arg: &str) -> String {
 const GUEST_BIN: &str = "/run/phytrace-guest/bin";
 
 /// The script the guest runs: environment, working directory, terminal size, the command.
-fn guest_script(command: &[String], bin: &Path, interactive: bool, arch: Arch) -> Result<String> {
+pub fn guest_script(
+    command: &[String],
+    bin: &Path,
+    interactive: bool,
+    arch: Arch,
+) -> Result<String> {
     let workspace = paths::workspace();
     let cwd = env::current_dir()?;
     let mut script = String::from("set -e\n");

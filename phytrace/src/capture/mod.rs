@@ -4,7 +4,6 @@
 
 pub mod dictionary;
 mod emit;
-mod fast;
 pub mod format;
 pub mod reader;
 pub mod writer;

@@ -245,9 +245,7 @@ fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
         Ok(line) => line,
         Err(e) => return Parsed::Issue(Problem::Corrupt(format!("not UTF-8: {e}"))),
     };
-    let as_event = match super::fast::parse_event(line)
-        .map_or_else(|| serde_json::from_str::<WireEvent>(line), Ok)
-    {
+    let as_event = match serde_json::from_str::<WireEvent>(line) {
         Ok(w) if w.record == EVENT_TYPE => {
             return match w.decode(tables) {
                 Ok(event) => Parsed::Event(event),
@@ -300,7 +298,6 @@ pub struct Reader<R> {
     tables: Tables,
     trailer: Option<Trailer>,
     events: u64,
-    issues: u64,
     done: bool,
 }
 
@@ -362,7 +359,6 @@ impl<R: BufRead> Reader<R> {
             tables,
             trailer: None,
             events: 0,
-            issues: 0,
             done: false,
         })
     }
@@ -387,18 +383,7 @@ impl<R: BufRead> Reader<R> {
         self.events
     }
 
-    /// Issues found so far.
-    pub fn issues_found(&self) -> u64 {
-        self.issues
-    }
-
-    fn issue(
-        &mut self,
-        line: u64,
-        offset: u64,
-        problem: Problem,
-    ) -> Option<Result<Event, ReadIssue>> {
-        self.issues += 1;
+    fn issue(line: u64, offset: u64, problem: Problem) -> Option<Result<Event, ReadIssue>> {
         Some(Err(ReadIssue {
             line,
             offset,
@@ -417,7 +402,7 @@ impl<R: BufRead> Reader<R> {
             },
             Some(_) => return None,
         };
-        self.issue(self.lines.line + 1, offset, problem)
+        Self::issue(self.lines.line + 1, offset, problem)
     }
 }
 
@@ -433,7 +418,7 @@ impl<R: BufRead> Iterator for Reader<R> {
                 Ok(None) => return self.at_end(start),
                 Err(e) => {
                     self.done = true;
-                    return self.issue(self.lines.line + 1, start, Problem::Io(e.to_string()));
+                    return Self::issue(self.lines.line + 1, start, Problem::Io(e.to_string()));
                 }
             };
             let line = self.lines.line;
@@ -446,13 +431,13 @@ impl<R: BufRead> Iterator for Reader<R> {
                 Parsed::Trailer(trailer) if self.trailer.is_none() => self.trailer = Some(trailer),
                 Parsed::Trailer(_) => {
                     let problem = Problem::Unexpected("a second trailer".to_owned());
-                    return self.issue(line, start, problem);
+                    return Self::issue(line, start, problem);
                 }
                 Parsed::Header => {
                     let problem = Problem::Unexpected("a second header".to_owned());
-                    return self.issue(line, start, problem);
+                    return Self::issue(line, start, problem);
                 }
-                Parsed::Issue(problem) => return self.issue(line, start, problem),
+                Parsed::Issue(problem) => return Self::issue(line, start, problem),
             }
         }
         None
