@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let start = reader.header().clock.boot_ns;
+    let start = reader.header().clock.mono_ns;
     let mut model = Model::with_history_cap(16);
     for item in reader {
         let event = match item {

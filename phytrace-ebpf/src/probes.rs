@@ -348,8 +348,9 @@ fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) {
     {
         return;
     }
+    // A full ring: the event that needs the name will not fit either and counts the loss
+    // (an identity is not an event); not marked sent, it is tried again.
     let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
-        count_drop(DropCause::RingFull);
         return;
     };
     let record = entry.write(RawIdentity::ZERO);
@@ -392,8 +393,9 @@ fn name_bus(off: &KernelOffsets, bus: u64) {
     if sent.bus == bus && sent.epoch == epoch {
         return;
     }
+    // A full ring: the event that needs the name will not fit either and counts the loss
+    // (an identity is not an event); not marked sent, it is tried again.
     let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
-        count_drop(DropCause::RingFull);
         return;
     };
     let record = entry.write(RawIdentity::ZERO);

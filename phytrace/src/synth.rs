@@ -108,7 +108,7 @@ pub fn header() -> Header {
         "6.12.0-phytrace".to_owned(),
         "synth".to_owned(),
         ClockRef {
-            boot_ns: START_NS,
+            mono_ns: START_NS,
             unix_ns: 1_767_225_600_000_000_000,
         },
         probes,

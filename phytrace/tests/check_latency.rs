@@ -15,7 +15,7 @@ fn capture(name: &str) -> Capture {
 
 fn outcomes(spec: &str, c: &Capture) -> Vec<Outcome> {
     let spec = check::parse(spec).expect("spec");
-    check::evaluate(&spec, &c.events, c.header.clock.boot_ns)
+    check::evaluate(&spec, &c.events, c.header.clock.mono_ns)
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn replayed_while(
     capture.events.truncate(cut);
     let mut app = App::new(
         capture.header.clone(),
-        capture.header.clock.boot_ns,
+        capture.header.clock.mono_ns,
         100_000,
         theme,
     );

@@ -13,7 +13,8 @@ mark_dmesg rust
 cap=$PHYTRACE_OUT/record-plug-unplug.ptrace
 
 start_record "$cap" --module ax88796b_rust
-grep -q "waiting for ax88796b_rust to load" "$cap.stderr" || fail "record does not say it waits for the module"
+jq -e 'select(.status == "recording") | .waiting_for | index("ax88796b_rust")' "$cap.status" >/dev/null ||
+    fail "record does not say it waits for the module"
 load_driver rust
 wait_for 10 capture_has "$cap" attached ax88796b_rust || fail "no attachment after the module loaded"
 ok "attached to ax88796b_rust after it loaded"

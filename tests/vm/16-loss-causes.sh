@@ -7,7 +7,8 @@
 #                  outer callback is still right;
 #   missed_return  --max-active 1 with four AX88772As on a slow bus (their read_status overlap):
 #                  the returns the kernel could not report are its kprobe_profile misses;
-#   map_full       --thread-slots 1: threads evict each other's open callbacks.
+#   (map_full, a thread's state the kernel could not allocate, is not forced: task-local
+#   storage has no capacity to fill.)
 # After each, no record is mis-nested: every recorded callback is at depth 1 and every return
 # follows its own entry on its thread.
 set -euo pipefail
@@ -127,7 +128,7 @@ unclosed=$(well_nested "$cap") || fail "records mis-nested after too-deep callba
 expect_eq "too_deep: entries without their return" 0 "$unclosed"
 ok "too deep: $too_deep nested callbacks counted, their returns consumed the count, the rest right"
 
-# --- missed returns and map full: four PHYs whose callbacks overlap on a slow bus ---
+# --- missed returns: four PHYs whose callbacks overlap on a slow bus ---
 # start CAPTURE ARGS...: four AX88772As (one read_status symbol) links up on a 30 ms bus,
 # recording with ARGS.
 start_overlapping() {
@@ -159,19 +160,6 @@ accounted "$cap" missed_return
 unclosed=$(well_nested "$cap") || fail "records mis-nested after missed returns"
 expect_eq "missed returns: entries without their return" "$kernel_misses" "$unclosed"
 ok "missed returns: $kernel_misses counted as the kernel counted them, later callbacks nested right"
-
-cap=$PHYTRACE_OUT/loss-map-full.ptrace
-start_overlapping "$cap" --thread-slots 1
-map_full_at_least() { [[ $(grep -c "map_full" "$cap" || true) -ge 1 ]]; }
-wait_for 90 map_full_at_least || fail "no thread evicted with one slot"
-stop_overlapping
-stop_record "$cap"
-events_json "$cap"
-expect_eq "map full: missed returns" 0 "$(lost "$cap" missed_return)"
-accounted "$cap" map_full
-unclosed=$(well_nested "$cap") || fail "records mis-nested after evictions"
-((unclosed <= $(lost "$cap" map_full))) || fail "more entries without their return ($unclosed) than counted"
-ok "map full: $(lost "$cap" map_full) returns without their frames counted, the rest right"
 
 # --- ring full: a small ring and a burst: recorded + lost = the simulator's count ---
 setup rust

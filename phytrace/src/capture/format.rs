@@ -39,7 +39,7 @@ pub struct Header {
     pub kernel_release: String,
     /// Host name of the traced machine.
     pub hostname: String,
-    /// Boot clock paired with wall clock at the start.
+    /// `CLOCK_MONOTONIC` paired with the wall clock at the start.
     pub clock: ClockRef,
     /// Callbacks probed at the start.
     pub probes: Vec<ProbeEntry>,
@@ -136,16 +136,16 @@ impl Header {
 pub struct ClockRef {
     /// `CLOCK_MONOTONIC`, nanoseconds (the clock of [`Event::ts_ns`]); `boot_ns` before
     /// version 3, which held the same clock under a wrong name.
-    #[serde(rename = "mono_ns", alias = "boot_ns")]
-    pub boot_ns: u64,
+    #[serde(alias = "boot_ns")]
+    pub mono_ns: u64,
     /// `CLOCK_REALTIME`, nanoseconds since the Unix epoch.
     pub unix_ns: u64,
 }
 
 impl ClockRef {
     /// Wall-clock time of a monotonic-clock timestamp, in nanoseconds since the Unix epoch.
-    pub fn to_unix_ns(&self, boot_ns: u64) -> i128 {
-        i128::from(self.unix_ns) + i128::from(boot_ns) - i128::from(self.boot_ns)
+    pub fn to_unix_ns(&self, mono_ns: u64) -> i128 {
+        i128::from(self.unix_ns) + i128::from(mono_ns) - i128::from(self.mono_ns)
     }
 }
 

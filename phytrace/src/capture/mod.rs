@@ -35,12 +35,12 @@ pub struct Capture {
 impl Capture {
     /// Where its time starts: the earliest event, or the header's clock if that is earlier.
     pub fn origin_ns(&self) -> u64 {
-        let boot_ns = self.header.clock.boot_ns;
+        let mono_ns = self.header.clock.mono_ns;
         self.events
             .iter()
             .map(|e| e.ts_ns)
             .min()
-            .map_or(boot_ns, |first| first.min(boot_ns))
+            .map_or(mono_ns, |first| first.min(mono_ns))
     }
 
     /// Reads `path` completely.

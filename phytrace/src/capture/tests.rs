@@ -354,7 +354,7 @@ fn flush_policy_pushes_records_out() {
 #[test]
 fn clock_reference_converts_to_wall_clock() {
     let clock = ClockRef {
-        boot_ns: 5_000,
+        mono_ns: 5_000,
         unix_ns: 1_000_000,
     };
     assert_eq!(clock.to_unix_ns(7_000), 1_002_000);

@@ -30,7 +30,7 @@ impl<'a> Checked<'a> {
     /// Checks `spec` on `capture` (named `name`), applying its events to the model once.
     pub fn new(name: &'a str, capture: &'a Capture, spec: &Spec) -> Self {
         let observed = Observed::of(&capture.events);
-        let outcomes = evaluate_observed(spec, &observed, capture.header.clock.boot_ns);
+        let outcomes = evaluate_observed(spec, &observed, capture.header.clock.mono_ns);
         Self {
             name,
             capture,
@@ -56,7 +56,7 @@ impl<'a> Checked<'a> {
         Some(render::event_line(
             event,
             applied,
-            self.capture.header.clock.boot_ns,
+            self.capture.header.clock.mono_ns,
         ))
     }
 }

@@ -120,7 +120,7 @@ pub fn dump(
         }
     };
     let mut out = io::BufWriter::new(out);
-    let start_ns = reader.header().clock.boot_ns;
+    let start_ns = reader.header().clock.mono_ns;
     let mut model = Model::new();
     let mut damaged = 0u64;
     let mut shown = 0u64;

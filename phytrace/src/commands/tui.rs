@@ -118,7 +118,7 @@ fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
         Some(path) => {
             let replay = ReplaySource::open(path, args.speed, args.paused)
                 .map_err(|e| Failure::new(FailureKind::BadInput, format!("{e:#}")))?;
-            let start = replay.header().clock.boot_ns;
+            let start = replay.header().clock.mono_ns;
             Ok((Source::Replay(Box::new(replay)), start))
         }
         None => {
@@ -127,7 +127,7 @@ fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
             let header = session_header(&tracer, clock);
             let mut live = LiveSource::new(tracer, header, first, args.keep);
             live.set_paused(args.paused);
-            Ok((Source::Live(Box::new(live)), clock.boot_ns))
+            Ok((Source::Live(Box::new(live)), clock.mono_ns))
         }
     }
 }

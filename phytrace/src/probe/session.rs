@@ -4,13 +4,13 @@
 use super::tracer::{Tracer, monotonic_ns};
 use crate::capture::format::{ArmingEntry, ClockRef, Header, ProbeEntry};
 
-/// Boot clock and wall clock, read back to back.
+/// The monotonic clock and the wall clock, read back to back.
 pub fn clock_now() -> ClockRef {
     let unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     ClockRef {
-        boot_ns: monotonic_ns(),
+        mono_ns: monotonic_ns(),
         unix_ns,
     }
 }

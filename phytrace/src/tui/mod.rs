@@ -138,7 +138,7 @@ mod tests {
 
     fn paused_replay() -> (App, Source) {
         let replay = ReplaySource::open(Path::new(CAPTURE), 1.0, true).unwrap();
-        let start = replay.header().clock.boot_ns;
+        let start = replay.header().clock.mono_ns;
         let app = App::new(replay.header().clone(), start, 1_000, Theme::mono());
         (app, Source::Replay(Box::new(replay)))
     }
