@@ -7,8 +7,11 @@ CAPTURE_CHECK_PY=$(dirname "${BASH_SOURCE[0]}")/capture_check.py
 # capture_check EVENTS_JSONL CHECK [ARGS...] [-- CHECK [ARGS...]]...: see capture_check.py.
 capture_check() { python3 "$CAPTURE_CHECK_PY" "$@"; }
 
-# record_status FILE STATUS: FILE (record's --status) says STATUS.
-record_status() { jq -e --arg s "$2" 'select(.status == $s)' "$1" >/dev/null 2>&1; }
+# record_status FILE STATUS: FILE (record's --status) says STATUS (an empty file says nothing:
+# `jq -e` alone would succeed on it).
+record_status() {
+    jq -e -n --arg s "$2" '[inputs | select(.status == $s)] | length > 0' "$1" >/dev/null 2>&1
+}
 
 # recording_or_gone CAPTURE: the record started by start_record records, or has exited.
 recording_or_gone() { record_status "$1.status" recording || ! kill -0 "$RECORD_PID" 2>/dev/null; }
