@@ -27,7 +27,6 @@ wait_state "$a" NOLINK
 wait_for 5 bash -c "(( \$(awk '\$1 == \"resets\" { print \$2 }' $SIM_DBG/$a/counters) >= 1 ))" || fail "no reset after unplug"
 sim_set "$a" cable 1
 wait_mode "$a" 100 full
-sleep 0.5
 sim_set "$a" inject "BMSR 5 1"
 wait_for 10 capture_has "$cap" mdio '"error":-5' || fail "the injected error was not recorded"
 # phylib answers a failed read_status with phy_error(): one WARNING, the kernel's own behaviour.
@@ -37,9 +36,9 @@ expect_eq "WARNING lines in the kernel log (phy_error only)" 1 "$(dmesg_since_ma
 if dmesg_since_mark | grep -E 'BUG:|Oops|general protection'; then fail "kernel trouble"; fi
 dmesg -C
 mark_dmesg rust.after-error
-# Stop phylib's polling so that the counters and the capture cover the same accesses.
+# Stop phylib's polling so that the counters and the capture cover the same accesses (phy_stop
+# is synchronous: no access follows).
 link_down "$a" "$c" "$b"
-sleep 0.5
 for dev in $a $c $b; do cp "$SIM_DBG/$dev/counters" "$cap.$dev.counters"; done
 stop_record "$cap"
 events_json "$cap"

@@ -26,7 +26,9 @@ for round in 1 2; do
     link_up "$a"
     wait_mode "$a" 100 full
 done
-sleep 1.5
+# The new instance's polling is in the capture: one read_status more than the link-up's.
+polls=$("$PHYTRACE_BIN" dump --format json "$cap" --kind exit 2>/dev/null | grep -c '"name":"read_status"' || true)
+wait_for 10 capture_has_n "$cap" exit '"name":"read_status"' $((polls + 1)) || fail "no polling after the reload"
 stop_record "$cap"
 events_json "$cap"
 capture_check "$cap.json" attached ax88796b_rust -- detached ax88796b_rust -- \
