@@ -35,6 +35,8 @@ pub enum TraceEventError {
         TRACEFS_MOUNTS.join(", ")
     )]
     NoTracefs,
+    #[error("reading tracefs at {path}: {source}")]
+    Tracefs { path: PathBuf, source: io::Error },
     #[error("this kernel has no kprobe events ({0} is missing): it needs CONFIG_KPROBE_EVENTS=y")]
     NoKprobeEvents(PathBuf),
     #[error("defining the kprobe event `{definition}` in {file} failed: {source}")]
@@ -58,6 +60,7 @@ impl TraceEventError {
             Self::Define { source, .. }
             | Self::Id { source, .. }
             | Self::PerfOpen { source, .. }
+            | Self::Tracefs { source, .. }
             | Self::Link { source, .. } => source.raw_os_error(),
             Self::NoTracefs | Self::NoKprobeEvents(_) => None,
         }
@@ -90,11 +93,24 @@ impl EventGroup {
     /// The group of this process, after removing groups left by phytrace processes that are
     /// gone (a SIGKILL leaves its events defined).
     pub fn open() -> Result<Self, TraceEventError> {
-        let root = TRACEFS_MOUNTS
-            .iter()
-            .map(Path::new)
-            .find(|dir| dir.join("trace").exists())
-            .ok_or(TraceEventError::NoTracefs)?;
+        let mut root = None;
+        for dir in TRACEFS_MOUNTS.iter().map(Path::new) {
+            match fs::metadata(dir.join("trace")) {
+                Ok(_) => {
+                    root = Some(dir);
+                    break;
+                }
+                // Mounted, but root-only: not the same as absent.
+                Err(source) if source.kind() == io::ErrorKind::PermissionDenied => {
+                    return Err(TraceEventError::Tracefs {
+                        path: dir.to_owned(),
+                        source,
+                    });
+                }
+                Err(_) => {}
+            }
+        }
+        let root = root.ok_or(TraceEventError::NoTracefs)?;
         let kprobe_events = root.join("kprobe_events");
         if !kprobe_events.exists() {
             return Err(TraceEventError::NoKprobeEvents(kprobe_events));
