@@ -103,6 +103,10 @@ for ((r = 1; r <= REPEATS; r++)); do
     done
 done
 
+log "Profile: time inside each of phytrace's programs (kernel.bpf_stats_enabled)"
+KEEP=1 bash "$PHYTRACE_ROOT/scenarios/profile-bpf.sh" ROUNDS="$REPEATS" READS="$READS" BIN="$BIN" |
+    grep '^{' | tee -a "$OUT"
+
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 

@@ -116,7 +116,7 @@ impl<T> TaskStorage<T> {
 
     /// The current task's value, created (zeroed) if it has none; `None` if the kernel could
     /// not allocate it (or the storage is busy on this CPU, in a nested program).
-    fn current(&self) -> Option<&mut T> {
+    fn current(&self) -> Option<*mut T> {
         // SAFETY: `bpf_get_current_task_btf` returns the running task, trusted by the
         // verifier; the helper returns this task's value or null.
         let value = unsafe {
@@ -127,9 +127,8 @@ impl<T> TaskStorage<T> {
                 aya_ebpf::bindings::BPF_LOCAL_STORAGE_GET_F_CREATE.into(),
             )
         };
-        // SAFETY: a non-null value points to this task's `T`, which only this task touches
-        // (programs of one task do not run concurrently with each other).
-        unsafe { value.cast::<T>().as_mut() }
+        let value = value.cast::<T>();
+        (!value.is_null()).then_some(value)
     }
 }
 
@@ -476,7 +475,9 @@ fn attach_cookie<C: EbpfContext>(ctx: &C) -> u64 {
 
 /// This thread's state (created zeroed on first use).
 fn thread_state() -> Option<&'static mut ThreadState> {
-    THREADS.current()
+    // SAFETY: the value is this task's, which only this task touches (programs of one task do
+    // not run concurrently with each other), and lives as long as the task.
+    THREADS.current().map(|state| unsafe { &mut *state })
 }
 
 /// Stack pointer of a function just entered, as the kprobe saw it.
