@@ -414,3 +414,39 @@ fn facts_nest_as_the_model_does() {
     assert_eq!(facts[3], "mdio 0 [read_status] @READY");
     assert_eq!(facts[4], "mdio 0 [] @READY");
 }
+
+/// A PHY whose status phylib reads without a driver callback (genphy) still shows its link:
+/// every MDIO access carries it. Link changes stay those seen at callback returns.
+#[test]
+fn the_link_of_any_event_is_the_current_one() {
+    let mut m = Model::new();
+    let mut access = read(100, 7, 0x01, 0x786d, None);
+    if let EventKind::Mdio { link, .. } = &mut access.kind {
+        *link = Some(LinkState {
+            up: true,
+            speed: 100,
+            duplex: Duplex::Full,
+        });
+    }
+    m.apply(&access);
+    let phy = m.phy("phy_sim-0:10").unwrap();
+    assert_eq!(
+        phy.seen_link.as_ref().map(|l| (l.up, l.speed)),
+        Some((true, 100))
+    );
+    assert!(phy.link.is_none(), "no callback returned: no link change");
+}
+
+/// A Clause-45 access is no access to the Clause-22 register of the same number.
+#[test]
+fn clause_45_accesses_keep_their_own_registers() {
+    let mut m = Model::new();
+    let mut access = read(100, 7, 0x01, 0x1234, None);
+    if let EventKind::Mdio { devad, .. } = &mut access.kind {
+        *devad = Some(3);
+    }
+    m.apply(&access);
+    let phy = m.phy("phy_sim-0:10").unwrap();
+    assert!(phy.registers.get(&0x01).is_none());
+    assert_eq!(phy.mmd_registers.get(&(3, 0x01)), Some(&0x1234));
+}
