@@ -17,9 +17,15 @@ ensure_loaded
 dev=$(simdev ax88772a)
 # profile PROBES ROUND: one burst under `record --mdio-probes PROBES`.
 profile() {
-    "$BIN" record -o "$work/profile.ptrace" --mdio-probes "$1" 2>"$work/record.err" &
+    rm -f "$work/profile.status"
+    "$BIN" record -o "$work/profile.ptrace" --mdio-probes "$1" --status "$work/profile.status" \
+        2>"$work/record.err" &
     local pid=$!
-    wait_for 60 grep -q '"type":"header"' "$work/profile.ptrace" || fail "phytrace record did not start"
+    started() { grep -q '"status":"recording"' "$work/profile.status" 2>/dev/null; }
+    wait_for 60 started || {
+        cp "$work/record.err" "$PHYTRACE_OUT/profile-record.err"
+        fail "phytrace record did not start"
+    }
     sysctl -q kernel.bpf_stats_enabled=1
     bpftool --json prog show >"$work/before.json"
     sim_set "$dev" load "$READS BMSR"

@@ -169,13 +169,11 @@ fn profile_section(
         ("fentry", "mdio_read_enter", "mdio_read_exit"),
         ("kprobe", "mdio_read_enter_kprobe", "mdio_read_exit_kprobe"),
     ] {
-        // bpftool shows the first 15 bytes of a program's name.
-        let short = |name: &str| name.chars().take(15).collect::<String>();
         writeln!(
             md,
             "| {probes} | {:.0} | {:.0} | {:.0} |",
-            profile_median(rows, probes, "ns_per_run", Some(&short(entry))),
-            profile_median(rows, probes, "ns_per_run", Some(&short(exit))),
+            profile_median(rows, probes, "ns_per_run", Some(entry)),
+            profile_median(rows, probes, "ns_per_run", Some(exit)),
             profile_median(rows, probes, "burst_ns_per_read", None),
         )?;
     }
@@ -183,7 +181,7 @@ fn profile_section(
         + profile_median(rows, "fentry", "ns_per_run", Some("mdio_read_exit"));
     writeln!(
         md,
-        "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: read the\nthread's state (task-local storage) on entry and return, two timestamps, one read of the bus's\n`mdio_map` slot and one 320-byte read of the `phy_device` (identity check and link), a per-CPU cache\nlookup for the PHY's name, the ring-buffer reservation and commit of a 72-byte record. Under\nsoftware emulation each helper call and each atomic operation costs tens to hundreds of\nnanoseconds, so the programs' fixed work, not the size of the record, sets the cost.\n"
+        "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: read the\nthread's state (task-local storage) on entry and return, two timestamps, one read of the bus's\n`mdio_map` slot and one 320-byte read of the `phy_device` (identity check and link), a per-CPU cache\nlookup for the PHY's name, the ring-buffer reservation and commit of a 72-byte record. Under\nsoftware emulation each helper call and each atomic operation costs tens to hundreds of\nnanoseconds, so the programs' fixed work, not the size of the record, sets the cost: the return\nprogram is four times the entry one, and the kprobe twins run the same work in about the same\ntime, the difference between the attach types being the trampoline against the kprobe's trap.\n"
     )?;
     Ok(())
 }
