@@ -642,16 +642,18 @@ struct MdioCall {
     value: u16,
 }
 
-/// An MDIO accessor was entered: notes when (and, for the kretprobe that lacks them, its
-/// arguments).
-fn mdio_begin(call: &MdioCall) -> u32 {
+/// An MDIO accessor was entered: notes when, and the arguments a kretprobe will lack (`call`;
+/// a trampoline's return has them itself).
+fn mdio_begin(call: Option<&MdioCall>) -> u32 {
     if let Some(state) = thread_state() {
         state.mdio_ts = ktime_ns();
-        state.mdio_bus = call.bus;
-        state.mdio_addr = call.addr;
-        state.mdio_devad = call.devad;
-        state.mdio_regnum = call.regnum as u16;
-        state.mdio_value = call.value;
+        if let Some(call) = call {
+            state.mdio_bus = call.bus;
+            state.mdio_addr = call.addr;
+            state.mdio_devad = call.devad;
+            state.mdio_regnum = call.regnum as u16;
+            state.mdio_value = call.value;
+        }
     }
     0
 }
@@ -726,119 +728,80 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
     0
 }
 
+/// The arguments of an MDIO accessor, `arg(n)` being its n-th: `c45` ones have a devad
+/// before regnum, writes a value after it.
+fn accessor_call(arg: impl Fn(usize) -> u64, c45: bool, write: bool) -> MdioCall {
+    let regnum = if c45 { 3 } else { 2 };
+    MdioCall {
+        bus: arg(0),
+        addr: arg(1) as u32,
+        devad: if c45 { arg(2) as u32 } else { 0 },
+        regnum: arg(regnum) as u32,
+        value: if write { arg(regnum + 1) as u16 } else { 0 },
+    }
+}
+
+/// An accessor returned, seen from its trampoline: the arguments, then the return value in
+/// the slot after the last one.
+fn fexit_end(ctx: &FExitContext, kind: RawKind, c45: bool, write: bool) -> u32 {
+    let call = accessor_call(|n| ctx.arg::<u64>(n), c45, write);
+    let ret_slot = if c45 { 4 } else { 3 } + usize::from(write);
+    mdio_end(kind, Some(call), ctx.arg::<u64>(ret_slot) as i32)
+}
+
 /// `__mdiobus_read(bus, addr, regnum)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_read")]
 pub fn mdio_read_enter(_ctx: FEntryContext) -> u32 {
-    mdio_begin(&MdioCall {
-        bus: 0,
-        addr: 0,
-        devad: 0,
-        regnum: 0,
-        value: 0,
-    })
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_read")]
 pub fn mdio_read_exit(ctx: FExitContext) -> u32 {
-    let call = MdioCall {
-        bus: ctx.arg(0),
-        addr: ctx.arg(1),
-        devad: 0,
-        regnum: ctx.arg(2),
-        value: 0,
-    };
-    mdio_end(RawKind::MdioRead, Some(call), ctx.arg::<u64>(3) as i32)
+    fexit_end(&ctx, RawKind::MdioRead, false, false)
 }
 
 /// `__mdiobus_write(bus, addr, regnum, val)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_write")]
 pub fn mdio_write_enter(_ctx: FEntryContext) -> u32 {
-    mdio_begin(&MdioCall {
-        bus: 0,
-        addr: 0,
-        devad: 0,
-        regnum: 0,
-        value: 0,
-    })
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_write")]
 pub fn mdio_write_exit(ctx: FExitContext) -> u32 {
-    let call = MdioCall {
-        bus: ctx.arg(0),
-        addr: ctx.arg(1),
-        devad: 0,
-        regnum: ctx.arg(2),
-        value: ctx.arg::<u64>(3) as u16,
-    };
-    mdio_end(RawKind::MdioWrite, Some(call), ctx.arg::<u64>(4) as i32)
+    fexit_end(&ctx, RawKind::MdioWrite, false, true)
 }
 
 /// `__mdiobus_c45_read(bus, addr, devad, regnum)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_c45_read")]
 pub fn mdio_c45_read_enter(_ctx: FEntryContext) -> u32 {
-    mdio_begin(&MdioCall {
-        bus: 0,
-        addr: 0,
-        devad: 0,
-        regnum: 0,
-        value: 0,
-    })
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_c45_read")]
 pub fn mdio_c45_read_exit(ctx: FExitContext) -> u32 {
-    let call = MdioCall {
-        bus: ctx.arg(0),
-        addr: ctx.arg(1),
-        devad: ctx.arg(2),
-        regnum: ctx.arg(3),
-        value: 0,
-    };
-    mdio_end(RawKind::MdioC45Read, Some(call), ctx.arg::<u64>(4) as i32)
+    fexit_end(&ctx, RawKind::MdioC45Read, true, false)
 }
 
 /// `__mdiobus_c45_write(bus, addr, devad, regnum, val)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_c45_write")]
 pub fn mdio_c45_write_enter(_ctx: FEntryContext) -> u32 {
-    mdio_begin(&MdioCall {
-        bus: 0,
-        addr: 0,
-        devad: 0,
-        regnum: 0,
-        value: 0,
-    })
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_c45_write")]
 pub fn mdio_c45_write_exit(ctx: FExitContext) -> u32 {
-    let call = MdioCall {
-        bus: ctx.arg(0),
-        addr: ctx.arg(1),
-        devad: ctx.arg(2),
-        regnum: ctx.arg(3),
-        value: ctx.arg::<u64>(4) as u16,
-    };
-    mdio_end(RawKind::MdioC45Write, Some(call), ctx.arg::<u64>(5) as i32)
+    fexit_end(&ctx, RawKind::MdioC45Write, true, true)
 }
 
-/// The arguments of an MDIO accessor at a kprobe: `c45` ones have a devad before regnum.
+/// The arguments of an MDIO accessor at a kprobe.
 fn kprobe_call(ctx: &ProbeContext, c45: bool, write: bool) -> MdioCall {
-    let arg = |n: usize| ctx.arg::<u64>(n).unwrap_or(0);
-    let first = if c45 { 3 } else { 2 };
-    MdioCall {
-        bus: arg(0),
-        addr: arg(1) as u32,
-        devad: if c45 { arg(2) as u32 } else { 0 },
-        regnum: arg(first) as u32,
-        value: if write { arg(first + 1) as u16 } else { 0 },
-    }
+    accessor_call(|n| ctx.arg::<u64>(n).unwrap_or(0), c45, write)
 }
 
 /// Kprobe twins of the trampoline programs, for kernels without BPF trampolines.
 #[kprobe]
 pub fn mdio_read_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, false, false))
+    mdio_begin(Some(&kprobe_call(&ctx, false, false)))
 }
 
 #[kretprobe]
@@ -848,7 +811,7 @@ pub fn mdio_read_exit_kprobe(ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn mdio_write_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, false, true))
+    mdio_begin(Some(&kprobe_call(&ctx, false, true)))
 }
 
 #[kretprobe]
@@ -858,7 +821,7 @@ pub fn mdio_write_exit_kprobe(ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn mdio_c45_read_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, true, false))
+    mdio_begin(Some(&kprobe_call(&ctx, true, false)))
 }
 
 #[kretprobe]
@@ -868,7 +831,7 @@ pub fn mdio_c45_read_exit_kprobe(ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn mdio_c45_write_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, true, true))
+    mdio_begin(Some(&kprobe_call(&ctx, true, true)))
 }
 
 #[kretprobe]

@@ -126,7 +126,7 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
         EventKind::Mdio {
             op,
             reg,
-            devad: Some(devad),
+            devad,
             value,
             error,
             caller,
@@ -137,25 +137,15 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
                 MdioOp::Read => "read ",
                 MdioOp::Write => "write",
             };
-            let _ = write!(line, "    {caller} → {op} c45 {devad}.{reg:#06x}");
-            let _ = match error {
-                Some(err) => write!(line, " failed {}", errno(i64::from(*err))),
-                None => write!(line, " {value:#06x}"),
-            };
-        }
-        EventKind::Mdio {
-            op,
-            reg,
-            value,
-            error,
-            caller,
-            ..
-        } => {
-            let caller = caller.as_ref().map_or("(phylib)", |c| c.name.as_ref());
-            let op = match op {
-                MdioOp::Read => "read ",
-                MdioOp::Write => "write",
-            };
+            if let Some(devad) = devad {
+                // Clause 45: an MMD register, no Clause-22 name or decoding.
+                let _ = write!(line, "    {caller} → {op} c45 {devad}.{reg:#06x}");
+                let _ = match error {
+                    Some(err) => write!(line, " failed {}", errno(i64::from(*err))),
+                    None => write!(line, " {value:#06x}"),
+                };
+                return line;
+            }
             let name = registers::name(*reg);
             let _ = write!(line, "    {caller} → {op} {name:<9}");
             match error {

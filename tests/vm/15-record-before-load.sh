@@ -7,15 +7,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
 RELOADS=${RELOADS:-10}
-TRACEFS=/sys/kernel/tracing
 trap_cleanup
-remove_truth() {
-    if [[ -e $TRACEFS/events/truth/enable ]]; then echo 0 >"$TRACEFS/events/truth/enable"; fi
-    local line
-    for line in $(grep -o '^[pr]:truth/[^ ]*' "$TRACEFS/kprobe_events" || true); do
-        echo "-:${line#*:}" >>"$TRACEFS/kprobe_events"
-    done
-}
 cleanup_also remove_truth
 mark_dmesg before-load
 unload_all

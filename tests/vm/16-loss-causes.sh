@@ -14,15 +14,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
-TRACEFS=/sys/kernel/tracing
 trap_cleanup
-remove_truth() {
-    if [[ -e $TRACEFS/events/truth/enable ]]; then echo 0 >"$TRACEFS/events/truth/enable"; fi
-    local line
-    for line in $(grep -o '^[pr][0-9]*:truth/[^ ]*' "$TRACEFS/kprobe_events" || true); do
-        echo "-:${line#*:}" >>"$TRACEFS/kprobe_events"
-    done
-}
 cleanup_also remove_truth
 
 # define_truth: entry and return events on every callback of the loaded driver; names in

@@ -39,6 +39,18 @@ stop_record() {
     cat "$1.stderr"
 }
 
+# The ground truth tests compare with: the kernel's own kprobe events, group `truth`.
+TRACEFS=/sys/kernel/tracing
+
+# remove_truth: disables and removes every `truth` kprobe event (entry or return).
+remove_truth() {
+    if [[ -e $TRACEFS/events/truth/enable ]]; then echo 0 >"$TRACEFS/events/truth/enable"; fi
+    local line
+    for line in $(grep -o '^[pr][0-9]*:truth/[^ ]*' "$TRACEFS/kprobe_events" || true); do
+        echo "-:${line#*:}" >>"$TRACEFS/kprobe_events"
+    done
+}
+
 # capture_has CAPTURE KIND TEXT: the capture, decoded as JSON, has a KIND event containing TEXT.
 capture_has() {
     "$PHYTRACE_BIN" dump --format json "$1" --kind "$2" 2>/dev/null | grep -q -- "$3"

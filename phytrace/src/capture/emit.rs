@@ -4,7 +4,7 @@
 //! can keep up with. The helpers are always inlined so that each key is copied with its length
 //! known at compile time.
 
-use crate::event::{Duplex, Event, EventKind, MacChange, MdioOp};
+use crate::event::{Duplex, Event, EventKind, LinkState, MacChange, MdioOp};
 
 /// Appends fields to one JSON object.
 struct Object<'a> {
@@ -63,6 +63,13 @@ impl<'a> Object<'a> {
     }
 
     #[inline(always)]
+    /// `up`, `speed` and `duplex` of a link.
+    fn link(&mut self, link: &LinkState) {
+        self.bool(r#""up":"#, link.up);
+        self.int(r#""speed":"#, link.speed);
+        self.raw(r#""duplex":"#, duplex(link.duplex));
+    }
+
     fn bool(&mut self, key: &str, value: bool) {
         self.raw(key, if value { "true" } else { "false" });
     }
@@ -125,9 +132,7 @@ pub(crate) fn write_event(
             o.int(r#""state_after":"#, state_after.value);
             o.int(r#""lat":"#, *latency_ns);
             o.int(r#""ret":"#, *ret);
-            o.bool(r#""up":"#, link.up);
-            o.int(r#""speed":"#, link.speed);
-            o.raw(r#""duplex":"#, duplex(link.duplex));
+            o.link(link);
         }
         EventKind::Mdio {
             op,
@@ -145,9 +150,7 @@ pub(crate) fn write_event(
             o.opt_int(r#""state":"#, state.as_ref().map(|s| s.value));
             o.int(r#""lat":"#, *latency_ns);
             if let Some(link) = link {
-                o.bool(r#""up":"#, link.up);
-                o.int(r#""speed":"#, link.speed);
-                o.raw(r#""duplex":"#, duplex(link.duplex));
+                o.link(link);
             }
             o.raw(r#""op":"#, mdio_op(*op));
             o.int(r#""reg":"#, *reg);
@@ -214,7 +217,7 @@ mod tests {
     use super::*;
     use crate::capture::dictionary::Interner;
     use crate::capture::format::{WireEvent, intern};
-    use crate::event::{Callback, LinkState, LossCause, PhyRef, PhyState, Text};
+    use crate::event::{Callback, LossCause, PhyRef, PhyState, Text};
 
     fn texts() -> impl Strategy<Value = Text> {
         "[ -~\u{7f}\n\té\"\\\\]{0,12}".prop_map(Text::from)

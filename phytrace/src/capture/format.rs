@@ -386,9 +386,7 @@ impl<'a> WireEvent<'a> {
                 w.ret = Some(*ret);
                 w.state = Some(state_before.value);
                 w.state_after = Some(state_after.value);
-                w.up = Some(link.up);
-                w.speed = Some(link.speed);
-                w.duplex = Some(link.duplex);
+                w.set_link(link);
                 "callback_exit"
             }
             EventKind::Mdio {
@@ -410,9 +408,7 @@ impl<'a> WireEvent<'a> {
                 w.lat = Some(*latency_ns);
                 w.state = state.as_ref().map(|s| s.value);
                 if let Some(link) = link {
-                    w.up = Some(link.up);
-                    w.speed = Some(link.speed);
-                    w.duplex = Some(link.duplex);
+                    w.set_link(link);
                 }
                 "mdio"
             }
@@ -460,6 +456,23 @@ impl<'a> WireEvent<'a> {
         w
     }
 
+    /// Sets `up`, `speed` and `duplex` from `link`.
+    #[cfg(test)]
+    fn set_link(&mut self, link: &LinkState) {
+        self.up = Some(link.up);
+        self.speed = Some(link.speed);
+        self.duplex = Some(link.duplex);
+    }
+
+    /// The link of `up`, `speed` and `duplex`, if the record has all three.
+    fn link(&self) -> Option<LinkState> {
+        Some(LinkState {
+            up: self.up?,
+            speed: self.speed?,
+            duplex: self.duplex?,
+        })
+    }
+
     /// The event this record describes, or what is missing or wrong.
     pub fn decode(self, tables: &Tables) -> Result<Event, String> {
         let phy = self.phy.map(|id| tables.phy(id).cloned()).transpose()?;
@@ -493,10 +506,7 @@ impl<'a> WireEvent<'a> {
                 latency_ns: need(self.lat, "lat")?,
                 caller: self.cb.map(|_| callback()).transpose()?,
                 state: self.state.map(|v| tables.state(v)),
-                link: match (self.up, self.speed, self.duplex) {
-                    (Some(up), Some(speed), Some(duplex)) => Some(LinkState { up, speed, duplex }),
-                    _ => None,
-                },
+                link: self.link(),
             },
             "attached" => EventKind::Attached {
                 module: need(self.module, "module")?.into_owned(),
