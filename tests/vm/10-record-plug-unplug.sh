@@ -43,20 +43,29 @@ for dev in $a $c $b; do cp "$SIM_DBG/$dev/counters" "$cap.$dev.counters"; done
 stop_record "$cap"
 events_json "$cap"
 
-addr() { sim_info "$1" addr; }
 bus=phy_sim-0
-capture_check "$cap.json" \
-    attached ax88796b_rust -- \
-    ids $bus "$(addr "$a")=0x003b1861:Asix Electronics AX88772A" \
-        "$(addr "$c")=0x003b1881:Asix Electronics AX88772C" \
-        "$(addr "$b")=0x003b1841:Asix Electronics AX88796B" -- \
-    order "$bus:$(addr "$a")" soft_reset read_status -- \
-    nolink-reset "$bus:$(addr "$a")" -- \
-    exactly-once $bus "$(addr "$a")" "$cap.$a.counters" -- \
-    exactly-once $bus "$(addr "$c")" "$cap.$c.counters" -- \
-    exactly-once $bus "$(addr "$b")" "$cap.$b.counters" -- \
-    attribution -- \
-    caller "$bus:$(addr "$a")" read 1 read_status -- \
-    error "$bus:$(addr "$a")" 1 -5 read_status -- \
-    no-loss
+capture_expect "$cap.json" 'attached("ax88796b_rust")'
+for dev in $a $c $b; do
+    addr=$(sim_info "$dev" addr)
+    case $dev in
+        "$a") id=0x003b1861 name="Asix Electronics AX88772A" ;;
+        "$c") id=0x003b1881 name="Asix Electronics AX88772C" ;;
+        *) id=0x003b1841 name="Asix Electronics AX88796B" ;;
+    esac
+    capture_expect "$cap.json" 'ids($bus; $addr; $id; $name)' --arg bus $bus --argjson addr "$addr" \
+        --argjson id $((id)) --arg name "$name"
+    capture_expect "$cap.json" 'exactly_once($bus; $addr; $counters)' --arg bus $bus \
+        --argjson addr "$addr" --argjson counters "$(simulator_counters "$cap.$dev.counters")"
+done
+capture_expect "$cap.json" attribution
+capture_expect "$cap.json" no_loss
+phy=$(printf '%s:%02x' $bus "$(sim_info "$a" addr)")
+check_rules "$cap" <<EOF
+rule "reset before the first poll" for phy "$phy": exit soft_reset before first enter read_status
+rule "NOLINK seen" for phy "$phy": count enter link_change_notify while state NOLINK at least 1
+rule "NOLINK resets, clearing BMCR first" for phy "$phy": after enter link_change_notify while state NOLINK: enter soft_reset inside link_change_notify then write BMCR = 0 inside soft_reset within 1s
+rule "polls read BMSR" for phy "$phy": count read BMSR inside read_status at least 1
+rule "the injected error is recorded" for phy "$phy": count read BMSR error inside read_status at least 1
+rule "read_status returns the errno" for phy "$phy": after read BMSR error inside read_status: exit read_status ret = -5 within 100ms
+EOF
 assert_clean_dmesg rust

@@ -31,8 +31,10 @@ polls=$("$PHYTRACE_BIN" dump --format json "$cap" --kind exit 2>/dev/null | grep
 wait_for 10 capture_has_n "$cap" exit '"name":"read_status"' $((polls + 1)) || fail "no polling after the reload"
 stop_record "$cap"
 events_json "$cap"
-capture_check "$cap.json" attached ax88796b_rust -- detached ax88796b_rust -- \
-    attached ax88796b_rust reattached -- attribution -- no-loss
+for expect in 'attached("ax88796b_rust")' 'detached("ax88796b_rust")' \
+    'reattached("ax88796b_rust")' attribution no_loss; do
+    capture_expect "$cap.json" "$expect"
+done
 count=$(grep -c '"kind":"attached"' "$cap.json")
 expect_eq "attachments (start + 2 reloads)" 3 "$count"
 assert_clean_dmesg reload

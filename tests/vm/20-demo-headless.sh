@@ -13,6 +13,11 @@ out=$(bash "$PHYTRACE_ROOT/scenarios/demo.sh" MODE=headless HARDWARE=sim CYCLES=
 echo "$out" | tail -n 25
 grep -q "link_change_notify  NOLINK" <<<"$out" || fail "the demo's summary shows no NOLINK reset"
 events_json "$cap"
-capture_check "$cap.json" attached ax88796b_rust -- nolink-reset phy_sim-0:01 -- \
-    lpa-quirk phy_sim-0:01 100 full -- attribution -- no-loss
+for expect in 'attached("ax88796b_rust")' 'lpa_quirk("phy_sim-0"; 1; 100; "full")' attribution no_loss; do
+    capture_expect "$cap.json" "$expect"
+done
+check_rules "$cap" <<EOF
+rule "NOLINK seen" for phy "phy_sim-0:01": count enter link_change_notify while state NOLINK at least 1
+rule "NOLINK resets, clearing BMCR first" for phy "phy_sim-0:01": after enter link_change_notify while state NOLINK: enter soft_reset inside link_change_notify then write BMCR = 0 inside soft_reset within 1s
+EOF
 assert_clean_dmesg demo

@@ -44,7 +44,9 @@ elapsed=$((SECONDS - started))
 stop_record "$cap"
 expect_eq "events lost" 0 "$(trailer_field "$cap" lost)"
 events_json "$cap"
-capture_check "$cap.json" sessions ax88796b_rust $((rounds + 1)) -- attribution -- no-loss
+capture_expect "$cap.json" 'sessions("ax88796b_rust"; $n)' --argjson n $((rounds + 1))
+capture_expect "$cap.json" attribution
+capture_expect "$cap.json" no_loss
 ok "$rounds reloads in ${elapsed} s, each re-attached"
 result "\"rounds\":$rounds,\"secs\":$elapsed,\"events\":$(wc -l <"$cap.json")"
 assert_clean_dmesg churn

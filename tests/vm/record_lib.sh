@@ -1,11 +1,39 @@
 # shellcheck shell=bash
 # Helpers for the `phytrace record` VM tests: start a recording in the background, stop it,
-# and check the capture with capture_check.py.
+# and check the capture: its order and nesting with `phytrace check` rules (check_rules), the
+# facts the rule language does not state with jq over `phytrace dump --format json`
+# (capture_expect, capture.jq).
 
-CAPTURE_CHECK_PY=$(dirname "${BASH_SOURCE[0]}")/capture_check.py
+CAPTURE_JQ_DIR=$(dirname "${BASH_SOURCE[0]}")
 
-# capture_check EVENTS_JSONL CHECK [ARGS...] [-- CHECK [ARGS...]]...: see capture_check.py.
-capture_check() { python3 "$CAPTURE_CHECK_PY" "$@"; }
+# capture_expect CAPTURE.json JQ_EXPR [JQ ARGS...]: JQ_EXPR, a check of capture.jq given the
+# events as one array, holds (its line is reported) or the test fails with its message.
+capture_expect() {
+    local json=$1 expr=$2 said
+    shift 2
+    said=$(jq -s -r -L "$CAPTURE_JQ_DIR" "$@" "include \"capture\"; $expr" "$json" 2>&1) ||
+        fail "${said#jq: error (at *): }"
+    ok "$said"
+}
+
+# check_rules CAPTURE: the `phytrace check` rules on standard input (kept in CAPTURE.spec) hold
+# on CAPTURE, and each rule's scope matched a PHY (a rule reported n/a would hold vacuously).
+check_rules() {
+    cat >"$1.spec"
+    "$PHYTRACE_BIN" check --spec "$1.spec" --junit "$1.junit.xml" "$1" || fail "check rules failed on $1"
+    if grep -q '<skipped' "$1.junit.xml"; then fail "a rule matched no PHY in $1 (see $1.spec)"; fi
+}
+
+# simulator_counters COUNTERS: a phy_sim counters file as {"REG": [reads, writes, rd_err, wr_err]}.
+simulator_counters() {
+    local reg _name reads writes rd_err wr_err rest sep="" json="{"
+    while read -r reg _name reads writes rd_err wr_err rest; do
+        [[ $reg == 0x* && -n $wr_err && -z $rest ]] || continue
+        json+="$sep\"$((reg))\":[$reads,$writes,$rd_err,$wr_err]"
+        sep=,
+    done <"$1"
+    echo "$json}"
+}
 
 # record_status FILE STATUS: FILE (record's --status) says STATUS (an empty file says nothing:
 # `jq -e` alone would succeed on it).

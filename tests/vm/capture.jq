@@ -1,0 +1,113 @@
+# Assertions on a capture for the VM tests, over `phytrace dump --format json` read with
+# `jq -s` (the events as one array, in capture order). Each check yields the line the test
+# reports, or fails with error(MESSAGE). Callback order and nesting rules are `phytrace check`
+# specs instead (record_lib.sh: check_rules); these are the facts the rule language does not
+# state: session markers, identities, counts against the simulator, attribution, link modes.
+
+def of($bus; $addr): select(.phy.bus == $bus and .phy.addr == $addr);
+def show: .[:10] | map("\n    " + tojson) | add // "";
+
+# The first `attached` of MODULE precedes every callback.
+def attached($mod):
+  (map(select(.kind == "attached" and .module == $mod and (.reattached | not))) | first) as $a
+  | (map(select(.kind == "callback_enter")) | first) as $cb
+  | if $a == null then error("no attachment of \($mod)" + (map(select(.kind | test("ached"))) | show))
+    elif $cb != null and $cb.ts_ns < $a.ts_ns then error("a callback precedes the attachment" + ([$cb, $a] | show))
+    else "\($mod) attached with \($a.callbacks) callbacks" end;
+
+# MODULE was attached again after a reload, and callbacks were recorded after that.
+def reattached($mod):
+  (map(select(.kind == "attached" and .module == $mod and .reattached)) | first) as $a
+  | if $a == null then error("no re-attachment of \($mod)") else
+      (map(select(.kind == "callback_enter" and .ts_ns > $a.ts_ns)) | length) as $n
+      | if $n == 0 then error("no callback recorded after \($mod) was re-attached")
+        else "\($mod) re-attached with \($a.callbacks) callbacks; \($n) callback entries after it" end
+    end;
+
+def detached($mod):
+  if any(.[]; .kind == "detached" and .module == $mod) then "\($mod) detached"
+  else error("no detachment of \($mod)") end;
+
+# Events of the PHY at BUS:ADDR carry PHY_ID (or 0: bus-scan reads before the phy_device
+# exists) and name DRIVER.
+def ids($bus; $addr; $phy_id; $driver):
+  map(of($bus; $addr)) as $mine
+  | ($mine | map(select(.phy.phy_id != 0 and .phy.phy_id != $phy_id))) as $wrong
+  | if $mine == [] then error("no events for \($bus):\($addr)")
+    elif $wrong != [] then error("\($bus):\($addr): events with another PHY ID than \($phy_id)" + ($wrong | show))
+    elif all($mine[]; .phy.driver != $driver) then error("\($bus):\($addr): no event names the driver \($driver)" + ($mine[-3:] | show))
+    else "\($bus):\($addr): \($mine | length) events, PHY ID \($phy_id), driver \($driver)" end;
+
+# MDIO reads, writes and their failures per register of BUS:ADDR equal WANT, the simulator's
+# counters ({"REG": [reads, writes, rd_err, wr_err]}).
+def exactly_once($bus; $addr; $want):
+  (reduce (.[] | select(.kind == "mdio") | of($bus; $addr)) as $e ({};
+      ($e.reg | tostring) as $r
+      | (if $e.op == "read" then 0 else 1 end) as $i
+      | .[$r] //= [0, 0, 0, 0]
+      | .[$r][$i] += 1
+      | if $e.error then .[$r][$i + 2] += 1 else . end)) as $got
+  | ([$want, $got] | map(keys) | add | unique | map(select(($want[.] // [0, 0, 0, 0]) != ($got[.] // [0, 0, 0, 0])))) as $bad
+  | ([$want[] | .[0] + .[1]] | add // 0) as $total
+  | if $bad != [] then
+      error("\($bus):\($addr) reg \($bad[0]): the simulator counted reads/writes/rd_err/wr_err \($want[$bad[0]] // [0, 0, 0, 0]), the capture has \($got[$bad[0]] // [0, 0, 0, 0])")
+    elif $total == 0 then error("\($bus):\($addr): the simulator counted no accesses")
+    else "\($bus):\($addr): all \($total) MDIO accesses the simulator counted are in the capture exactly once" end;
+
+# Every MDIO access with a caller happened while that callback was the innermost one running
+# on the same thread (the stack rebuilt from the entries and returns).
+def attribution:
+  reduce .[] as $e ({stacks: {}, n: 0, bad: null};
+      ($e.tid | tostring) as $t
+      | if .bad != null then .
+        elif $e.kind == "callback_enter" then .stacks[$t] += [$e.callback.name]
+        elif $e.kind == "callback_exit" then
+          if (.stacks[$t] // [] | last) == $e.callback.name then .stacks[$t] |= .[:-1] else . end
+        elif $e.kind == "mdio" and $e.caller != null then
+          .n += 1
+          | if (.stacks[$t] // [] | last) != $e.caller.name then .bad = {event: $e, stack: (.stacks[$t] // [])} else . end
+        else . end)
+  | if .bad != null then
+      error("access attributed to \(.bad.event.caller.name) while thread \(.bad.event.tid) runs \(.bad.stack)" + ([.bad.event] | show))
+    elif .n == 0 then error("no MDIO access is attributed to a callback")
+    else "\(.n) MDIO accesses attributed to the callback running on their thread" end;
+
+# A read_status of BUS:ADDR that read LPA = 0 still reported the link up at SPEED/DUPLEX (the
+# AX88772A workaround: the mode comes from BMCR), and none reported it up at another mode.
+def lpa_quirk($bus; $addr; $speed; $duplex):
+  reduce (.[] | of($bus; $addr)) as $e ({zero: {}, good: 0, bad: null};
+      ($e.tid | tostring) as $t
+      | if $e.kind == "callback_enter" and $e.callback.name == "read_status" then .zero[$t] = false
+        elif $e.kind == "mdio" and $e.op == "read" and $e.reg == 5 and $e.value == 0 and $e.caller.name == "read_status" then .zero[$t] = true
+        elif $e.kind == "callback_exit" and $e.callback.name == "read_status" then
+          (.zero[$t] // false) as $lpa_zero
+          | del(.zero[$t])
+          | if ($lpa_zero | not) or ($e.link.up | not) then .
+            elif $e.link.speed == $speed and $e.link.duplex == $duplex then .good += 1
+            else .bad //= $e end
+        else . end)
+  | if .bad != null then error("\($bus):\($addr): read_status read LPA=0 and reported \(.bad.link)" + ([.bad] | show))
+    elif .good == 0 then error("\($bus):\($addr): no read_status that read LPA=0 reported the link up")
+    else "\($bus):\($addr): \(.good) read_status calls read LPA=0 and still reported \($speed)/\($duplex)" end;
+
+def no_loss:
+  map(select(.kind == "lost")) as $lost
+  | if $lost == [] then "no events lost"
+    else error("\($lost | map(.count) | add) events lost" + ($lost | show)) end;
+
+# MODULE was attached COUNT times, detached in between, and each session recorded callbacks.
+def sessions($mod; $count):
+  . as $events
+  | map(select((.kind == "attached" or .kind == "detached") and .module == $mod)) as $marks
+  | ($marks | map(.kind)) as $got
+  | ([range($count - 1) | "attached", "detached"] + ["attached"]) as $want
+  | ([$marks[].ts_ns] + [infinite]) as $bounds
+  # bsearch of a time strictly between bounds K and K+1 gives -K-2; sessions start at even K.
+  | ([$events[] | select(.kind == "callback_exit") | .ts_ns as $t | -($bounds | bsearch($t)) - 2
+      | select(. >= 0 and . % 2 == 0)] | unique) as $busy
+  | [range(0; $marks | length; 2) | select(. as $k | $busy | index([$k]) | not)] as $idle
+  | [range(1; ($marks | length) - 1; 2) as $k | ($bounds[$k + 1] - $bounds[$k]) / 1e6 | floor] as $gaps
+  | if $got[:($want | length)] != $want or ($got | length) > ($want | length) + 1 then
+      error("\($mod): expected \($count) sessions alternating attached/detached, got \($got)")
+    elif $idle != [] then error("\($mod): \($idle | length) of \($count) sessions recorded no callback" + ([$marks[$idle[]]] | show))
+    else "\($mod): \($count) sessions, each with callbacks" + (if $gaps == [] then "" else ", gaps \($gaps | min)-\($gaps | max) ms" end) end;
