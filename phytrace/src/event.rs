@@ -207,6 +207,10 @@ pub enum EventKind {
         callbacks: usize,
         /// True when this follows an unload of the same module.
         reattached: bool,
+        /// What the capture holds of this module instance's callbacks (absent before
+        /// version 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        guarantee: Option<Guarantee>,
     },
     /// A traced driver module went away; its callbacks are no longer probed.
     Detached {
@@ -361,6 +365,16 @@ pub enum Guarantee {
     FirstCallback,
     /// Attached after the module was seen loaded: callbacks before that are missed.
     AfterLoad,
+}
+
+impl Guarantee {
+    /// The name a capture writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FirstCallback => "first_callback",
+            Self::AfterLoad => "after_load",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -118,17 +118,11 @@ fn output_failure(err: impl std::fmt::Display) -> Failure {
 async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -> Result<Recorded> {
     let started = Instant::now();
     let clock = clock_now();
-    let (mut tracer, first) = Tracer::start(recording.tracer.clone())?;
+    let mut tracer = Tracer::start(recording.tracer.clone())?;
     let attached_in = started.elapsed();
     let header = session_header(&tracer, clock);
     let mut writer = Writer::create(&recording.output, &header).map_err(output_failure)?;
     let filter = recording.phy.as_ref();
-    let mut failed = None;
-    for event in first {
-        write_matching(&mut writer, filter, &mut failed, event);
-    }
-    written(failed)?;
-    writer.flush_if_due().map_err(output_failure)?;
     tell_notes(&mut tracer, &mut progress);
     progress(Progress::Started {
         tracer: &tracer,

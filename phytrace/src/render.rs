@@ -8,7 +8,9 @@
 
 use std::fmt::Write as _;
 
-use crate::event::{Duplex, Event, EventKind, LinkState, LossCause, MacChange, MdioOp, PhyState};
+use crate::event::{
+    Duplex, Event, EventKind, Guarantee, LinkState, LossCause, MacChange, MdioOp, PhyState,
+};
 use crate::model::Applied;
 use crate::registers;
 
@@ -170,13 +172,21 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
             module,
             callbacks,
             reattached,
+            guarantee,
         } => {
             let again = if *reattached {
                 "re-attached"
             } else {
                 "attached"
             };
-            let _ = write!(line, "{again} to {module} ({callbacks} callbacks)");
+            let _ = write!(line, "{again} to {module} ({callbacks} callbacks");
+            let _ = match guarantee {
+                Some(Guarantee::FirstCallback) => write!(line, ", from its first callback)"),
+                Some(Guarantee::AfterLoad) => {
+                    write!(line, ", after it loaded: earlier callbacks missed)")
+                }
+                None => write!(line, ")"),
+            };
         }
         EventKind::Detached { module } => {
             let _ = write!(line, "detached from {module} (module unloaded)");

@@ -8,7 +8,9 @@
 use std::collections::VecDeque;
 
 use crate::capture::{ClockRef, Header, ProbeEntry};
-use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef, PhyState};
+use crate::event::{
+    Callback, Duplex, Event, EventKind, Guarantee, LinkState, MdioOp, PhyRef, PhyState,
+};
 
 /// `enum phy_state` of Linux 6.12.
 pub const PHY_STATES_6_12: &[(u32, &str)] = &[
@@ -351,6 +353,7 @@ impl Synth {
                 module: MODULE.to_owned(),
                 callbacks,
                 reattached: false,
+                guarantee: Some(Guarantee::FirstCallback),
             };
             self.event(0, false, kind);
         }

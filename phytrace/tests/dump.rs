@@ -56,7 +56,7 @@ fn text_shows_callbacks_accesses_and_changes() {
     let lines: Vec<_> = out.lines().collect();
     assert_eq!(lines.len(), 401);
     assert!(
-        lines[0].ends_with("attached to ax88796b_rust (4 callbacks)"),
+        lines[0].ends_with("attached to ax88796b_rust (4 callbacks, from its first callback)"),
         "{}",
         lines[0]
     );

@@ -58,6 +58,7 @@ for dev in $a $c $b; do
         --argjson addr "$addr" --argjson counters "$(simulator_counters "$cap.$dev.counters")"
 done
 capture_expect "$cap.json" attribution
+capture_expect "$cap.json" cpu_order
 capture_expect "$cap.json" no_loss
 phy=$(printf '%s:%02x' $bus "$(sim_info "$a" addr)")
 check_rules "$cap" <<EOF

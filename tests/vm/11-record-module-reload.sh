@@ -32,7 +32,7 @@ wait_for 10 capture_has_n "$cap" exit '"name":"read_status"' $((polls + 1)) || f
 stop_record "$cap"
 events_json "$cap"
 for expect in 'attached("ax88796b_rust")' 'detached("ax88796b_rust")' \
-    'reattached("ax88796b_rust")' attribution no_loss; do
+    'reattached("ax88796b_rust")' attribution no_loss cpu_order; do
     capture_expect "$cap.json" "$expect"
 done
 count=$(grep -c '"kind":"attached"' "$cap.json")

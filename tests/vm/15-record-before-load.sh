@@ -66,6 +66,8 @@ total=$(grep -c ' cb[0-9]*: ' "$TRACEFS/trace" || true)
 
 loads=$(jq -r 'select(.kind == "attached" and .module == "ax88796b_rust") | .reattached' "$cap.json" | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}')
 expect_eq "attachments: the first load and every reload" "false=1 true=$RELOADS " "$loads"
+guarantees=$(jq -r 'select(.kind == "attached") | .guarantee' "$cap.json" | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}')
+expect_eq "each attachment's guarantee" "first_callback=$((RELOADS + 1)) " "$guarantees"
 frees=$(jq -r 'select(.kind == "detached" and .module == "ax88796b_rust") | 1' "$cap.json" | wc -l)
 expect_eq "detachments" "$RELOADS" "$frees"
 
@@ -75,11 +77,7 @@ firsts=$(jq -r 'select(.kind == "attached" or .kind == "callback_enter") |
          awk '$0 == "A" { want = 1; next } want { print; want = 0 }' | sort | uniq -c | awk '{print $2 "=" $1}')
 expect_eq "the first callback after each load" "soft_reset=$((RELOADS + 1))" "$firsts"
 
-# Time order per CPU, session events included.
-jq -r '[.cpu, .ts_ns] | @tsv' "$cap.json" |
-    awk -F'\t' '{ if ($2 < last[$1]) { print "CPU " $1 ": " $2 " after " last[$1]; bad = 1 } last[$1] = $2 } END { exit bad }' ||
-    fail "records out of time order on a CPU"
-ok "every CPU's records in time order"
+capture_expect "$cap.json" cpu_order
 
 "$PHYTRACE_BIN" check --spec "$PHYTRACE_ROOT/specs/ax88796b.spec" "$cap" || fail "the shipped spec fails on the reload capture"
 assert_clean_dmesg before-load
@@ -93,7 +91,10 @@ cap=$PHYTRACE_OUT/record-after-load.ptrace
 start_record "$cap" --module ax88796b_rust --module-tree "$empty"
 jq -e '.arming[] | select(.module == "ax88796b_rust" and .guarantee == "after_load")' \
     <(head -n 1 "$cap") >/dev/null || fail "the header does not say the module is attached after it loads"
-ok "header: after_load without a module file"
+jq -e -n '[inputs | select(.status == "recording") | .arming[] |
+           select(.module == "ax88796b_rust" and .guarantee == "after_load")] | length == 1' \
+    "$cap.status" >/dev/null || fail "record's status does not say the module is attached after it loads"
+ok "header and record's status: after_load without a module file"
 modprobe ax88796b_rust
 load_sim
 a=$(simdev ax88772a)
@@ -103,3 +104,5 @@ wait_for 10 capture_has "$cap" exit read_status || fail "no read_status recorded
 link_down "$a"
 stop_record "$cap"
 ok "callbacks recorded after the late attachment"
+"$PHYTRACE_BIN" dump --format json "$cap" --kind attached | jq -e -n '[inputs | .guarantee] == ["after_load"]' >/dev/null ||
+    fail "the late attachment does not say its first callbacks are missed"

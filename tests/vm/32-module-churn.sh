@@ -46,6 +46,7 @@ expect_eq "events lost" 0 "$(trailer_field "$cap" lost)"
 events_json "$cap"
 capture_expect "$cap.json" 'sessions("ax88796b_rust"; $n)' --argjson n $((rounds + 1))
 capture_expect "$cap.json" attribution
+capture_expect "$cap.json" cpu_order
 capture_expect "$cap.json" no_loss
 ok "$rounds reloads in ${elapsed} s, each re-attached"
 result "\"rounds\":$rounds,\"secs\":$elapsed,\"events\":$(wc -l <"$cap.json")"

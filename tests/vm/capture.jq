@@ -111,3 +111,13 @@ def sessions($mod; $count):
       error("\($mod): expected \($count) sessions alternating attached/detached, got \($got)")
     elif $idle != [] then error("\($mod): \($idle | length) of \($count) sessions recorded no callback" + ([$marks[$idle[]]] | show))
     else "\($mod): \($count) sessions, each with callbacks" + (if $gaps == [] then "" else ", gaps \($gaps | min)-\($gaps | max) ms" end) end;
+
+# Every CPU's records, session events included, in time order.
+def cpu_order:
+  reduce .[] as $e ({last: {}, bad: null};
+      ($e.cpu | tostring) as $c
+      | if .bad != null then .
+        elif (.last[$c] // 0) > $e.ts_ns then .bad = {event: $e, after: .last[$c]}
+        else .last[$c] = $e.ts_ns end)
+  | if .bad != null then error("CPU \(.bad.event.cpu): a record stamped \(.bad.event.ts_ns) after one stamped \(.bad.after)" + ([.bad.event] | show))
+    else "every CPU's records in time order (\(.last | length) CPUs)" end;

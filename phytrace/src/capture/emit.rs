@@ -162,11 +162,15 @@ pub(crate) fn write_event(
             module,
             callbacks,
             reattached,
+            guarantee,
         } => {
             o.raw(r#""kind":"#, r#""attached""#);
             o.string(r#""module":"#, module)?;
             o.int(r#""callbacks":"#, *callbacks);
             o.bool(r#""reattached":"#, *reattached);
+            if let Some(guarantee) = guarantee {
+                o.string(r#""guarantee":"#, guarantee.name())?;
+            }
         }
         EventKind::Detached { module } => {
             o.raw(r#""kind":"#, r#""detached""#);
@@ -217,7 +221,7 @@ mod tests {
     use super::*;
     use crate::capture::dictionary::Interner;
     use crate::capture::format::{WireEvent, intern};
-    use crate::event::{Callback, LossCause, PhyRef, PhyState, Text};
+    use crate::event::{Callback, Guarantee, LossCause, PhyRef, PhyState, Text};
 
     fn texts() -> impl Strategy<Value = Text> {
         "[ -~\u{7f}\n\té\"\\\\]{0,12}".prop_map(Text::from)
@@ -311,13 +315,24 @@ mod tests {
                         }
                     }
                 ),
-            (texts(), any::<usize>(), any::<bool>()).prop_map(|(module, callbacks, reattached)| {
-                EventKind::Attached {
-                    module: module.to_string(),
-                    callbacks,
-                    reattached,
-                }
-            }),
+            (
+                texts(),
+                any::<usize>(),
+                any::<bool>(),
+                prop_oneof![
+                    Just(None),
+                    Just(Some(Guarantee::FirstCallback)),
+                    Just(Some(Guarantee::AfterLoad)),
+                ],
+            )
+                .prop_map(|(module, callbacks, reattached, guarantee)| {
+                    EventKind::Attached {
+                        module: module.to_string(),
+                        callbacks,
+                        reattached,
+                        guarantee,
+                    }
+                }),
             texts().prop_map(|module| EventKind::Detached {
                 module: module.to_string()
             }),

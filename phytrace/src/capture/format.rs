@@ -299,6 +299,8 @@ pub(crate) struct WireEvent<'a> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reattached: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guarantee: Option<Guarantee>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<LossCause>,
@@ -416,10 +418,12 @@ impl<'a> WireEvent<'a> {
                 module,
                 callbacks,
                 reattached,
+                guarantee,
             } => {
                 w.module = Some(Cow::Borrowed(module));
                 w.callbacks = Some(*callbacks);
                 w.reattached = Some(*reattached);
+                w.guarantee = *guarantee;
                 "attached"
             }
             EventKind::Detached { module } => {
@@ -512,6 +516,7 @@ impl<'a> WireEvent<'a> {
                 module: need(self.module, "module")?.into_owned(),
                 callbacks: need(self.callbacks, "callbacks")?,
                 reattached: self.reattached.unwrap_or(false),
+                guarantee: self.guarantee,
             },
             "detached" => EventKind::Detached {
                 module: need(self.module, "module")?.into_owned(),

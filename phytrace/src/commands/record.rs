@@ -68,11 +68,16 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             Progress::Started {
                 tracer,
                 attached_in,
-            } => Some((tracer.mdio_probes(), tracer.waiting_for(), *attached_in)),
+            } => Some((
+                tracer.mdio_probes(),
+                tracer.waiting_for(),
+                tracer.arming(),
+                *attached_in,
+            )),
             Progress::Note(_) => None,
         };
         print_progress(&args.output, p);
-        if let (Some(status), Some((mdio_probes, waiting_for, attached_in))) =
+        if let (Some(status), Some((mdio_probes, waiting_for, arming, attached_in))) =
             (&mut status, started)
         {
             status.write(&serde_json::json!({
@@ -81,6 +86,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 "attached_ms": attached_in.as_millis() as u64,
                 "mdio_probes": mdio_probes,
                 "waiting_for": waiting_for,
+                "arming": arming,
             }));
         }
     })?;

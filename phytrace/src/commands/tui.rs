@@ -123,9 +123,9 @@ fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
         }
         None => {
             let clock = clock_now();
-            let (tracer, first) = Tracer::start(args.follow.tracer_options(args.ring_size))?;
+            let tracer = Tracer::start(args.follow.tracer_options(args.ring_size))?;
             let header = session_header(&tracer, clock);
-            let mut live = LiveSource::new(tracer, header, first, args.keep);
+            let mut live = LiveSource::new(tracer, header, args.keep);
             live.set_paused(args.paused);
             Ok((Source::Live(Box::new(live)), clock.mono_ns))
         }

@@ -199,6 +199,7 @@ fn errors_lost_and_modules() {
             module: "ax88796b_rust".into(),
             callbacks: 5,
             reattached: false,
+            guarantee: None,
         },
     });
     m.apply(&Event {

@@ -3,7 +3,7 @@
 //! [`Event`]s.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeMap, BTreeSet, VecDeque},
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
@@ -114,7 +114,7 @@ impl StartupTimings {
 }
 
 /// How a followed module is traced.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ModuleArming {
     pub module: String,
     /// What the capture holds of its callbacks at its next load.
@@ -239,6 +239,10 @@ pub struct Tracer {
     /// Time and CPU of the last record read: events phytrace adds are stamped with them, so
     /// that every CPU's records stay in time order.
     last_seen: (u64, u32),
+    /// Events phytrace stamped itself (attachments at start), in time order, waiting for their
+    /// place in the stream: handed out before the first record of their CPU stamped later,
+    /// or when the ring is found empty.
+    held: VecDeque<Event>,
     last_poll: Instant,
     /// What the last read found.
     last_read: Read,
@@ -268,6 +272,12 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The CPU this thread runs on, for the events phytrace stamps itself.
+fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
+    u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(0)
+}
+
 /// An event phytrace itself reports, stamped `ts_ns` on `cpu`.
 fn own_event_at(ts_ns: u64, cpu: u32, kind: EventKind) -> Event {
     Event {
@@ -282,8 +292,9 @@ fn own_event_at(ts_ns: u64, cpu: u32, kind: EventKind) -> Event {
 impl Tracer {
     /// Must be called inside a tokio runtime. Loads the programs, attaches the MDIO probes and
     /// the module tracepoints, and arms the callbacks of the followed driver modules, loaded or
-    /// not; returns the session and its first events (one `Attached` per live module).
-    pub fn start(options: TracerOptions) -> Result<(Self, Vec<Event>)> {
+    /// not. The session's first events (one `Attached` per live module) come from
+    /// [`Self::next_events`], in their place in the stream.
+    pub fn start(options: TracerOptions) -> Result<Self> {
         let mut startup = StartupTimings::default();
         let mut phase = Instant::now();
         let mut lap = || {
@@ -366,17 +377,20 @@ impl Tracer {
             discarded: 0,
             notes,
             last_seen: (0, 0),
+            held: VecDeque::new(),
             last_poll: Instant::now(),
             last_read: Read::Nothing,
             states,
             startup,
         };
         let built_in = prefetched.built_in.clone();
-        let mut events = tracer.arm_at_start(prefetched)?;
-        tracer.attach_loaded_meanwhile(&mut events)?;
+        tracer.held = tracer.arm_at_start(prefetched)?.into();
+        let mut meanwhile = Vec::new();
+        tracer.attach_loaded_meanwhile(&mut meanwhile)?;
+        tracer.held.extend(meanwhile);
         tracer.arm_mac(&built_in);
         tracer.startup.modules = lap();
-        Ok((tracer, events))
+        Ok(tracer)
     }
 
     /// Arms the live followed modules from kallsyms and the others from their module files.
@@ -404,11 +418,13 @@ impl Tracer {
             self.ever_attached.insert(module.clone());
             events.push(own_event_at(
                 arming,
-                0,
+                current_cpu(),
                 EventKind::Attached {
                     module,
                     callbacks,
                     reattached: false,
+                    // Loaded before the session: its callbacks until now are not recorded.
+                    guarantee: Some(Guarantee::AfterLoad),
                 },
             ));
         }
@@ -473,11 +489,12 @@ impl Tracer {
             self.ever_attached.insert(module.clone());
             events.push(own_event_at(
                 monotonic_ns(),
-                0,
+                current_cpu(),
                 EventKind::Attached {
                     module,
                     callbacks,
                     reattached: false,
+                    guarantee: Some(Guarantee::AfterLoad),
                 },
             ));
         }
@@ -604,6 +621,8 @@ impl Tracer {
     fn drain(&mut self, out: &mut impl FnMut(Event), limit: usize) -> Result<Read> {
         for taken in 0..limit {
             let Some(record) = self.ring.get_mut().next() else {
+                // Every record stamped before now has been read.
+                self.held.drain(..).for_each(&mut *out);
                 return Ok(if taken == 0 {
                     Read::Nothing
                 } else {
@@ -621,6 +640,7 @@ impl Tracer {
             };
             if let Some(raw) = stamped {
                 self.last_seen = (raw.ts_ns, u32::from(raw.cpu));
+                release_held(&mut self.held, raw.ts_ns, u32::from(raw.cpu), out);
             }
             if let Record::Named(named) = &parsed
                 && let Some(kind @ (RawKind::ModuleLoad | RawKind::ModuleFree)) =
@@ -685,6 +705,11 @@ impl Tracer {
         // late: its first callbacks ran unprobed.
         let in_time = armed.is_some_and(|armed| armed.armed_ns <= raw.ts_ns);
         let callbacks = live.len();
+        let guarantee = if matches && in_time {
+            Guarantee::FirstCallback
+        } else {
+            Guarantee::AfterLoad
+        };
         if matches && !in_time {
             self.late_attach(&module, "it loaded while phytrace was arming it".to_owned());
         } else if !matches {
@@ -710,6 +735,7 @@ impl Tracer {
                 module,
                 callbacks,
                 reattached,
+                guarantee: Some(guarantee),
             },
         ));
         Ok(())
@@ -754,6 +780,14 @@ impl Tracer {
             }
         }
         Ok(())
+    }
+}
+
+/// Hands out the `held` events that come before a record stamped `ts_ns` on `cpu`: the
+/// records of one CPU come in time order, so none of that CPU stamped earlier follows.
+fn release_held(held: &mut VecDeque<Event>, ts_ns: u64, cpu: u32, out: &mut impl FnMut(Event)) {
+    while let Some(event) = held.pop_front_if(|event| event.cpu == cpu && event.ts_ns <= ts_ns) {
+        out(event);
     }
 }
 

@@ -23,12 +23,12 @@ pub struct LiveSource {
 impl LiveSource {
     /// Wraps a started tracer; at most `hold_cap` events are held while paused (older ones are
     /// delivered anyway, so memory stays bounded).
-    pub fn new(tracer: Tracer, header: Header, first: Vec<Event>, hold_cap: usize) -> Self {
+    pub fn new(tracer: Tracer, header: Header, hold_cap: usize) -> Self {
         Self {
             tracer,
             header,
             paused: false,
-            held: first.into(),
+            held: VecDeque::new(),
             hold_cap: hold_cap.max(1),
             delivered: 0,
         }
