@@ -70,6 +70,7 @@ guarantees=$(jq -r 'select(.kind == "attached") | .guarantee' "$cap.json" | sort
 expect_eq "each attachment's guarantee" "first_callback=$((RELOADS + 1)) " "$guarantees"
 frees=$(jq -r 'select(.kind == "detached" and .module == "ax88796b_rust") | 1' "$cap.json" | wc -l)
 expect_eq "detachments" "$RELOADS" "$frees"
+result "\"reloads\":$RELOADS,\"callbacks\":$total,\"missed\":0"
 
 # Every load's first callback comes after its attachment: the probe-time soft_reset.
 firsts=$(jq -r 'select(.kind == "attached" or .kind == "callback_enter") |

@@ -224,6 +224,12 @@ fn table(
             r["rounds"], r["secs"], r["events"]
         )
     });
+    rows.row("plug-in", "record-before-load", "cargo xtask test --vm-only --filter before-load", |r| {
+        format!(
+            "recording from before the first load: {} reloads, {} callbacks the kernel ran (tracefs kprobe events), every one recorded, {} missed",
+            r["reloads"], r["callbacks"], r["missed"]
+        )
+    });
     rows.row("overload", "overload", "cargo xtask test --vm-only --filter overload", |r| {
         format!(
             "{} s: {} generated = {} recorded + {} lost (exact); RSS ≤ {} KiB; {} reads after it, none lost",

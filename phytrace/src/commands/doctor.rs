@@ -259,12 +259,11 @@ fn rust_kprobe() -> Check {
 /// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why.
 fn mdio_attach() -> Check {
     const NAME: &str = "MDIO probes";
-    let btf = aya::Btf::from_sys_fs().map_err(|err| err.to_string());
     let mut notes = Vec::new();
-    let outcome =
-        loader::load(&loader::LoadOptions::new(4096, Default::default())).and_then(|mut ebpf| {
-            mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, Some(&btf), &mut notes)
-        });
+    let outcome = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).and_then(|btf| {
+        let mut ebpf = loader::load(&loader::LoadOptions::new(4096, Default::default()))?;
+        mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, &btf, &mut notes)
+    });
     match outcome {
         Ok(probes) => Check::ok(
             NAME,

@@ -11,7 +11,7 @@ use std::{fs, path::Path};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use phytrace_common::KernelOffsets;
-use reader::{Btf, ENUM, ENUM64, INT, Member, STRUCT, Type, UNION};
+use reader::{Btf, ENUM, ENUM64, FUNC, INT, Member, STRUCT, Type, UNION};
 
 use crate::event::{PhyState, Text};
 
@@ -25,7 +25,8 @@ mod tests;
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// The named types phytrace looks up: the structs [`KernelBtf::offsets`] starts from (`module`
-/// for the name the module tracepoints report, `net_device` for the MAC side) and `enum phy_state`.
+/// for the name the module tracepoints report, `net_device` for the MAC side), `enum phy_state`
+/// and the MDIO accessors the trampolines attach to ([`KernelBtf::function_id`]).
 const WANTED: &[&str] = &[
     "phy_device",
     "mdio_device",
@@ -34,6 +35,10 @@ const WANTED: &[&str] = &[
     "phy_state",
     "module",
     "net_device",
+    "__mdiobus_read",
+    "__mdiobus_write",
+    "__mdiobus_c45_read",
+    "__mdiobus_c45_write",
 ];
 
 /// How many anonymous structs and unions one member look-up may search before the BTF is taken
@@ -94,6 +99,17 @@ impl KernelBtf {
             }
         }
         bail!("the kernel's BTF has no definition of `struct {name}`")
+    }
+
+    /// The BTF id of the kernel function `name` (one of [`WANTED`]), which a BPF trampoline
+    /// attaches to.
+    pub fn function_id(&self, name: &str) -> Result<u32> {
+        for &id in self.btf.named(name) {
+            if self.btf.get(id)?.kind == FUNC {
+                return Ok(id);
+            }
+        }
+        bail!("the kernel's BTF has no function `{name}`")
     }
 
     /// Finds `member` in `st`, looking inside anonymous structs and unions (at most `budget`

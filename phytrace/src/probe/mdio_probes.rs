@@ -8,11 +8,11 @@
 
 use anyhow::Result;
 use aya::{
-    Btf, Ebpf,
+    Ebpf,
     programs::{FEntry, FExit},
 };
 
-use super::{attach::attach, loader::explain_refusal};
+use super::{attach::attach, btf::KernelBtf, loader::explain_refusal};
 use crate::capture::format::MdioProbes;
 
 /// The accessors every phylib register access goes through (`phy_modify` included), with the
@@ -38,21 +38,16 @@ pub enum MdioChoice {
 }
 
 /// Attaches the MDIO probes as `choice` says and returns which kind ran; what the user should
-/// know (a fallback, a missing optional accessor) goes to `notes`. `btf` is the kernel's BTF
-/// (or why it could not be read), needed by the trampolines.
+/// know (a fallback, a missing optional accessor) goes to `notes`. `btf` is the kernel's BTF,
+/// where the trampolines find the accessors' ids.
 pub fn attach_all(
     ebpf: &mut Ebpf,
     choice: MdioChoice,
-    btf: Option<&Result<Btf, String>>,
+    btf: &KernelBtf,
     notes: &mut Vec<String>,
 ) -> Result<MdioProbes> {
     if choice != MdioChoice::Kprobe {
-        let attempt = match btf {
-            Some(Ok(btf)) => attach_trampolines(ebpf, btf, notes),
-            Some(Err(why)) => Err(anyhow::anyhow!("reading the kernel's BTF: {why}")),
-            None => Err(anyhow::anyhow!("the kernel's BTF was not read")),
-        };
-        match attempt {
+        match attach_trampolines(ebpf, btf, notes) {
             Ok(()) => return Ok(MdioProbes::Fentry),
             Err(err) if choice == MdioChoice::Fentry => return Err(err),
             Err(err) => notes.push(format!(
@@ -76,7 +71,7 @@ pub fn attach_all(
 /// Attaches the fentry/fexit pair of every accessor; on a failure with a required one,
 /// detaches what it attached (a session probes all accessors one way). The required ones come
 /// first: an optional one that fails after them is not in this kernel, or not traceable.
-fn attach_trampolines(ebpf: &mut Ebpf, btf: &Btf, notes: &mut Vec<String>) -> Result<()> {
+fn attach_trampolines(ebpf: &mut Ebpf, btf: &KernelBtf, notes: &mut Vec<String>) -> Result<()> {
     let mut attached: Vec<(String, TrampolineLink)> = Vec::new();
     for (function, stem, required) in ACCESSORS {
         let mut pair = Vec::new();
@@ -105,7 +100,7 @@ fn attach_trampolines(ebpf: &mut Ebpf, btf: &Btf, notes: &mut Vec<String>) -> Re
 /// Loads and attaches `stem`'s fentry and fexit programs to `function`, pushing each link.
 fn attach_pair(
     ebpf: &mut Ebpf,
-    btf: &Btf,
+    btf: &KernelBtf,
     function: &str,
     stem: &str,
     links: &mut Vec<(String, TrampolineLink)>,
@@ -113,10 +108,11 @@ fn attach_pair(
     let refused = |what: &str, name: &str, err: &aya::programs::ProgramError| {
         explain_refusal(&format!("{what} `{name}` on {function}"), err)
     };
+    let id = btf.function_id(function)?;
     let entry = format!("{stem}_enter");
     let fentry: &mut FEntry = program(ebpf, &entry)?;
     fentry
-        .load(function, btf)
+        .load_by_id(id)
         .map_err(|err| refused("loading", &entry, &err))?;
     let link = fentry
         .attach()
@@ -125,7 +121,7 @@ fn attach_pair(
     let exit = format!("{stem}_exit");
     let fexit: &mut FExit = program(ebpf, &exit)?;
     fexit
-        .load(function, btf)
+        .load_by_id(id)
         .map_err(|err| refused("loading", &exit, &err))?;
     let link = fexit
         .attach()

@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::{Context as _, Result};
 use aya::{
-    Btf, Ebpf,
+    Ebpf,
     maps::{MapData, PerCpuArray, RingBuf},
     programs::{Program, RawTracePoint},
 };
@@ -304,12 +304,6 @@ impl Tracer {
         };
         // Reading kallsyms and module files takes about as long as loading the programs in a
         // slow guest: read them meanwhile on another thread.
-        // aya reads the whole kernel BTF again for the trampolines: on a third thread.
-        let aya_btf = (options.mdio != MdioChoice::Kprobe).then(|| {
-            std::thread::Builder::new()
-                .name("phytrace-btf".into())
-                .spawn(|| Btf::from_sys_fs().map_err(|err| err.to_string()))
-        });
         let prefetch_options = options.clone();
         let prefetch = std::thread::Builder::new()
             .name("phytrace-symbols".into())
@@ -325,17 +319,8 @@ impl Tracer {
             ..defaults
         })?;
         startup.load = lap();
-        let aya_btf = match aya_btf {
-            Some(thread) => Some(
-                thread
-                    .context("starting a thread")?
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("the BTF reader stopped"))?,
-            ),
-            None => None,
-        };
         let mut notes = Vec::new();
-        let mdio = mdio_probes::attach_all(&mut ebpf, options.mdio, aya_btf.as_ref(), &mut notes)?;
+        let mdio = mdio_probes::attach_all(&mut ebpf, options.mdio, &kernel_btf, &mut notes)?;
         for symbol in REMOVAL_PROBES {
             if let Err(err) = attach(&mut ebpf, "device_removed", symbol) {
                 notes.push(format!(

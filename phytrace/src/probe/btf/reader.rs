@@ -33,7 +33,7 @@ const TYPEDEF: u32 = 8;
 const VOLATILE: u32 = 9;
 const CONST: u32 = 10;
 const RESTRICT: u32 = 11;
-const FUNC: u32 = 12;
+pub const FUNC: u32 = 12;
 const FUNC_PROTO: u32 = 13;
 const VAR: u32 = 14;
 const DATASEC: u32 = 15;
@@ -52,7 +52,7 @@ pub struct Btf {
     named: Named,
 }
 
-/// For each wanted name, the ids of the struct/union/enum/fwd types carrying it.
+/// For each wanted name, the ids of the struct/union/enum/fwd/func types carrying it.
 type Named = Vec<(String, Vec<u32>)>;
 
 /// One type record, decoded from its fixed part.
@@ -130,8 +130,8 @@ fn section(data: &[u8], header_len: usize, off: u32, len: u32, what: &str) -> Re
 }
 
 /// The single pass over the type section `types`: where each type's record starts (by id,
-/// from 1) and, for each `wanted` name, the ids of the structs, unions, enums and forward
-/// declarations carrying it (names are in `strings`).
+/// from 1) and, for each `wanted` name, the ids of the structs, unions, enums, forward
+/// declarations and functions carrying it (names are in `strings`).
 fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Named)> {
     let mut records = Vec::with_capacity(types.len() / TYPE_LEN);
     let mut named: Named = wanted
@@ -151,7 +151,7 @@ fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Nam
         if end > types.len() {
             bail!("BTF type {id} is cut off by the end of the type section");
         }
-        if matches!(kind, STRUCT | UNION | ENUM | ENUM64 | FWD) && name_off != 0 {
+        if matches!(kind, STRUCT | UNION | ENUM | ENUM64 | FWD | FUNC) && name_off != 0 {
             for (name, ids) in &mut named {
                 if name_is(strings, name_off as usize, name) {
                     ids.push(id as u32);
@@ -167,7 +167,7 @@ fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Nam
 
 impl Btf {
     /// Checks the header of `data` and indexes its types, noting the ids of the structs,
-    /// unions, enums and forward declarations named in `wanted`.
+    /// unions, enums, forward declarations and functions named in `wanted`.
     pub fn parse(data: Vec<u8>, wanted: &[&str]) -> Result<Self> {
         let header = data
             .get(..HEADER_LEN)
@@ -214,7 +214,7 @@ impl Btf {
         self.data.get(self.strings.clone()).unwrap_or_default()
     }
 
-    /// Ids of the structs, unions, enums and forward declarations called `name`, in id order
+    /// Ids of the structs, unions, enums, forward declarations and functions called `name`, in id order
     /// (empty unless `name` was asked for in [`Btf::parse`]).
     pub fn named(&self, name: &str) -> &[u32] {
         self.named

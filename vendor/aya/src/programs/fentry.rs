@@ -65,6 +65,14 @@ impl FEntry {
         load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, data)
     }
 
+    /// Loads the program for the kernel function whose `BTF_KIND_FUNC` type in vmlinux BTF
+    /// has id `btf_id`, found by the caller (no [`Btf`] is parsed).
+    pub fn load_by_id(&mut self, btf_id: u32) -> Result<(), ProgramError> {
+        let Self { data } = self;
+        data.attach_btf_id = Some(btf_id);
+        load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, data)
+    }
+
     /// Attaches the program.
     ///
     /// The returned value can be used to detach, see [`FEntry::detach`].

@@ -78,6 +78,14 @@ impl FExit {
         load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FEXIT, data)
     }
 
+    /// Loads the program for the kernel function whose `BTF_KIND_FUNC` type in vmlinux BTF
+    /// has id `btf_id`, found by the caller (no [`Btf`] is parsed).
+    pub fn load_by_id(&mut self, btf_id: u32) -> Result<(), ProgramError> {
+        let Self { data } = self;
+        data.attach_btf_id = Some(btf_id);
+        load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FEXIT, data)
+    }
+
     /// Attaches the program.
     ///
     /// The returned value can be used to detach, see [`FExit::detach`].
