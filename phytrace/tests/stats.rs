@@ -92,3 +92,22 @@ fn perfetto_export_carries_the_stats_and_an_mdio_rate_track() {
         trace["otherData"]["stats"]["phys"][0]["mdio"]["accesses"]
     );
 }
+
+#[test]
+fn json_of_the_dongle_has_its_carrier_and_usb_mdio_latency() {
+    let out = phytrace(&["stats", "--format", "json", &data("dongle-rust.ptrace")]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let phy = &doc["captures"][0]["stats"]["phys"][0];
+    assert_eq!(phy["key"], "usb-001:002:10");
+    let carrier = &phy["carrier"];
+    assert_eq!(carrier["netdev"], "eth0");
+    for up in carrier["ups"].as_array().unwrap() {
+        assert!(
+            up["since_link_up_ns"].as_u64().unwrap() < up["since_aneg_start_ns"].as_u64().unwrap()
+        );
+    }
+    let read = &phy["mdio"]["latency"]["read"];
+    assert!(read["p50_ns"].as_u64().unwrap() > 1_000_000, "{read}");
+    assert!(read["p99_ns"].as_u64().unwrap() <= read["max_ns"].as_u64().unwrap());
+}
