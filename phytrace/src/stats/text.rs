@@ -64,7 +64,7 @@ fn intervals(out: &mut String, list: &[Interval]) {
 }
 
 /// `2 (1 capture ended, 1 unloaded)`.
-fn lost(l: &LostReport) -> String {
+pub fn lost(l: &LostReport) -> String {
     if l.total == 0 {
         return "0".to_owned();
     }
