@@ -136,6 +136,17 @@ fn what_the_shipped_specs_say_about_the_other_captures() {
 }
 
 #[test]
+fn the_dongle_spec_passes_on_the_recorded_dongle_captures() {
+    // Recorded under QEMU TCG by tests/vm/41-dongle-record.sh, with either PHY driver.
+    for name in ["dongle-rust.ptrace", "dongle-c.ptrace"] {
+        let out = phytrace(&["check", "--spec", &spec("dongle.spec"), &data(name)]);
+        let report = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{name}: {report}");
+        assert!(report.contains("ok    USB MDIO polls finish"), "{report}");
+    }
+}
+
+#[test]
 fn junit_has_a_suite_per_capture_and_a_case_per_rule() {
     let xml = temp("junit.xml");
     let out = phytrace(&[
@@ -159,6 +170,53 @@ fn junit_has_a_suite_per_capture_and_a_case_per_rule() {
     assert!(text.contains("&gt; "), "report text escaped: {text}");
     assert!(text.contains("failures=\"1\""));
     assert!(text.trim_end().ends_with("</testsuites>"));
+}
+
+#[test]
+fn junit_names_the_slowest_calls_of_a_failed_latency_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("latency.spec");
+    std::fs::write(
+        &spec,
+        "rule \"polls under 1ms\": never exit read_status latency > 1ms\n\
+         rule \"p99 poll\": p99 exit read_status latency < 1ms\n\
+         rule \"polls under 10ms\": never exit read_status latency > 10ms\n",
+    )
+    .unwrap();
+    let xml = dir.path().join("junit.xml");
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--junit",
+        xml.to_str().unwrap(),
+        &data("rust-plug-unplug.ptrace"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = std::fs::read_to_string(&xml).unwrap();
+    assert_eq!(text.matches("<failure ").count(), 2, "{text}");
+    // Two polls took over 1 ms: the message names both, slowest first.
+    let never = text
+        .lines()
+        .find(|l| l.contains("<failure ") && l.contains("2 violations"))
+        .expect("the never rule's failure");
+    let slowest = never
+        .split("; slowest: ")
+        .nth(1)
+        .expect("slowest calls named");
+    assert!(
+        slowest.starts_with("read_status 2.6ms at 7.779639 on phy_sim-0:01, read_status "),
+        "{never}"
+    );
+    let p99 = text
+        .lines()
+        .find(|l| l.contains("message=\"p99 of the 7"))
+        .expect("the percentile rule's failure");
+    assert!(
+        p99.contains("; slowest: read_status 2.6ms at 7.779639"),
+        "{p99}"
+    );
+    assert!(text.contains("name=\"polls under 10ms\"/>"), "{text}");
 }
 
 #[test]

@@ -11,6 +11,8 @@ use phytrace::model::Model;
 /// The captures the tests rely on; any other `.ptrace` file beside them is checked too.
 const FIXTURES: &[&str] = &[
     "c-plug-unplug.ptrace",
+    "dongle-c.ptrace",
+    "dongle-rust.ptrace",
     "rust-module-reload.ptrace",
     "rust-plug-unplug.ptrace",
 ];

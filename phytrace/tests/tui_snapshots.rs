@@ -233,7 +233,13 @@ fn stats_view_of_each_capture_at_80x24_and_160x48() {
 fn each_stats_pane_zoomed_at_two_sizes() {
     let mut app = replayed("rust-plug-unplug", Theme::colored());
     key(&mut app, KeyCode::Char('s'));
-    for pane in [Pane::Latency, Pane::Histogram, Pane::Links, Pane::Mdio] {
+    for pane in [
+        Pane::Latency,
+        Pane::Figures,
+        Pane::Histogram,
+        Pane::Links,
+        Pane::Mdio,
+    ] {
         assert_eq!(app.focus, pane);
         key(&mut app, KeyCode::Char('z'));
         for (width, height) in [(80, 24), (160, 48)] {
@@ -300,6 +306,54 @@ fn stats_view_without_colours() {
             }
         }
     }
+}
+
+/// The dongle's MAC side and USB MDIO latency in the figures: beside the latencies when there is
+/// room, over the whole top row while focused when there is not.
+#[test]
+fn stats_figures_of_the_dongle() {
+    for name in ["dongle-rust", "dongle-c"] {
+        let mut app = replayed(name, Theme::mono());
+        key(&mut app, KeyCode::Char('s'));
+        for (width, height) in [(80, 24), (160, 48)] {
+            let terminal = render(&app, width, height);
+            assert_no_colour(&terminal, name);
+            insta::assert_snapshot!(format!("{name}-stats-{width}x{height}"), terminal.backend());
+        }
+        key(&mut app, KeyCode::Tab);
+        assert_eq!(app.focus, Pane::Figures);
+        let screen = render(&app, 80, 24).backend().to_string();
+        insta::assert_snapshot!(format!("{name}-figures-focused-80x24"), screen);
+        key(&mut app, KeyCode::Char('z'));
+        let screen = render(&app, 80, 24).backend().to_string();
+        assert!(screen.contains("Carrier eth0"), "{screen}");
+        assert!(screen.contains("MDIO latency"), "{screen}");
+    }
+    // The figures are the report of `phytrace stats` for the selected PHY.
+    let app = replayed("dongle-rust", Theme::mono());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/dongle-rust.ptrace");
+    let capture = Capture::read(&path).expect("capture");
+    let mut whole = phytrace::stats::of_capture(&capture);
+    let mut shown = app.selected_report().expect("a PHY");
+    // The TUI's end is its latest event, the capture's its trailer: the open intervals differ.
+    let close = |p: &mut phytrace::stats::PhyReport| {
+        p.link.intervals.pop();
+        if let Some(c) = p.carrier.as_mut() {
+            c.intervals.pop();
+        }
+    };
+    close(&mut shown);
+    let stats = &mut whole.phys[0];
+    close(stats);
+    assert_eq!(shown.callbacks, stats.callbacks);
+    assert_eq!(shown.mdio.latency, stats.mdio.latency);
+    assert_eq!(shown.mdio.registers, stats.mdio.registers);
+    assert_eq!(shown.link.intervals, stats.link.intervals);
+    assert_eq!(shown.link.ups, stats.link.ups);
+    assert_eq!(
+        shown.carrier.map(|c| c.ups),
+        stats.carrier.clone().map(|c| c.ups)
+    );
 }
 
 /// Halfway through a replay the charts show what was taken in so far, not the whole capture.

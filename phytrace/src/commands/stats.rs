@@ -15,7 +15,8 @@ use crate::stats::{self, SCHEMA};
 #[command(after_help = "Examples:
   phytrace stats capture.ptrace
   phytrace stats a.ptrace b.ptrace
-  phytrace stats --format json capture.ptrace | jq '.captures[0].phys[].callbacks[] | {name, p99: .latency.p99_ns}'
+  phytrace stats --format json capture.ptrace |
+    jq '.captures[0].stats.phys[].callbacks[] | {name, p99: .latency.p99_ns}'
 
 Latency percentiles are nearest rank over every completed call, from an HDR histogram with 3
 significant digits (within 0.1%); calls whose return was lost (capture ended, module unloaded,

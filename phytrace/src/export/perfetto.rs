@@ -5,8 +5,9 @@
 //! make are `X` slices inside them with the register decoded; `phy_state` and the link are
 //! counter (`C`) tracks, and state changes also instant (`i`) events. Module attach, detach and
 //! lost events are global instants of a `phytrace` process. Each PHY also has an `mdio/s`
-//! counter track (accesses per one-second window), and `otherData.stats` carries the
-//! `phytrace stats` report (`docs/stats.md`). Times are microseconds since the capture's start.
+//! counter track (accesses per one-second window, as many windows as the statistics count),
+//! and `otherData.stats` carries the `phytrace stats` report (`docs/stats.md`). Times are
+//! microseconds since the capture's start.
 
 use std::collections::BTreeMap;
 
@@ -192,14 +193,21 @@ pub fn trace(capture: &Capture) -> Value {
         .map_or(end_ns, |t| t.end_ns.max(end_ns));
     let report = collector.report(&model, end);
     for (key, &pid) in &pids {
-        let Some(phy) = collector.phys.get(key) else {
+        let (Some(phy), Some(stats)) = (
+            collector.phys.get(key),
+            report.phys.iter().find(|p| p.key == *key),
+        ) else {
             continue;
         };
-        // One sample per one-second window, from the start to the last event.
-        let windows = (0..collector.windows() as usize)
-            .map(|i| phy.mdio.windows.get(i).copied().unwrap_or(0));
-        for (i, count) in windows.enumerate() {
-            let ts_ns = origin + i as u64 * WINDOW_NS;
+        // One sample per one-second window of the statistics (to the end of the capture).
+        let windows = (0..stats.mdio.windows).map(|i| {
+            let count = usize::try_from(i)
+                .ok()
+                .and_then(|i| phy.mdio.windows.get(i).copied());
+            (i, count.unwrap_or(0))
+        });
+        for (i, count) in windows {
+            let ts_ns = origin + i * WINDOW_NS;
             entries.push(Entry {
                 ts_ns,
                 dur_ns: 0,

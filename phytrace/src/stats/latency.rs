@@ -10,8 +10,8 @@ pub const SIGNIFICANT_DIGITS: u8 = 3;
 /// The percentiles reported, in order.
 pub const PERCENTILES: [u8; 3] = [50, 90, 99];
 
-/// Every latency recorded for one callback.
-#[derive(Clone, Debug)]
+/// Every latency recorded for one callback (or one kind of MDIO access).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Latencies {
     histogram: Histogram<u64>,
     min_ns: u64,

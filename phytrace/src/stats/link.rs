@@ -5,21 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::updown::{Interval, UpDown};
+
 /// BMCR bits that start an autonegotiation: RESET and ANRESTART.
 const BMCR_ANEG_START: u16 = 0x8000 | 0x0200;
-
-/// A period with the link up or down.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Interval {
-    /// Link up during it.
-    pub up: bool,
-    /// When it started (the callback return that showed the change), ns since the origin.
-    pub start_ns: u64,
-    /// How long it lasted; to the end of the capture when `open`.
-    pub duration_ns: u64,
-    /// Still going at the end of the capture (its length is a lower bound).
-    pub open: bool,
-}
 
 /// A period in one `phy_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,13 +39,14 @@ pub struct LinkUp {
 /// Link changes and state times of one PHY, as they come.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LinkHistory {
-    /// Closed intervals.
-    pub intervals: Vec<Interval>,
+    /// Up and down periods.
+    link: UpDown,
     /// Link-ups.
     pub ups: Vec<LinkUp>,
-    /// The current interval: up, since.
-    current: Option<(bool, u64)>,
+    /// The latest autonegotiation start since the latest link-up.
     aneg_start_ns: Option<u64>,
+    /// The latest autonegotiation start of all.
+    latest_aneg_start_ns: Option<u64>,
     /// Time spent in each state (closed periods only).
     in_state: BTreeMap<String, (u64, u64)>,
     /// Closed state periods, oldest first (one per `phy_state` change, as `intervals` is one
@@ -70,36 +60,30 @@ pub struct LinkHistory {
 impl LinkHistory {
     /// The link was seen `up` at `offset_ns` (only changes of up/down matter).
     pub fn link(&mut self, offset_ns: u64, up: bool) {
-        match self.current {
-            Some((was, _)) if was == up => return,
-            Some((was, since)) => self.intervals.push(Interval {
-                up: was,
-                start_ns: since,
-                duration_ns: offset_ns.saturating_sub(since),
-                open: false,
-            }),
-            None => {}
-        }
+        let Some(ended) = self.link.set(offset_ns, up) else {
+            return;
+        };
         if up {
-            let since_down_ns = match self.current {
-                Some((false, since)) => Some(offset_ns.saturating_sub(since)),
-                _ => None,
-            };
             self.ups.push(LinkUp {
                 at_ns: offset_ns,
-                since_down_ns,
+                since_down_ns: ended.map(|i| i.duration_ns),
                 since_aneg_start_ns: self.aneg_start_ns.map(|t| offset_ns.saturating_sub(t)),
             });
             self.aneg_start_ns = None;
         }
-        self.current = Some((up, offset_ns));
     }
 
     /// An MDIO write of `value` to register `reg` at `offset_ns`.
     pub fn mdio_write(&mut self, offset_ns: u64, reg: u16, value: u16) {
         if reg == 0 && value & BMCR_ANEG_START != 0 {
             self.aneg_start_ns = Some(offset_ns);
+            self.latest_aneg_start_ns = Some(offset_ns);
         }
+    }
+
+    /// When the latest autonegotiation start was seen, ns since the origin.
+    pub fn latest_aneg_start_ns(&self) -> Option<u64> {
+        self.latest_aneg_start_ns
     }
 
     /// `phy_state` became `state` at `offset_ns`.
@@ -123,16 +107,7 @@ impl LinkHistory {
 
     /// The intervals with the current one closed at `end_ns`.
     pub fn intervals_until(&self, end_ns: u64) -> Vec<Interval> {
-        let mut all = self.intervals.clone();
-        if let Some((up, since)) = self.current {
-            all.push(Interval {
-                up,
-                start_ns: since,
-                duration_ns: end_ns.saturating_sub(since),
-                open: true,
-            });
-        }
-        all
+        self.link.until(end_ns)
     }
 
     /// The state periods with the current one closed at `end_ns`, oldest first.
@@ -168,12 +143,10 @@ impl LinkHistory {
 
     /// When the first link or state was seen, ns since the origin.
     pub fn first_seen_ns(&self) -> Option<u64> {
-        let link = self.intervals.first().map(|i| i.start_ns);
         let state = self.periods.first().map(|p| p.0);
         [
-            link,
+            self.link.first_seen_ns(),
             state,
-            self.current.map(|c| c.1),
             self.state.as_ref().map(|s| s.1),
         ]
         .into_iter()

@@ -1,9 +1,11 @@
-//! MDIO accesses of one PHY: per one-second window since the capture's start, and per register.
+//! MDIO accesses of one PHY: per one-second window since the capture's start, per register,
+//! and their latencies (on a USB dongle each one is a series of control transfers).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::latency::Latencies;
 use crate::event::MdioOp;
 
 /// Length of a rate window.
@@ -21,7 +23,7 @@ pub struct RegisterCount {
 }
 
 /// MDIO accesses of one PHY.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MdioCounts {
     /// Accesses in window `i`: `[origin + i s, origin + (i + 1) s)`.
     pub windows: Vec<u64>,
@@ -29,11 +31,15 @@ pub struct MdioCounts {
     pub registers: BTreeMap<u16, RegisterCount>,
     /// All accesses.
     pub total: u64,
+    /// Latencies of the reads, successful or failed.
+    pub read_latency: Latencies,
+    /// Latencies of the writes, successful or failed.
+    pub write_latency: Latencies,
 }
 
 impl MdioCounts {
-    /// Counts an access at `offset_ns` after the origin.
-    pub fn record(&mut self, offset_ns: u64, op: MdioOp, reg: u16, failed: bool) {
+    /// Counts an access at `offset_ns` after the origin that took `latency_ns`.
+    pub fn record(&mut self, offset_ns: u64, op: MdioOp, reg: u16, failed: bool, latency_ns: u64) {
         let window = usize::try_from(offset_ns / WINDOW_NS).unwrap_or(usize::MAX);
         if window >= self.windows.len() {
             self.windows.resize(window.saturating_add(1), 0);
@@ -42,6 +48,10 @@ impl MdioCounts {
             *w += 1;
         }
         self.total += 1;
+        match op {
+            MdioOp::Read => self.read_latency.record(latency_ns),
+            MdioOp::Write => self.write_latency.record(latency_ns),
+        }
         let r = self.registers.entry(reg).or_default();
         match (failed, op) {
             (true, _) => r.errors += 1,
@@ -73,9 +83,9 @@ mod tests {
     #[test]
     fn windows_and_registers() {
         let mut m = MdioCounts::default();
-        m.record(100, MdioOp::Read, 1, false);
-        m.record(900_000_000, MdioOp::Read, 1, true);
-        m.record(2_500_000_000, MdioOp::Write, 0, false);
+        m.record(100, MdioOp::Read, 1, false, 36_000_000);
+        m.record(900_000_000, MdioOp::Read, 1, true, 600_000_000);
+        m.record(2_500_000_000, MdioOp::Write, 0, false, 35_000_000);
         assert_eq!(m.windows, [2, 0, 1]);
         assert_eq!(
             m.registers[&1],
@@ -86,6 +96,12 @@ mod tests {
             }
         );
         assert_eq!(m.rate(4), (0.75, 2, Some(0)));
+        let reads = m.read_latency.summary();
+        assert_eq!(
+            (reads.count, reads.min_ns, reads.max_ns),
+            (2, 36_000_000, 600_000_000)
+        );
+        assert_eq!(m.write_latency.summary().count, 1);
         assert_eq!(MdioCounts::default().rate(0), (0.0, 0, None));
     }
 }

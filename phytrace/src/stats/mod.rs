@@ -1,6 +1,6 @@
 //! Statistics of a trace: per PHY and callback, calls, errors by errno and latency percentiles;
-//! per PHY, MDIO accesses per second and per register, link intervals and delays to link-up,
-//! and time in each `phy_state`. `phytrace stats`, the TUI's charts, latency rules of
+//! per PHY, MDIO accesses per second, per register and their latencies, link intervals and
+//! delays to link-up, the carrier of its MAC side and its delays, and time in each `phy_state`. `phytrace stats`, the TUI's charts, latency rules of
 //! `phytrace check` and the Perfetto export all take them from here.
 //!
 //! Everything is computed from what the [`Model`] says each event did ([`Applied`]: its
@@ -8,21 +8,25 @@
 //! (a capture, or the TUI live); [`Collector::report`] adds the calls still running at the end
 //! as lost returns, so that no entered call is ever left out silently.
 
+mod carrier;
 mod latency;
 mod link;
 mod mdio;
 pub mod text;
+mod updown;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use carrier::{CarrierHistory, CarrierUp};
 pub use latency::{Latencies, PERCENTILES, SIGNIFICANT_DIGITS, Summary};
-pub use link::{Interval, LinkHistory, LinkUp, StatePeriod};
+pub use link::{LinkHistory, LinkUp, StatePeriod};
 pub use mdio::{MdioCounts, RegisterCount, WINDOW_NS};
+pub use updown::Interval;
 
 use crate::capture::Capture;
-use crate::event::{Event, EventKind, MdioOp};
+use crate::event::{Event, EventKind, MacChange, MdioOp};
 use crate::model::{Applied, LostReturn, LostWhy, Model};
 use crate::registers;
 use crate::render;
@@ -65,6 +69,8 @@ pub struct PhyCollector {
     pub mdio: MdioCounts,
     /// Link and state history.
     pub link: LinkHistory,
+    /// The MAC side: carrier history.
+    pub carrier: CarrierHistory,
 }
 
 /// Statistics fed event by event, after the model applied each one.
@@ -106,13 +112,7 @@ impl Collector {
             self.lost_events += count;
         }
         for lost in model.lost_returns() {
-            self.phys
-                .entry(lost.key.clone())
-                .or_default()
-                .callbacks
-                .entry(lost.open.callback.name.to_string())
-                .or_default()
-                .lose(lost);
+            lose(self.phys.entry(lost.key.clone()).or_default(), lost);
         }
         let Some(key) = &applied.key else { return };
         let origin = self.origin_ns;
@@ -141,65 +141,72 @@ impl Collector {
         if let Some(change) = &applied.link_change {
             phy.link.link(offset(change.ts_ns), change.to.up);
         }
-        if let EventKind::Mdio {
-            op,
-            reg,
-            value,
-            error,
-            ..
-        } = &event.kind
-        {
-            phy.mdio.record(at, *op, *reg, error.is_some());
-            if *op == MdioOp::Write && error.is_none() {
-                phy.link.mdio_write(at, *reg, *value);
+        match &event.kind {
+            EventKind::Mdio {
+                op,
+                reg,
+                value,
+                error,
+                latency_ns,
+                ..
+            } => {
+                phy.mdio.record(at, *op, *reg, error.is_some(), *latency_ns);
+                if *op == MdioOp::Write && error.is_none() {
+                    phy.link.mdio_write(at, *reg, *value);
+                }
             }
+            EventKind::Mac {
+                change: MacChange::Carrier { netdev, up },
+            } => phy.carrier.carrier(at, netdev, *up, &phy.link),
+            EventKind::Mac { .. } => phy.carrier.seen = true,
+            _ => {}
         }
     }
 
-    /// Rate windows from the origin to the latest event (at least one).
-    pub fn windows(&self) -> u64 {
-        self.offset(self.last_ns).div_ceil(WINDOW_NS).max(1)
+    /// One-second rate windows from the origin to `end_ns` or the latest event, whichever is
+    /// later, rounded up (at least one): what every MDIO rate is taken over.
+    pub fn windows_until(&self, end_ns: u64) -> u64 {
+        self.offset(end_ns.max(self.last_ns))
+            .div_ceil(WINDOW_NS)
+            .max(1)
     }
 
     /// The statistics as of now; `model` is the one that applied the events, `end_ns` the end
     /// of the capture (calls still open then count as lost returns, `CaptureEnded`).
     pub fn report(&self, model: &Model, end_ns: u64) -> Report {
         let end_ns = end_ns.max(self.last_ns);
-        let end = self.offset(end_ns);
         let mut collectors = self.phys.clone();
         for lost in model.still_running(end_ns) {
-            collectors
-                .entry(lost.key.clone())
-                .or_default()
-                .callbacks
-                .entry(lost.open.callback.name.to_string())
-                .or_default()
-                .lose(&lost);
+            lose(collectors.entry(lost.key.clone()).or_default(), &lost);
         }
-        let windows = self.offset(end_ns).div_ceil(WINDOW_NS).max(1);
         let phys = collectors
             .iter()
-            .map(|(key, c)| self.phy_report(key, c, model, end, windows))
+            .map(|(key, c)| self.phy_report(key, c, model, end_ns))
             .collect();
         Report {
             schema: SCHEMA,
             method: Method::default(),
             origin_ns: self.origin_ns,
-            duration_ns: end,
+            duration_ns: self.offset(end_ns),
             events: self.events,
             lost_events: self.lost_events,
             phys,
         }
     }
 
-    fn phy_report(
-        &self,
-        key: &str,
-        c: &PhyCollector,
-        model: &Model,
-        end: u64,
-        windows: u64,
-    ) -> PhyReport {
+    /// The statistics of the PHY `key` alone, as [`Collector::report`] has them.
+    pub fn phy(&self, key: &str, model: &Model, end_ns: u64) -> PhyReport {
+        let end_ns = end_ns.max(self.last_ns);
+        let mut c = self.phys.get(key).cloned().unwrap_or_default();
+        for lost in model.still_running(end_ns).filter(|l| l.key == key) {
+            lose(&mut c, &lost);
+        }
+        self.phy_report(key, &c, model, end_ns)
+    }
+
+    fn phy_report(&self, key: &str, c: &PhyCollector, model: &Model, end_ns: u64) -> PhyReport {
+        let end = self.offset(end_ns);
+        let windows = self.windows_until(end_ns);
         let phy = model.phy(key);
         let callbacks = c
             .callbacks
@@ -238,13 +245,6 @@ impl Collector {
             .collect();
         let (mean, peak, peak_window) = c.mdio.rate(windows);
         let intervals = c.link.intervals_until(end);
-        let time = |up: bool| {
-            intervals
-                .iter()
-                .filter(|i| i.up == up)
-                .map(|i| i.duration_ns)
-                .sum()
-        };
         let states = c.link.states_until(end);
         let observed: u64 = states.values().map(|s| s.0).sum();
         PhyReport {
@@ -259,6 +259,10 @@ impl Collector {
                 mean_per_s: mean,
                 peak_per_s: peak,
                 peak_window_start_ns: peak_window.map(|i| i as u64 * WINDOW_NS),
+                latency: MdioLatency {
+                    read: c.mdio.read_latency.summary(),
+                    write: c.mdio.write_latency.summary(),
+                },
                 registers: c
                     .mdio
                     .registers
@@ -271,11 +275,21 @@ impl Collector {
                     .collect(),
             },
             link: LinkReport {
-                up_ns: time(true),
-                down_ns: time(false),
+                up_ns: updown::time(&intervals, true),
+                down_ns: updown::time(&intervals, false),
                 intervals,
                 ups: c.link.ups.clone(),
             },
+            carrier: c.carrier.seen.then(|| {
+                let intervals = c.carrier.intervals_until(end);
+                CarrierReport {
+                    netdev: c.carrier.netdev.clone(),
+                    up_ns: updown::time(&intervals, true),
+                    down_ns: updown::time(&intervals, false),
+                    intervals,
+                    ups: c.carrier.ups.clone(),
+                }
+            }),
             states: states
                 .into_iter()
                 .map(|(state, (ns, periods))| StateTime {
@@ -291,6 +305,14 @@ impl Collector {
                 .collect(),
         }
     }
+}
+
+/// Counts a lost return of `phy`.
+fn lose(phy: &mut PhyCollector, lost: &LostReturn) {
+    phy.callbacks
+        .entry(lost.open.callback.name.to_string())
+        .or_default()
+        .lose(lost);
 }
 
 /// The statistics of a whole capture (its start as the origin, its trailer's end as the end).
@@ -371,6 +393,8 @@ pub struct PhyReport {
     pub mdio: MdioReport,
     /// Link history.
     pub link: LinkReport,
+    /// Carrier history of the MAC side, if a MAC-side event of this PHY was seen.
+    pub carrier: Option<CarrierReport>,
     /// Time in each `phy_state`, by name.
     pub states: Vec<StateTime>,
 }
@@ -444,8 +468,19 @@ pub struct MdioReport {
     pub peak_per_s: u64,
     /// Start of the busiest window (the first of equals).
     pub peak_window_start_ns: Option<u64>,
+    /// Latencies of the reads and of the writes.
+    pub latency: MdioLatency,
     /// Per register.
     pub registers: Vec<RegisterReport>,
+}
+
+/// Latencies of MDIO accesses, successful or failed, as the bus accessor returned them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MdioLatency {
+    /// Reads.
+    pub read: Summary,
+    /// Writes.
+    pub write: Summary,
 }
 
 /// Accesses to one register.
@@ -471,6 +506,21 @@ pub struct LinkReport {
     pub intervals: Vec<Interval>,
     /// Every link-up and what led to it.
     pub ups: Vec<LinkUp>,
+}
+
+/// Carrier history of a PHY's MAC side (`netif_carrier_on`/`_off` of its network device).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CarrierReport {
+    /// The network device, as of its latest carrier change.
+    pub netdev: Option<String>,
+    /// Time with the carrier up, from its first report.
+    pub up_ns: u64,
+    /// Time with the carrier down, from its first report.
+    pub down_ns: u64,
+    /// Every interval, in order; the last one is `open`.
+    pub intervals: Vec<Interval>,
+    /// Every carrier-up and how long after the PHY's link-up it came.
+    pub ups: Vec<CarrierUp>,
 }
 
 /// Time in one `phy_state`.

@@ -15,7 +15,13 @@ fn phy<'r>(r: &'r Report, key: &str) -> &'r PhyReport {
 
 #[test]
 fn counts_match_the_model_on_every_recorded_capture() {
-    for name in ["rust-plug-unplug", "rust-module-reload", "c-plug-unplug"] {
+    for name in [
+        "rust-plug-unplug",
+        "rust-module-reload",
+        "c-plug-unplug",
+        "dongle-rust",
+        "dongle-c",
+    ] {
         let c = capture(name);
         let report = of_capture(&c);
         let mut model = Model::new();
@@ -118,4 +124,46 @@ fn text_and_json_name_the_method() {
     assert_eq!(json["schema"], SCHEMA);
     assert_eq!(json["method"]["significant_digits"], 3);
     assert!(json["phys"][0]["callbacks"][0]["latency"]["p99_ns"].is_u64());
+}
+
+#[test]
+fn dongle_carrier_follows_the_phy_link_and_usb_mdio_is_slow() {
+    let r = of_capture(&capture("dongle-rust"));
+    let p = phy(&r, "usb-001:002:10");
+    let c = p.carrier.as_ref().expect("the dongle has a MAC side");
+    assert_eq!(c.netdev.as_deref(), Some("eth0"));
+    let total: u64 = c.intervals.iter().map(|i| i.duration_ns).sum();
+    assert_eq!(total, c.up_ns + c.down_ns);
+    assert_eq!(c.ups.len(), p.link.ups.len());
+    for (carrier, link) in c.ups.iter().zip(&p.link.ups) {
+        let since_link_up = carrier.since_link_up_ns.expect("after a PHY link-up");
+        assert_eq!(carrier.at_ns - since_link_up, link.at_ns);
+        assert!(since_link_up < 50_000_000, "{since_link_up}");
+        assert!(carrier.since_aneg_start_ns.unwrap() > since_link_up);
+    }
+    // Each access is four USB control transfers: tens of ms under emulation.
+    let m = &p.mdio.latency;
+    assert_eq!(m.read.count + m.write.count, p.mdio.accesses);
+    assert!(m.read.p50_ns > 1_000_000 && m.read.p50_ns <= m.read.p99_ns);
+    let text = text::report("dongle-rust", &r);
+    assert!(
+        text.contains("carrier up at 3.252 s, 848.8ms after carrier down, 7.9ms after link up, 192.5ms after autonegotiation start"),
+        "{text}"
+    );
+    assert!(text.contains("    read         36     30.6ms"), "{text}");
+}
+
+#[test]
+fn carrier_without_traced_phy_callbacks_and_phys_without_a_mac_side() {
+    // The C PHY driver: no callbacks, so no PHY link-up; autonegotiation starts are MDIO writes.
+    let r = of_capture(&capture("dongle-c"));
+    let c = phy(&r, "usb-001:002:10").carrier.clone().unwrap();
+    assert_eq!(c.ups.len(), 2);
+    assert!(c.ups.iter().all(|u| u.since_link_up_ns.is_none()));
+    assert!(c.ups.iter().all(|u| u.since_aneg_start_ns.is_some()));
+    let r = of_capture(&capture("rust-plug-unplug"));
+    assert!(r.phys.iter().all(|p| p.carrier.is_none()));
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json["phys"][0]["carrier"].is_null());
+    assert!(json["phys"][0]["mdio"]["latency"]["read"]["p99_ns"].is_u64());
 }

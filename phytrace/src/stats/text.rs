@@ -2,11 +2,11 @@
 
 use std::fmt::Write as _;
 
-use super::{LostReport, PhyReport, Report, SIGNIFICANT_DIGITS};
+use super::{CarrierReport, Interval, LostReport, PhyReport, Report, SIGNIFICANT_DIGITS, Summary};
 use crate::render;
 
 /// Seconds with millisecond precision: `7.512`.
-fn secs(ns: u64) -> String {
+pub fn secs(ns: u64) -> String {
     format!(
         "{}.{:03}",
         ns / 1_000_000_000,
@@ -14,8 +14,8 @@ fn secs(ns: u64) -> String {
     )
 }
 
-/// `2 EIO, 1 -7`.
-fn errors(list: &[super::ErrorCount]) -> String {
+/// `2 EIO, 1 ret -7`.
+pub fn errors(list: &[super::ErrorCount]) -> String {
     if list.is_empty() {
         return "0".to_owned();
     }
@@ -28,8 +28,43 @@ fn errors(list: &[super::ErrorCount]) -> String {
         .join(", ")
 }
 
+/// min, p50, p90, p99 and max, right-aligned in 9 columns each; `-` without latencies.
+fn latency_cells(l: &Summary) -> String {
+    [l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns]
+        .iter()
+        .map(|&ns| {
+            let cell = if l.count == 0 {
+                "-".to_owned()
+            } else {
+                render::duration(ns)
+            };
+            format!("  {cell:>9}")
+        })
+        .collect()
+}
+
+/// `, 7.3ms after link up` when `ns` is known.
+pub fn after(what: &str, ns: Option<u64>) -> String {
+    ns.map(|ns| format!(", {} after {what}", render::duration(ns)))
+        .unwrap_or_default()
+}
+
+/// One line per interval: `    up   from    3.244 s  for 2.26s`.
+fn intervals(out: &mut String, list: &[Interval]) {
+    for i in list {
+        let _ = writeln!(
+            out,
+            "    {:<4} from {:>8} s  for {}{}",
+            if i.up { "up" } else { "down" },
+            secs(i.start_ns),
+            render::duration(i.duration_ns),
+            if i.open { "+ (until the end)" } else { "" }
+        );
+    }
+}
+
 /// `2 (1 capture ended, 1 unloaded)`.
-fn lost(l: &LostReport) -> String {
+pub fn lost(l: &LostReport) -> String {
     if l.total == 0 {
         return "0".to_owned();
     }
@@ -85,24 +120,12 @@ fn phy_report(out: &mut String, phy: &PhyReport) {
             "callback", "calls", "min", "p50", "p90", "p99", "max", "errors"
         );
         for c in &phy.callbacks {
-            let l = &c.latency;
-            let d = |ns: u64| {
-                if l.count == 0 {
-                    "-".to_owned()
-                } else {
-                    render::duration(ns)
-                }
-            };
             let _ = writeln!(
                 out,
-                "  {:<width$}  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:<10}  {}",
+                "  {:<width$}  {:>5}{}  {:<10}  {}",
                 c.name,
                 c.calls,
-                d(l.min_ns),
-                d(l.p50_ns),
-                d(l.p90_ns),
-                d(l.p99_ns),
-                d(l.max_ns),
+                latency_cells(&c.latency),
                 errors(&c.errors),
                 lost(&c.lost_returns)
             );
@@ -135,6 +158,16 @@ fn phy_report(out: &mut String, phy: &PhyReport) {
         "  MDIO  {} accesses, {:.1}/s mean over {} windows of 1 s, peak {}/s{peak_at}",
         m.accesses, m.mean_per_s, m.windows, m.peak_per_s
     );
+    if m.accesses > 0 {
+        let _ = writeln!(
+            out,
+            "    {:<9} {:>5}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}",
+            "latency", "count", "min", "p50", "p90", "p99", "max"
+        );
+        for (op, l) in [("read", &m.latency.read), ("write", &m.latency.write)] {
+            let _ = writeln!(out, "    {op:<9} {:>5}{}", l.count, latency_cells(l));
+        }
+    }
     for r in &m.registers {
         let mut line = format!(
             "    {:<9} read {:>5}  write {:>5}",
@@ -153,29 +186,19 @@ fn phy_report(out: &mut String, phy: &PhyReport) {
             secs(link.up_ns),
             secs(link.down_ns)
         );
-        for i in &link.intervals {
-            let _ = writeln!(
-                out,
-                "    {:<4} from {:>8} s  for {}{}",
-                if i.up { "up" } else { "down" },
-                secs(i.start_ns),
-                render::duration(i.duration_ns),
-                if i.open { "+ (until the end)" } else { "" }
-            );
-        }
+        intervals(out, &link.intervals);
         for up in &link.ups {
-            let since = |what: &str, ns: Option<u64>| {
-                ns.map(|ns| format!(", {} after {what}", render::duration(ns)))
-                    .unwrap_or_default()
-            };
             let _ = writeln!(
                 out,
                 "    link up at {} s{}{}",
                 secs(up.at_ns),
-                since("link down", up.since_down_ns),
-                since("autonegotiation start", up.since_aneg_start_ns)
+                after("link down", up.since_down_ns),
+                after("autonegotiation start", up.since_aneg_start_ns)
             );
         }
+    }
+    if let Some(carrier) = &phy.carrier {
+        carrier_report(out, carrier);
     }
     if !phy.states.is_empty() {
         let states: Vec<String> = phy
@@ -192,5 +215,26 @@ fn phy_report(out: &mut String, phy: &PhyReport) {
             })
             .collect();
         let _ = writeln!(out, "  phy_state  {}", states.join(", "));
+    }
+}
+
+fn carrier_report(out: &mut String, c: &CarrierReport) {
+    let netdev = c.netdev.as_deref().unwrap_or("(no carrier change)");
+    let _ = writeln!(
+        out,
+        "  carrier {netdev}  up {} s, down {} s",
+        secs(c.up_ns),
+        secs(c.down_ns)
+    );
+    intervals(out, &c.intervals);
+    for up in &c.ups {
+        let _ = writeln!(
+            out,
+            "    carrier up at {} s{}{}{}",
+            secs(up.at_ns),
+            after("carrier down", up.since_down_ns),
+            after("link up", up.since_link_up_ns),
+            after("autonegotiation start", up.since_aneg_start_ns)
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::capture::Header;
 use crate::event::{Event, EventKind, PhyFilter};
 use crate::model::{Applied, ClosedCallback, Model};
-use crate::stats::{CallbackCollector, Collector, PhyCollector};
+use crate::stats::{CallbackCollector, Collector, PhyCollector, PhyReport};
 
 use super::filter::Filter;
 use super::rate::RateMeter;
@@ -55,6 +55,8 @@ pub enum Pane {
     Log,
     /// Latency percentiles of the selected PHY's callbacks (stats view).
     Latency,
+    /// The other numbers of `phytrace stats` for the selected PHY (stats view).
+    Figures,
     /// Latency histogram of the selected callback (stats view).
     Histogram,
     /// Link and `phy_state` over time, every PHY (stats view).
@@ -74,7 +76,13 @@ impl Pane {
                 Self::States,
                 Self::Log,
             ],
-            View::Stats => &[Self::Latency, Self::Histogram, Self::Links, Self::Mdio],
+            View::Stats => &[
+                Self::Latency,
+                Self::Figures,
+                Self::Histogram,
+                Self::Links,
+                Self::Mdio,
+            ],
         }
     }
 
@@ -327,6 +335,12 @@ impl App {
     /// Statistics of the selected PHY.
     pub fn selected_stats(&self) -> Option<&PhyCollector> {
         self.stats.phys.get(self.selected_key()?)
+    }
+
+    /// The `phytrace stats` report of the selected PHY, up to the latest event taken in.
+    pub fn selected_report(&self) -> Option<PhyReport> {
+        let key = self.selected_key()?;
+        Some(self.stats.phy(key, &self.model, self.stats.last_ns))
     }
 
     /// Name and statistics of the selected callback of the selected PHY: the chosen one if the

@@ -226,7 +226,9 @@ fn select_phy(app: &mut App, delta: isize) {
 
 fn move_in_pane(app: &mut App, delta: isize) {
     match app.focus {
-        Pane::Phys | Pane::Links | Pane::Mdio => select_phy(app, delta.clamp(-1_000, 1_000)),
+        Pane::Phys | Pane::Figures | Pane::Links | Pane::Mdio => {
+            select_phy(app, delta.clamp(-1_000, 1_000))
+        }
         Pane::Latency | Pane::Histogram => select_callback(app, delta.clamp(-1_000, 1_000)),
         Pane::Registers => {
             app.reg_scroll = app

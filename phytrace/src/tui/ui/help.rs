@@ -18,10 +18,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("n  .", "paused: one event forward"),
     ("+  -", "replay faster / slower"),
     ("Tab S-Tab", "next / previous pane"),
-    (
-        "s",
-        "stats view: percentiles, link/state, MDIO/s; ↑↓ callback",
-    ),
+    ("s", "stats view: percentiles, figures, link/state, MDIO/s"),
     ("←→  h l", "previous / next PHY"),
     ("↑↓  j k", "move in the pane (PHYs, log, callbacks, scroll)"),
     ("PgUp PgDn", "move by a page"),

@@ -19,7 +19,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(pane_block(app, Pane::Mdio, format!(" MDIO/s {key} ")), area);
         return;
     };
-    let (mean, peak, _) = mdio.rate(app.stats.windows());
+    let (mean, peak, _) = mdio.rate(app.stats.windows_until(app.stats.last_ns));
     let block = pane_block(
         app,
         Pane::Mdio,

@@ -1,6 +1,7 @@
 //! Drawing: one file per pane, each a function of the [`App`] state into a screen area.
 
 mod axis;
+mod figures;
 mod help;
 mod histogram;
 mod latency;
@@ -62,8 +63,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
 }
 
-/// The stats view: latencies and the selected callback's histogram above, the link/state strip
-/// of every PHY and the MDIO rate below, on one time axis.
+/// The stats view: latencies with the other figures under them and the selected callback's
+/// histogram above, the link/state strip of every PHY and the MDIO rate below, on one time
+/// axis. Without room for [`MIN_FIGURES`] rows of figures, they take the whole top row while
+/// focused.
 fn draw_stats(frame: &mut Frame, app: &App, area: Rect) {
     // Two rows per PHY, the ticks, the legend and the border.
     let links_height = (app.model.phys.len().clamp(1, 6) * 2 + 4) as u16;
@@ -74,17 +77,38 @@ fn draw_stats(frame: &mut Frame, app: &App, area: Rect) {
         Constraint::Length(mdio_height),
     ])
     .areas(area);
-    let [latency_area, histogram_area] =
-        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
-    for (pane, area) in [
-        (Pane::Latency, latency_area),
-        (Pane::Histogram, histogram_area),
-        (Pane::Links, links_area),
-        (Pane::Mdio, mdio_area),
-    ] {
+    // The header, a row per callback and the border.
+    let callbacks = app.selected_stats().map_or(0, |p| p.callbacks.len());
+    let latency_height = u16::try_from(callbacks + 3).unwrap_or(u16::MAX);
+    let mut panes = Vec::with_capacity(5);
+    if top.height >= latency_height.saturating_add(MIN_FIGURES) {
+        let [left, histogram_area] =
+            Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+        let [latency_area, figures_area] =
+            Layout::vertical([Constraint::Length(latency_height), Constraint::Min(0)]).areas(left);
+        panes.extend([
+            (Pane::Latency, latency_area),
+            (Pane::Figures, figures_area),
+            (Pane::Histogram, histogram_area),
+        ]);
+    } else if app.focus == Pane::Figures {
+        panes.push((Pane::Figures, top));
+    } else {
+        let [latency_area, histogram_area] =
+            Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+        panes.extend([
+            (Pane::Latency, latency_area),
+            (Pane::Histogram, histogram_area),
+        ]);
+    }
+    panes.extend([(Pane::Links, links_area), (Pane::Mdio, mdio_area)]);
+    for (pane, area) in panes {
         draw_pane(frame, app, pane, area);
     }
 }
+
+/// Rows the figures pane gets at least beside the others (border and two lines).
+const MIN_FIGURES: u16 = 4;
 
 fn draw_pane(frame: &mut Frame, app: &App, pane: Pane, area: Rect) {
     match pane {
@@ -95,6 +119,7 @@ fn draw_pane(frame: &mut Frame, app: &App, pane: Pane, area: Rect) {
         Pane::Log => log::draw(frame, app, area),
         Pane::Latency => latency::draw(frame, app, area),
         Pane::Histogram => histogram::draw(frame, app, area),
+        Pane::Figures => figures::draw(frame, app, area),
         Pane::Links => links::draw(frame, app, area),
         Pane::Mdio => mdio::draw(frame, app, area),
     }
