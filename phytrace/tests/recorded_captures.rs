@@ -13,6 +13,7 @@ const FIXTURES: &[&str] = &[
     "c-plug-unplug.ptrace",
     "rust-module-reload.ptrace",
     "rust-plug-unplug.ptrace",
+    "rust-dongle.ptrace",
 ];
 
 fn recorded() -> Vec<PathBuf> {
