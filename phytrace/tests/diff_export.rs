@@ -282,7 +282,9 @@ fn the_dongle_export_shows_the_mac_side() {
     let reset = events
         .iter()
         .find(|e| {
-            e["cat"] == "mdio" && e["args"]["value"] == "0x8200" && e["args"]["caller"] == "soft_reset"
+            e["cat"] == "mdio"
+                && e["args"]["value"] == "0x8200"
+                && e["args"]["caller"] == "soft_reset"
         })
         .expect("the BMCR reset write");
     assert!(reset["dur"].as_f64().unwrap() > 1000.0, "{reset}");

@@ -86,14 +86,15 @@ impl UsbHost {
     fn parse(text: &str) -> Result<Self, String> {
         let hex = |s: &str| u16::from_str_radix(s.trim_start_matches("0x"), 16).ok();
         let dec = |s: &str| s.parse::<u32>().ok();
-        if let Some((v, p)) = text.split_once(':') {
-            if let (Some(vendor), Some(product)) = (hex(v), hex(p)) {
-                return Ok(Self::Id { vendor, product });
-            }
-        } else if let Some((b, a)) = text.split_once('.') {
-            if let (Some(bus), Some(addr)) = (dec(b), dec(a)) {
-                return Ok(Self::Address { bus, addr });
-            }
+        if let Some((v, p)) = text.split_once(':')
+            && let (Some(vendor), Some(product)) = (hex(v), hex(p))
+        {
+            return Ok(Self::Id { vendor, product });
+        }
+        if let Some((b, a)) = text.split_once('.')
+            && let (Some(bus), Some(addr)) = (dec(b), dec(a))
+        {
+            return Ok(Self::Address { bus, addr });
         }
         Err(format!(
             "`{text}`: expected VENDOR:PRODUCT in hex (0b95:772a) or BUS.ADDR (1.4)"
