@@ -6,7 +6,11 @@
 # and put back; once the partner drops to 10/half, once the dongle itself is unplugged and
 # plugged in again. HARDWARE=sim: the Rust driver and the simulated PHYs (phy_sim) load, and
 # the AX88772A's cable is unplugged and replugged, once with the "LPA reads 0" quirk on.
-#   MODE=tui|headless HARDWARE=dongle|sim CYCLES=6 PERIOD=3 OUT=$PHYTRACE_OUT/demo.ptrace
+# HARDWARE=usb-host: a real ASIX dongle passed into the VM (`cargo xtask demo --usb-host
+# 0b95:772a`, docs/dongle.md; not tested here): no emulator; its plug-in is replayed (asix and
+# the Rust PHY driver load as at a plug-in), the link comes up and you pull the Ethernet cable
+# and put it back by hand, CYCLES times (each waited for up to 120 s).
+#   MODE=tui|headless HARDWARE=dongle|sim|usb-host CYCLES=6 PERIOD=3 OUT=$PHYTRACE_OUT/demo.ptrace
 #   DONGLE_BIN=target/debug/ax88772a-emulator
 # MODE=tui runs `phytrace tui` on this terminal (q quits); MODE=headless records the same
 # scenario to OUT and prints the decoded end of it and a summary.
@@ -62,8 +66,59 @@ dongle_story() {
     log "story done"
 }
 
+# The netdev asix registered for a USB device (any ASIX chip it drives), or nothing.
+asix_netdev() {
+    local d l
+    for d in /sys/class/net/*; do
+        l=$(readlink "$d/device/driver" 2>/dev/null) || continue
+        if [[ ${l##*/} == asix ]]; then
+            echo "${d##*/}"
+            return 0
+        fi
+    done
+    return 1
+}
+has_asix_netdev() { asix_netdev >/dev/null; }
+
+# A real dongle passed through by QEMU's usb-host: it was enumerated at boot, before anything
+# chose the PHY driver. asix is unbound, the Rust PHY driver is the one its mdio: alias may
+# load, and the devices' "add" uevents are replayed: asix loads by modalias and phylib loads
+# the PHY driver, as at a plug-in. The cable is the user's.
+usb_host_story() {
+    . "$PHYTRACE_ROOT/tests/vm/dongle_lib.sh"
+    local dev i u
+    ! module_loaded asix || rmmod asix || fail "cannot unload asix (bound at boot)"
+    echo "blacklist ${DRIVER_MOD[c]}" >"$ASIX_BLACKLIST"
+    sleep 2
+    log "replaying the plug-in of the host's USB devices"
+    for u in /sys/bus/usb/devices/*; do
+        if [[ -w $u/uevent ]]; then echo add >"$u/uevent"; fi
+    done
+    wait_for 60 has_asix_netdev || fail "no asix netdev: is the dongle passed in (--usb-host)?"
+    dev=$(asix_netdev)
+    ip link set dev "$dev" up
+    wait_for 30 is_carrier "$dev" 1 || log "$dev: no carrier yet: is the cable in?"
+    for ((i = 1; i <= CYCLES; i++)); do
+        log "cycle $i: pull the Ethernet cable out of the dongle"
+        wait_for 120 is_carrier "$dev" 0 || { log "no cable pull within 120 s: done"; break; }
+        log "cycle $i: carrier off; put the cable back"
+        wait_for 120 is_carrier "$dev" 1 || { log "no carrier within 120 s: done"; break; }
+        log "cycle $i: carrier back at $(speed "$dev")/$(duplex "$dev")"
+    done
+    ip link set dev "$dev" down
+    log "story done"
+}
+
 story() {
-    if [[ $HARDWARE == dongle ]]; then dongle_story; else sim_story; fi
+    case $HARDWARE in
+    dongle) dongle_story ;;
+    sim) sim_story ;;
+    usb-host) usb_host_story ;;
+    *)
+        echo "HARDWARE must be dongle, sim or usb-host" >&2
+        exit 2
+        ;;
+    esac
 }
 
 # The cable story, logged to a file in TUI mode so that it does not draw over the screen.
@@ -104,6 +159,11 @@ headless)
     "$BIN" dump "$OUT" | grep -B3 -A12 'link_change_notify  NOLINK' | tail -n 16
     ;;
 tui)
+    if [[ $HARDWARE == usb-host ]]; then
+        echo "When the dongle's PHY shows up, pull its Ethernet cable and put it back; q quits."
+        echo "The story's log: $PHYTRACE_OUT/demo-story.log"
+        sleep 3
+    fi
     story >"$PHYTRACE_OUT/demo-story.log" 2>&1 &
     story_pid=$!
     "$BIN" tui || true

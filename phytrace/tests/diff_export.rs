@@ -1,8 +1,11 @@
 //! `phytrace diff` and `phytrace export` on the real captures.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use phytrace::capture::{Capture, Writer};
+use phytrace::event::{EventKind, MdioOp};
 use serde_json::Value;
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
@@ -175,4 +178,114 @@ fn perfetto_export_is_a_valid_trace() {
     for capture in ["rust-module-reload.ptrace", "c-plug-unplug.ptrace"] {
         validate(&export(capture), 3);
     }
+}
+
+/// The emulated AX88772A USB dongle under asix, phylink and the Rust PHY driver, recorded by
+/// `tests/vm/41-dongle-record.sh` (`dongle-rust.ptrace` in target/vm-out, copied here): plug-in
+/// with the partner at all modes and symmetric pause, link up at 100/full, ping, one cable
+/// flap (NOLINK re-init over USB), `ip link set down`.
+const DONGLE: &str = "rust-dongle.ptrace";
+const DONGLE_PHY: &str = "usb-001:002:10";
+
+#[test]
+fn the_dongle_capture_equals_itself() {
+    let a = data(DONGLE);
+    let out = phytrace(&["diff", &a, &a]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("equal: 1 PHYs"), "{text}");
+    assert!(
+        text.contains(&format!("{DONGLE_PHY} (Asix Electronics AX88772A): equal")),
+        "{text}"
+    );
+}
+
+/// The dongle capture as a driver that does not re-initialise the PHY on a lost link would
+/// record it: the NOLINK soft_reset's MDIO writes left out.
+fn dongle_without_nolink_reset() -> PathBuf {
+    let capture = Capture::read(data(DONGLE)).expect("the dongle capture");
+    let path = std::env::temp_dir().join(format!(
+        "phytrace-dongle-no-reset-{}.ptrace",
+        std::process::id()
+    ));
+    let file = std::fs::File::create(&path).expect("create the variant");
+    let mut writer = Writer::new(file, &path, &capture.header).expect("header");
+    let mut dropped = 0;
+    for event in &capture.events {
+        if let EventKind::Mdio {
+            op: MdioOp::Write,
+            caller: Some(caller),
+            state: Some(state),
+            ..
+        } = &event.kind
+            && caller.name.as_ref() == "soft_reset"
+            && state.name.as_ref() == "NOLINK"
+        {
+            dropped += 1;
+            continue;
+        }
+        writer.write(event).expect("write an event");
+    }
+    assert_eq!(dropped, 2, "BMCR = 0, then RESET");
+    let end = capture.trailer.as_ref().expect("trailer").end_ns;
+    writer.finish(end, 0).expect("trailer");
+    path
+}
+
+#[test]
+fn the_dongle_capture_differs_from_one_without_the_nolink_reset() {
+    let variant = dongle_without_nolink_reset();
+    let out = phytrace(&["diff", &data(DONGLE), variant.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&variant);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("differ: 1 of 1 PHYs"), "{text}");
+    assert!(
+        text.contains("  - write BMCR      0x0000") && text.contains("in soft_reset"),
+        "the missing reset writes are shown: {text}"
+    );
+    assert!(
+        text.contains("MAC mac_link_down"),
+        "the MAC side is in the context: {text}"
+    );
+}
+
+#[test]
+fn the_dongle_export_shows_the_mac_side() {
+    let trace = export(DONGLE);
+    validate(&trace, 1);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let named = |name: &str| events.iter().filter(|e| e["name"] == name).count();
+    assert!(
+        events.iter().any(|e| e["name"] == "process_name"
+            && e["args"]["name"] == format!("{DONGLE_PHY} Asix Electronics AX88772A")),
+        "the dongle's PHY has its process"
+    );
+    // Plug-in and the cable back: at the partner's mode, pause both ways.
+    assert_eq!(named("mac_link_up 100/full pause tx+rx"), 2);
+    assert_eq!(named("mac_link_up 100/full pause off"), 0);
+    // The cable out and `ip link set down`.
+    assert_eq!(named("mac_link_down"), 2);
+    assert!(named("carrier_off eth0") >= 2 && named("carrier_on eth0") == 2);
+    let carrier: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "carrier")
+        .map(|e| e["args"]["up"].as_u64().unwrap())
+        .collect();
+    assert!(carrier.windows(2).any(|w| w == [1, 0]) && carrier.ends_with(&[0]));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["cat"] == "mac" && e["name"] == "phylink_resolve" && e["ph"] == "X")
+    );
+    // The NOLINK re-init over USB, inside soft_reset, as slow as USB MDIO is (tens of ms).
+    let reset = events
+        .iter()
+        .find(|e| {
+            e["cat"] == "mdio"
+                && e["args"]["value"] == "0x8200"
+                && e["args"]["caller"] == "soft_reset"
+        })
+        .expect("the BMCR reset write");
+    assert!(reset["dur"].as_f64().unwrap() > 1000.0, "{reset}");
 }

@@ -15,6 +15,7 @@ const FIXTURES: &[&str] = &[
     "dongle-rust.ptrace",
     "rust-module-reload.ptrace",
     "rust-plug-unplug.ptrace",
+    "rust-dongle.ptrace",
 ];
 
 fn recorded() -> Vec<PathBuf> {

@@ -155,6 +155,17 @@ fn reload_shows_reattach() {
     assert!(screen.contains("re-attached after reload"), "{screen}");
 }
 
+/// The emulated USB dongle (`rust-dongle.ptrace`, see tests/diff_export.rs): its PHY on the
+/// `usb-…` bus, USB-slow MDIO and the MAC side in the log.
+#[test]
+fn dongle_capture_overview() {
+    let app = replayed("rust-dongle", Theme::mono());
+    let terminal = render(&app, 160, 48);
+    let screen = format!("{:?}", terminal.backend());
+    assert!(screen.contains("usb-001:002:10"), "{screen}");
+    insta::assert_snapshot!("rust-dongle-no-color-160x48", terminal.backend());
+}
+
 #[test]
 fn no_color_uses_no_colours_but_keeps_markers() {
     for name in CAPTURES {

@@ -5,7 +5,8 @@
 # partner's mode, ping works through it, cable out/in drops/restores carrier, the MDIO
 # accesses the mdio:mdio_access tracepoint saw equal the emulator's per-register counters, an
 # injected timeout/stall makes an MDIO read fail with the errno asix returns, and USB unplug /
-# replug removes and brings back eth0 cleanly. DONGLE_DRIVERS: PHY drivers to run with
+# replug removes and brings back eth0 cleanly, and no request asix sent (at probe or later) was
+# unknown to the emulator. DONGLE_DRIVERS: PHY drivers to run with
 # (default $PHYTRACE_DRIVERS: "rust", our ax88796b_rust.ko, and "c", the in-tree ax88796b.ko).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -162,6 +163,10 @@ expect_eq "MII requests = traced accesses (no other MDIO user)" "$n_trace" "$mii
     expect_eq "emulator sessions" 2 "$(dongle_status '["sessions"]')"
     ip link set dev "$DEV" down
     assert_clean_dmesg "replug"
+    # Since reset-counters (right after the probe check above): open, rx-mode, ping, partner
+    # and cable changes, ethtool -t, faults, unplug, the second probe and open.
+    expect_eq "requests the emulator did not know (open, rx-mode, ethtool -t, ping, replug)" 0 \
+        "$(dongle_status '["unknown"]')"
 
     dongle_stop
     wait_for 15 no_dongle_netdev || fail "$DEV still there after the emulator ended"

@@ -8,7 +8,12 @@
 # probe-time callbacks come first (Rust driver), MDIO over USB takes as long as the kernel's
 # kprobes say, the MAC side (phylink_resolve, mac_link_up/down, carrier) follows the link, the
 # shipped spec passes from the very first callback, an MDIO timeout shows as ETIMEDOUT, and the
-# unplugged PHY ends with nothing left open. Both drivers show the same MAC-side story.
+# unplugged PHY ends with nothing left open in the capture, `dump`, the Perfetto export, `diff`
+# and the TUI, which goes on and shows the replugged PHY under its new bus name. The cable flap
+# is asserted end to end, not only by `after` rules (which hold when nothing happens): NOLINK,
+# (Rust driver) link_change_notify → soft_reset → BMCR writes over USB, carrier and MAC down,
+# then link up, mac_link_up at the partner's speed, duplex and pause (a partner with pause,
+# then one without), carrier up. Both drivers show the same MAC-side story and modes.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -26,13 +31,18 @@ cleanup_also dongle_record_cleanup
 ping_ok() { busybox ping -c 2 -W 2 192.168.77.2 >/dev/null 2>&1; }
 # usb_json CAPTURE: the capture's events of the dongle's PHY, as JSON lines.
 usb_json() { jq -c 'select(.phy.bus // "" | startswith("usb-"))' "$1.json"; }
+# mac_modes CAPTURE: the distinct speed/duplex/pause of the dongle's mac_link_up events.
+mac_modes() {
+    usb_json "$1" | jq -r 'select(.kind == "mac" and .change.op == "link_up") | .change |
+        "\(.speed)/\(.duplex)/tx_pause=\(.tx_pause)/rx_pause=\(.rx_pause)"' | sort -u | tr '\n' ' '
+}
 mac_story() {
     usb_json "$1" | jq -r 'select(.kind == "mac" and .change.op != "resolve") | .change |
         if .op == "carrier" then (if .up then "carrier_on" else "carrier_off" end) else .op end' |
         uniq | tr '\n' ' '
 }
 
-declare -A STORY
+declare -A STORY FLAP
 for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     log "PHY driver: $CUR_DRIVER"
     mark_dmesg "$CUR_DRIVER"
@@ -45,7 +55,8 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     fi
 
     # Plug-in, link, ping, cable: the part counted against the emulator.
-    dongle_start --an-delay-ms 100 --partner all
+    # A partner with symmetric pause: asix's MAC and the PHY advertise both pause bits.
+    dongle_start --an-delay-ms 100 --partner all,pause
     wait_dongle_netdev 30
     dev=$(dongle_netdev)
     ip link set dev "$dev" up
@@ -67,25 +78,43 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     # An MDIO timeout on the USB side, then unplug and replug with record and the TUI running.
     cap2=$PHYTRACE_OUT/dongle-$CUR_DRIVER-unplug.ptrace
     start_record "$cap2"
+    # From here on a partner without pause (it stays across the dongle's unplug).
+    dongle_ctl partner all >/dev/null
     ip link set dev "$dev" up
     wait_mode "$dev" 100 full 30
     expect_eq "mdio-timeout: the read fails with ETIMEDOUT" "errno 110" "$(dongle_inject_mii "$dev" read 2 mdio-timeout 1)"
+    rm -f "$PHYTRACE_OUT/tui-dongle-exit"
     tmux -S "$sock" new-session -d -x 120 -y 30 "$PHYTRACE_BIN tui; echo \$? >$PHYTRACE_OUT/tui-dongle-exit"
-    tui_shows_dongle_phy() { tmux -S "$sock" capture-pane -p | grep -q "usb-.*003b1861"; }
-    wait_for 30 tui_shows_dongle_phy || fail "the TUI does not show the dongle's PHY"
+    screen() { tmux -S "$sock" capture-pane -p; }
+    # tui_shows BUS: a row for the PHY at BUS:10 with the AX88772A's PHY ID.
+    tui_shows() { screen | grep -q -- "$1:10 .*003b1861"; }
+    tui_running() { [[ ! -e $PHYTRACE_OUT/tui-dongle-exit ]] && tmux -S "$sock" has-session 2>/dev/null; }
+    wait_for 30 tui_shows "$bus" || { screen; fail "the TUI does not show the dongle's PHY $bus:10"; }
     dongle_ctl unplug >/dev/null
     wait_for 15 no_dongle_netdev || fail "the netdev is still there after unplug"
+    wait_for 5 eval '! has_dongle_phy' || fail "PHY $bus:10 still on the MDIO bus after unplug"
+    tui_running || fail "the TUI ended when the dongle was unplugged"
+    tui_shows "$bus" || { screen; fail "the TUI lost the unplugged PHY $bus:10"; }
+    ok "the TUI runs on after the unplug and still shows $bus:10"
     dongle_ctl plug >/dev/null
     wait_dongle_netdev 30
     dev=$(dongle_netdev)
+    wait_for 10 has_dongle_phy || fail "no PHY after replug"
+    bus2=$(dongle_mdio_bus)
+    [[ $bus2 != "$bus" ]] || fail "the replugged dongle's MDIO bus has the old name $bus (a new USB device number expected)"
     ip link set dev "$dev" up
     wait_mode "$dev" 100 full 30
-    tmux -S "$sock" capture-pane -p | grep -q "usb-.*003b1861" || fail "the TUI lost the replugged PHY"
+    wait_for 10 tui_shows "$bus2" || { screen; fail "the TUI does not show the replugged PHY $bus2:10"; }
+    tui_running || fail "the TUI ended after the replug"
+    ok "the TUI shows the replugged PHY as $bus2:10"
+    screen
     tmux -S "$sock" send-keys q
     wait_for 10 test -s "$PHYTRACE_OUT/tui-dongle-exit" || fail "the TUI did not quit"
     expect_eq "the TUI ran through unplug and replug" 0 "$(<"$PHYTRACE_OUT/tui-dongle-exit")"
     rm -f "$PHYTRACE_OUT/tui-dongle-exit"
     ip link set dev "$dev" down
+    expect_eq "requests the emulator did not know (probe, open, rx-mode, ping, cable, timeout, replug)" 0 \
+        "$(dongle_status '["unknown"]')"
     dongle_stop
     stop_record "$cap2"
     events_json "$cap2"
@@ -120,12 +149,50 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     # The MAC side follows the link, and the unplugged PHY's callbacks are all closed.
     "$PHYTRACE_BIN" check --spec "$PHYTRACE_ROOT/specs/dongle.spec" "$cap" ||
         fail "the MAC side does not follow the link (specs/dongle.spec)"
-    up=$(usb_json "$cap" | jq -r 'select(.kind == "mac" and .change.op == "link_up") |
-        "\(.change.speed)/\(.change.duplex)"' | sort -u | tr '\n' ' ')
-    expect_eq "mac_link_up at the partner's mode" "100/full " "$up"
+    expect_eq "mac_link_up at the partner's mode and pause (partner all,pause)" \
+        "100/full/tx_pause=true/rx_pause=true " "$(mac_modes "$cap")"
+    expect_eq "mac_link_up of both PHYs, partner without pause" \
+        "100/full/tx_pause=false/rx_pause=false " "$(mac_modes "$cap2")"
+    n_up=$(usb_json "$cap2" | jq -r --arg b "$bus2" 'select(.kind == "mac" and .change.op == "link_up" and .phy.bus == $b) | 1' | wc -l)
+    ((n_up >= 1)) || fail "no mac_link_up of the replugged PHY $bus2:10"
+
+    # The cable flap end to end, not only by `after` rules: each of these has to happen.
+    if [[ $CUR_DRIVER == rust ]]; then
+        check_rules "$cap" <<EOF
+rule "cable out: NOLINK, link_change_notify resets the PHY over USB, link back" for phy "$bus:10": sequence link down then state RUNNING -> NOLINK then enter link_change_notify while state NOLINK then enter soft_reset inside link_change_notify then write BMCR = 0 inside soft_reset then write BMCR has RESET inside soft_reset then link up within 10s
+rule "cable out: carrier and MAC down; link back: MAC up, carrier up" for phy "$bus:10": sequence link down then carrier down then mac_link_down then link up then mac_link_up then carrier up within 10s
+EOF
+        caller='"soft_reset"'
+    else
+        check_rules "$cap" <<EOF
+rule "cable out: carrier and MAC down; link back: MAC up, carrier up" for phy "$bus:10": sequence mac_link_up then carrier up then carrier down then mac_link_down then mac_link_up then carrier up
+EOF
+        caller=null
+    fi
+    ok "cable flap rules hold on $bus:10 (see $cap.spec)"
+    capture_expect "$cap.json" "cable_flap(\$bus; 16; 100; \"full\"; \"tx+rx\"; $caller)" --arg bus "$bus"
+    FLAP[$CUR_DRIVER]=${CAPTURE_SAID//$bus/usb-BUS}
+
+    # The unplugged PHY, in every view: nothing left open.
     open=$("$PHYTRACE_BIN" stats --format json "$cap2" |
         jq '[.captures[].stats.phys[] | select(.key | startswith("usb-")) | (.callbacks // [])[] | .lost_returns.total] | add // 0')
-    expect_eq "callbacks left open on the unplugged PHY" 0 "$open"
+    expect_eq "callbacks left open on the unplugged PHY (stats)" 0 "$open"
+    min_calls=0
+    [[ $CUR_DRIVER == c ]] || min_calls=1
+    capture_expect "$cap2.json" 'all_returned($bus; 16; $min)' --arg bus "$bus" --argjson min "$min_calls"
+    "$PHYTRACE_BIN" export --format perfetto "$cap2" -o "$cap2.perfetto.json" ||
+        fail "phytrace export --format perfetto failed on the unplug capture"
+    jq -e --arg k "$bus:10" '
+        ([.traceEvents[] | select(.name == "process_name" and (.args.name | startswith($k))) | .pid] | first) as $pid
+        | $pid != null and ([.traceEvents[] | select(.pid == $pid and .args.unfinished)] | length) == 0' \
+        "$cap2.perfetto.json" >/dev/null ||
+        fail "the Perfetto export lacks $bus:10 or has an unfinished callback on it"
+    ok "perfetto export: $bus:10 with no unfinished callback"
+    "$PHYTRACE_BIN" diff "$cap2" "$cap2" >"$cap2.diff" || fail "phytrace diff of the unplug capture with itself: status $?"
+    rc=0
+    "$PHYTRACE_BIN" diff "$cap" "$cap2" >"$cap2.diff2" || rc=$?
+    ((rc <= 1)) || fail "phytrace diff of the two dongle captures failed (status $rc)"
+    ok "phytrace diff runs on the unplug capture (equal to itself; vs the plug-in capture: status $rc)"
     STORY[$CUR_DRIVER]=$(mac_story "$cap")
     log "MAC side: ${STORY[$CUR_DRIVER]}"
     dongle_modules_unload
@@ -133,4 +200,6 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
 done
 if [[ -n ${STORY[rust]:-} && -n ${STORY[c]:-} ]]; then
     expect_eq "the MAC side tells the same story with either PHY driver" "${STORY[c]}" "${STORY[rust]}"
+    expect_eq "the cable flap (MAC, carrier, NOLINK BMCR writes, modes) is the same with either PHY driver" \
+        "${FLAP[c]}" "${FLAP[rust]/ (soft_reset)/}"
 fi

@@ -121,3 +121,59 @@ def cpu_order:
         else .last[$c] = $e.ts_ns end)
   | if .bad != null then error("CPU \(.bad.event.cpu): a record stamped \(.bad.event.ts_ns) after one stamped \(.bad.after)" + ([.bad.event] | show))
     else "every CPU's records in time order (\(.last | length) CPUs)" end;
+
+# The pause mode of a mac_link_up change: "tx+rx", "tx", "rx" or "none".
+def pause_of: if .tx_pause and .rx_pause then "tx+rx" elif .tx_pause then "tx" elif .rx_pause then "rx" else "none" end;
+def mac_op: if .change.op == "carrier" then (if .change.up then "carrier_on" else "carrier_off" end) else .change.op end;
+
+# The first cable flap of the PHY at BUS:ADDR, end to end: the MAC was up (mac_link_up at
+# SPEED/DUPLEX with PAUSE, then carrier_on); the cable went out (carrier_off, then
+# mac_link_down); while phy_state was NOLINK the PHY was re-initialised over its own MDIO bus
+# (BMCR written 0, then with RESET; inside the callback CALLER unless it is null: the C
+# driver's callbacks are not traced); and the link came back (mac_link_up at the same mode,
+# then carrier_on). Every one of those after the previous one, the BMCR writes between the two
+# mac_link_up. The line reported names no driver: it is the same with either.
+def cable_flap($bus; $addr; $speed; $duplex; $pause; $caller):
+  [.[] | of($bus; $addr)] as $e
+  | [range($e | length) as $i | $e[$i] | select(.kind == "mac" and .change.op != "resolve")
+      | {i: $i, op: mac_op, change}] as $mac
+  | def next($op; $after): $mac | map(select(.op == $op and .i > $after)) | first;
+    def mode: "\(.change.speed)/\(.change.duplex) pause \(.change | pause_of)";
+  (next("link_up"; -1)) as $up1
+  | (if $up1 then next("carrier_on"; $up1.i) else null end) as $on1
+  | (if $on1 then next("carrier_off"; $on1.i) else null end) as $off
+  | (if $off then next("link_down"; $off.i) else null end) as $down
+  | (if $down then next("link_up"; $down.i) else null end) as $up2
+  | (if $up2 then next("carrier_on"; $up2.i) else null end) as $on2
+  | ($mac | map("\n    \(.op)") | add // " none") as $seen
+  | if $on2 == null then
+      error("\($bus):\($addr): no mac_link_up, carrier_on, carrier_off, mac_link_down, mac_link_up, carrier_on in that order; MAC events:\($seen)")
+    else
+      [range($up1.i; $up2.i) as $i | $e[$i] | select(.kind == "mdio" and .op == "write" and .reg == 0
+          and .state.name == "NOLINK" and ($caller == null or .caller.name == $caller))] as $w
+      | ($w | map(select(.value == 0)) | first) as $zero
+      # RESET is bit 15: the value is at least 0x8000.
+      | ($w | map(select(.value >= 32768 and .ts_ns >= $zero.ts_ns)) | first) as $reset
+      | [$up1, $up2 | mode] as $modes
+      | "\($speed)/\($duplex) pause \($pause)" as $want
+      | if $zero == null or $reset == null then
+          error("\($bus):\($addr): no BMCR write of 0, then with RESET, while NOLINK\(if $caller then " by \($caller)" else "" end) between the two mac_link_up"
+            + ([range($up1.i; $up2.i) as $i | $e[$i] | select(.kind == "mdio" and .reg == 0)] | show))
+        elif $modes != [$want, $want] then error("\($bus):\($addr): mac_link_up at \($modes), expected \($want) both times")
+        else "\($bus):\($addr): cable flap: mac_link_up \($want), carrier_on, carrier_off, mac_link_down; NOLINK re-init over \($bus): BMCR \($zero.value) then \($reset.value)\(if $caller then " (\($caller))" else "" end); mac_link_up \($want), carrier_on"
+        end
+    end;
+
+# No callback of the PHY at BUS:ADDR is left without its return (per thread, innermost first),
+# and at least MIN were called.
+def all_returned($bus; $addr; $min):
+  reduce (.[] | of($bus; $addr) | select(.kind == "callback_enter" or .kind == "callback_exit")) as $e
+      ({stacks: {}, n: 0};
+      ($e.tid | tostring) as $t
+      | if $e.kind == "callback_enter" then .stacks[$t] += [$e] | .n += 1
+        elif (.stacks[$t] // [] | last | .callback.name) == $e.callback.name then .stacks[$t] |= .[:-1]
+        else . end)
+  | ([.stacks[][]]) as $open
+  | if $open != [] then error("\($bus):\($addr): \($open | length) callbacks entered without a return" + ($open | show))
+    elif .n < $min then error("\($bus):\($addr): \(.n) callbacks, expected at least \($min)")
+    else "\($bus):\($addr): all \(.n) callbacks returned" end;

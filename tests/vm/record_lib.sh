@@ -7,12 +7,17 @@
 CAPTURE_JQ_DIR=$(dirname "${BASH_SOURCE[0]}")
 
 # capture_expect CAPTURE.json JQ_EXPR [JQ ARGS...]: JQ_EXPR, a check of capture.jq given the
-# events as one array, holds (its line is reported) or the test fails with its message.
+# events as one array, holds (its line is reported, and kept in CAPTURE_SAID) or the test fails
+# with its message.
+# shellcheck disable=SC2034  # read by the tests
+CAPTURE_SAID=""
 capture_expect() {
     local json=$1 expr=$2 said
     shift 2
     said=$(jq -s -r -L "$CAPTURE_JQ_DIR" "$@" "include \"capture\"; $expr" "$json" 2>&1) ||
         fail "${said#jq: error (at *): }"
+    # shellcheck disable=SC2034
+    CAPTURE_SAID=$said
     ok "$said"
 }
 

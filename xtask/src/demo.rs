@@ -3,7 +3,9 @@
 //!
 //! Builds what is missing, boots the test kernel and runs `scenarios/demo.sh` in the guest:
 //! `phytrace tui` on this terminal while the dongle is plugged in and its cable pulled, or,
-//! with `--headless`, a recording of the same story and its decoded summary.
+//! with `--headless`, a recording of the same story and its decoded summary. With
+//! `--usb-host` a real dongle of the host is passed into the guest instead of the emulator
+//! (`HARDWARE=usb-host`: the cable is pulled by hand; not tested here, see docs/dongle.md).
 
 use std::process::ExitCode;
 
@@ -17,7 +19,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub headless: bool,
     /// The simulated MDIO PHYs (phy_sim) instead of the emulated USB dongle.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "usb_host")]
     pub sim: bool,
     /// Unplug/replug cycles.
     #[arg(long, default_value_t = 6)]
@@ -38,9 +40,16 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         format!("MODE={}", if args.headless { "headless" } else { "tui" }),
         format!("CYCLES={}", args.cycles),
         format!("PERIOD={}", args.period),
-        format!("HARDWARE={}", if args.sim { "sim" } else { "dongle" }),
+        format!(
+            "HARDWARE={}",
+            match (args.sim, &args.vm.usb_host) {
+                (true, _) => "sim",
+                (false, Some(_)) => "usb-host",
+                (false, None) => "dongle",
+            }
+        ),
     ];
-    if !args.sim {
+    if !args.sim && args.vm.usb_host.is_none() {
         command.push(format!("DONGLE_BIN={}", vm::release_emulator()?.display()));
     }
     eprintln!("==> demo: booting the VM (the hardware appears 2 s after phytrace starts)");

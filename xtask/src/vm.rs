@@ -64,6 +64,52 @@ pub struct VmOptions {
     /// aarch64 the static build of `cargo xtask dist`].
     #[arg(long, value_name = "PATH")]
     pub bin: Option<PathBuf>,
+    /// Pass a USB device of the host into the guest (x86_64): `VENDOR:PRODUCT` in hex
+    /// (`0b95:772a`, a real AX88772A dongle) or `BUS.ADDR` as `lsusb` prints them (`1.4`). The
+    /// guest gets microvm's xHCI controller (`usb=on`, described by ACPI) and QEMU's `usb-host`
+    /// device; the kernel needs `CONFIG_ACPI` and `CONFIG_USB_XHCI_PLATFORM` (docs/dongle.md).
+    /// Not tested here: these machines have no USB devices.
+    #[arg(long, value_name = "DEVICE", value_parser = UsbHost::parse)]
+    pub usb_host: Option<UsbHost>,
+}
+
+/// A host USB device for QEMU's `usb-host` (`--usb-host`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UsbHost {
+    /// By USB id: the first device of the host with that vendor and product.
+    Id { vendor: u16, product: u16 },
+    /// By position: bus number and device address.
+    Address { bus: u32, addr: u32 },
+}
+
+impl UsbHost {
+    fn parse(text: &str) -> Result<Self, String> {
+        let hex = |s: &str| u16::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        let dec = |s: &str| s.parse::<u32>().ok();
+        if let Some((v, p)) = text.split_once(':')
+            && let (Some(vendor), Some(product)) = (hex(v), hex(p))
+        {
+            return Ok(Self::Id { vendor, product });
+        }
+        if let Some((b, a)) = text.split_once('.')
+            && let (Some(bus), Some(addr)) = (dec(b), dec(a))
+        {
+            return Ok(Self::Address { bus, addr });
+        }
+        Err(format!(
+            "`{text}`: expected VENDOR:PRODUCT in hex (0b95:772a) or BUS.ADDR (1.4)"
+        ))
+    }
+
+    /// The `-device` argument.
+    fn qemu_device(&self) -> String {
+        match self {
+            Self::Id { vendor, product } => {
+                format!("usb-host,vendorid=0x{vendor:04x},productid=0x{product:04x}")
+            }
+            Self::Address { bus, addr } => format!("usb-host,hostbus={bus},hostaddr={addr}"),
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +180,9 @@ pub fn release_emulator() -> Result<PathBuf> {
 /// output, and returns its exit status (or [`EXIT_TIMEOUT`] / [`EXIT_NO_STATUS`]).
 pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<u8> {
     let started = Instant::now();
+    if options.usb_host.is_some() && kernel.arch != Arch::X86_64 {
+        bail!("--usb-host: only for the x86_64 guest");
+    }
     let out = paths::vm_out();
     let run_dir = out.join(".vm").join(std::process::id().to_string());
     let _ = fs::remove_dir_all(&run_dir);
@@ -321,7 +370,16 @@ fn qemu_command(
     let mut cmd = Command::new(arch.qemu());
     match arch {
         Arch::X86_64 => {
-            cmd.args(["-M", "microvm,acpi=off,rtc=on"]);
+            // A USB device passed through needs a host controller: microvm's own xHCI, which
+            // only ACPI describes (the virtio-mmio devices then too, not the command line).
+            cmd.args([
+                "-M",
+                if options.usb_host.is_some() {
+                    "microvm,acpi=on,usb=on,rtc=on"
+                } else {
+                    "microvm,acpi=off,rtc=on"
+                },
+            ]);
             match accel {
                 Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host,-arch-capabilities"]),
                 _ => cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"]),
@@ -397,6 +455,9 @@ fn qemu_command(
         &format!("local,id=out,path={},security_model=none", out.display()),
     ])
     .args(["-device", "virtio-9p-device,fsdev=out,mount_tag=out"]);
+    if let Some(usb) = &options.usb_host {
+        cmd.args(["-device", &usb.qemu_device()]);
+    }
     cmd
 }
 
@@ -505,6 +566,7 @@ fn kvm_works(kernel: &Kernel, initramfs: &Path) -> bool {
                 cpus: 1,
                 accel: Accel::Kvm,
                 bin: None,
+                usb_host: None,
             };
             let mut cmd = qemu_command(
                 kernel,
@@ -547,6 +609,21 @@ fn kvm_works(kernel: &Kernel, initramfs: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usb_host_by_id_or_address() {
+        let id = UsbHost::parse("0b95:772a").unwrap();
+        assert_eq!(
+            id.qemu_device(),
+            "usb-host,vendorid=0x0b95,productid=0x772a"
+        );
+        assert_eq!(UsbHost::parse("0x0B95:0x772A").unwrap(), id);
+        let at = UsbHost::parse("1.4").unwrap();
+        assert_eq!(at.qemu_device(), "usb-host,hostbus=1,hostaddr=4");
+        for bad in ["", "0b95", "zz:772a", "1.x", "1-4"] {
+            assert!(UsbHost::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn shell_quote_survives_quotes() {
