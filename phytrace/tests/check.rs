@@ -138,7 +138,7 @@ fn what_the_shipped_specs_say_about_the_other_captures() {
 #[test]
 fn the_dongle_spec_passes_on_the_recorded_dongle_captures() {
     // Recorded under QEMU TCG by tests/vm/41-dongle-record.sh, with either PHY driver.
-    for name in ["dongle-rust.ptrace", "dongle-c.ptrace"] {
+    for name in ["rust-dongle.ptrace", "c-dongle.ptrace"] {
         let out = phytrace(&["check", "--spec", &spec("dongle.spec"), &data(name)]);
         let report = stdout(&out);
         assert_eq!(out.status.code(), Some(0), "{name}: {report}");

@@ -10,12 +10,11 @@ use phytrace::model::Model;
 
 /// The captures the tests rely on; any other `.ptrace` file beside them is checked too.
 const FIXTURES: &[&str] = &[
+    "c-dongle.ptrace",
     "c-plug-unplug.ptrace",
-    "dongle-c.ptrace",
-    "dongle-rust.ptrace",
+    "rust-dongle.ptrace",
     "rust-module-reload.ptrace",
     "rust-plug-unplug.ptrace",
-    "rust-dongle.ptrace",
 ];
 
 fn recorded() -> Vec<PathBuf> {

@@ -95,7 +95,7 @@ fn perfetto_export_carries_the_stats_and_an_mdio_rate_track() {
 
 #[test]
 fn json_of_the_dongle_has_its_carrier_and_usb_mdio_latency() {
-    let out = phytrace(&["stats", "--format", "json", &data("dongle-rust.ptrace")]);
+    let out = phytrace(&["stats", "--format", "json", &data("rust-dongle.ptrace")]);
     assert_eq!(out.status.code(), Some(0));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let phy = &doc["captures"][0]["stats"]["phys"][0];

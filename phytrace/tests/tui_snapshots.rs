@@ -323,7 +323,7 @@ fn stats_view_without_colours() {
 /// room, over the whole top row while focused when there is not.
 #[test]
 fn stats_figures_of_the_dongle() {
-    for name in ["dongle-rust", "dongle-c"] {
+    for name in ["rust-dongle", "c-dongle"] {
         let mut app = replayed(name, Theme::mono());
         key(&mut app, KeyCode::Char('s'));
         for (width, height) in [(80, 24), (160, 48)] {
@@ -341,8 +341,8 @@ fn stats_figures_of_the_dongle() {
         assert!(screen.contains("MDIO latency"), "{screen}");
     }
     // The figures are the report of `phytrace stats` for the selected PHY.
-    let app = replayed("dongle-rust", Theme::mono());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/dongle-rust.ptrace");
+    let app = replayed("rust-dongle", Theme::mono());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rust-dongle.ptrace");
     let capture = Capture::read(&path).expect("capture");
     let mut whole = phytrace::stats::of_capture(&capture);
     let mut shown = app.selected_report().expect("a PHY");
