@@ -154,7 +154,7 @@ pub fn locate(arch: Arch) -> Result<Kernel> {
             format!(" --arch {arch}")
         };
         bail!(
-            "the {arch} test kernel is not built for the current inputs: run `cargo xtask kernel{flag}` (about 10 minutes)"
+            "the {arch} test kernel is not built for the current inputs: run `cargo xtask kernel{flag}` (about 6 minutes on idle cores)"
         );
     }
     Ok(Kernel {

@@ -8,6 +8,7 @@
 //! --ignore-reads` finds the MDIO sequences equal.
 
 use std::{
+    collections::BTreeSet,
     path::{Path, PathBuf},
     process::Command,
 };
@@ -21,6 +22,11 @@ use crate::{arch::Arch, dist, kernel, modules, paths, run, vm};
 const SCENARIO: &str = "tests/arm64/scenario.sh";
 /// The spec the captures are checked against.
 const SPEC: &str = "specs/ax88796b.spec";
+/// MDIO accesses the scenario makes inside driver callbacks, as (op, register, callback):
+/// BMSR read by `read_status`, BMCR written by `soft_reset`. Each capture must attribute them,
+/// so that two captures whose attribution is broken alike do not agree.
+const ATTRIBUTED: [(&str, &str, &str); 2] =
+    [("read", "1", "read_status"), ("write", "0", "soft_reset")];
 
 /// The capture the scenario leaves for `arch`.
 pub fn capture(arch: Arch) -> PathBuf {
@@ -101,15 +107,22 @@ pub fn compare(phytrace: &Path, a: &Path, b: &Path) -> Result<()> {
         eprintln!("      {line}");
     }
 
-    let story = |capture: &Path| -> Result<Vec<String>> {
+    let story = |capture: &Path| -> Result<Story> {
         let json = run::output(
             Command::new(phytrace)
                 .args(["dump", "--format", "json"])
                 .arg(capture),
         )?;
-        story(&json)
+        let story = story(&json)?;
+        if let Some((op, reg, callback)) = story.unattributed().next() {
+            bail!(
+                "phytrace dump: {}: no MDIO {op} of reg={reg} attributed to {callback} (MDIO attribution is empty)",
+                capture.display()
+            );
+        }
+        Ok(story)
     };
-    let (story_a, story_b) = (story(a)?, story(b)?);
+    let (Story { lines: story_a, .. }, Story { lines: story_b, .. }) = (story(a)?, story(b)?);
     if let Some(at) =
         (0..story_a.len().max(story_b.len())).find(|&i| story_a.get(i) != story_b.get(i))
     {
@@ -126,8 +139,11 @@ pub fn compare(phytrace: &Path, a: &Path, b: &Path) -> Result<()> {
         "the captures have no MDIO write failing with -5 (EIO)"
     );
     eprintln!(
-        "    dump: the same {} events and read attributions on both (timing, read counts and polls left out)",
-        story_a.len()
+        "    dump: the same {} events and read attributions on both (timing, read counts and polls left out); both attribute {}",
+        story_a.len(),
+        ATTRIBUTED
+            .map(|(op, reg, callback)| format!("{op} reg={reg} to {callback}"))
+            .join(", ")
     );
 
     let diff = Command::new(phytrace)
@@ -184,17 +200,41 @@ fn field(event: &Value, path: &str) -> String {
     }
 }
 
+/// What `dump --format json` tells of one capture.
+struct Story {
+    /// The events, one line each, without what depends on the guest's speed.
+    lines: Vec<String>,
+    /// The MDIO accesses attributed to a callback, as (op, register, callback).
+    attributed: BTreeSet<(String, String, String)>,
+}
+
+impl Story {
+    /// The accesses of [`ATTRIBUTED`] this capture attributes to no callback or another.
+    fn unattributed(&self) -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+        ATTRIBUTED.into_iter().filter(|(op, reg, callback)| {
+            !self
+                .attributed
+                .contains(&(op.to_string(), reg.to_string(), callback.to_string()))
+        })
+    }
+}
+
 /// The decoded events of a `dump --format json`, one line each, without what depends on the
 /// guest's speed: timestamps, latencies, CPU and thread, MDIO reads and `read_status` polls.
 /// The reads are summed up at the end as which callback read which register of which PHY
 /// (their attribution), without their number.
-fn story(json: &str) -> Result<Vec<String>> {
+fn story(json: &str) -> Result<Story> {
     let mut lines = Vec::new();
-    let mut reads = std::collections::BTreeSet::new();
+    let mut reads = BTreeSet::new();
+    let mut attributed = BTreeSet::new();
     for (n, line) in json.lines().enumerate() {
         let event: Value = serde_json::from_str(line)
             .with_context(|| format!("line {} of phytrace dump --format json", n + 1))?;
         let kind = field(&event, "kind");
+        let caller = field(&event, "caller.name");
+        if kind == "mdio" && caller != "-" {
+            attributed.insert((field(&event, "op"), field(&event, "reg"), caller));
+        }
         let phy = format!(
             "{}:{} {} {}",
             field(&event, "phy.bus"),
@@ -255,7 +295,7 @@ fn story(json: &str) -> Result<Vec<String>> {
         lines.push(text);
     }
     lines.extend(reads);
-    Ok(lines)
+    Ok(Story { lines, attributed })
 }
 
 #[cfg(test)]
@@ -277,7 +317,8 @@ mod tests {
 {"ts_ns":2,"cpu":1,"tid":9,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"mdio","op":"read","reg":1,"value":0,"latency_ns":5}
 {"ts_ns":3,"cpu":1,"tid":9,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"callback_enter","callback":{"name":"read_status","driver_type":"T"},"depth":1,"state":{"value":5,"name":"RUNNING"}}
 {"ts_ns":4,"cpu":0,"tid":8,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"mdio","op":"write","reg":0,"value":0,"error":-5,"latency_ns":6,"caller":{"name":"soft_reset","driver_type":"T"},"state":{"value":4,"name":"NOLINK"}}"#;
-        let lines = story(json).unwrap();
+        let story = story(json).unwrap();
+        let lines = &story.lines;
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[0], "attached m callbacks=5");
         assert_eq!(
@@ -285,5 +326,38 @@ mod tests {
             "b:1 7 D mdio write reg=0 value=0 error=-5 caller=soft_reset (T) state=NOLINK"
         );
         assert_eq!(lines[2], "b:1 7 D reads reg=1 in - (-)");
+        // The write is attributed; the read is not.
+        assert_eq!(
+            story.unattributed().collect::<Vec<_>>(),
+            [("read", "1", "read_status")]
+        );
+    }
+
+    #[test]
+    fn attribution_counts_only_the_named_callback() {
+        let access = |op, reg, caller| {
+            format!(
+                r#"{{"kind":"mdio","op":"{op}","reg":{reg},"value":0,"caller":{{"name":"{caller}","driver_type":"T"}}}}"#
+            )
+        };
+        let both = [
+            access("read", 1, "read_status"),
+            access("write", 0, "soft_reset"),
+        ]
+        .join("\n");
+        assert_eq!(story(&both).unwrap().unattributed().count(), 0);
+        let elsewhere = [
+            access("read", 1, "config_init"),
+            access("write", 0, "soft_reset"),
+        ]
+        .join("\n");
+        assert_eq!(
+            story(&elsewhere)
+                .unwrap()
+                .unattributed()
+                .collect::<Vec<_>>(),
+            [("read", "1", "read_status")]
+        );
+        assert_eq!(story("").unwrap().unattributed().count(), 2);
     }
 }

@@ -8,9 +8,11 @@ use crate::{
     exit::FailureKind,
     output,
     probe::{
-        attach, btf, loader,
+        attach, btf,
+        error::{Cause, ProbeError},
+        loader,
         mdio_probes::{self, MdioChoice},
-        privileges, selftest, symbols,
+        privileges, selftest, support, symbols,
     },
 };
 
@@ -78,39 +80,56 @@ impl Check {
     }
 }
 
+/// Why the checks that need every one of `needed` are skipped: the first of them that failed.
+fn blocker(needed: &[(&Check, &'static str)]) -> Option<&'static str> {
+    needed
+        .iter()
+        .find(|(check, _)| check.status == Status::Fail)
+        .map(|(_, why)| *why)
+}
+
+/// The check `name` run by `check`, or skipped because of `blocked`.
+fn unless(blocked: Option<&'static str>, name: &'static str, check: fn() -> Check) -> Check {
+    blocked.map_or_else(check, |why| Check::skipped(name, why))
+}
+
+/// The fix for a failed probe operation: the one its cause calls for, or `otherwise`.
+fn fix_for(err: &anyhow::Error, otherwise: &str) -> String {
+    err.downcast_ref::<ProbeError>()
+        .and_then(|err| err.cause)
+        .map_or_else(|| otherwise.to_owned(), Cause::fix)
+}
+
+/// What to do when a failure names no cause.
+const REPORT: &str = "run with RUST_LOG=debug and report the output";
+
 /// Runs every check, prints them, and exits 0 if tracing can work, 3 if not.
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
-    let mut checks = vec![kernel_release()];
     let privileged = privileges();
-    let can_load = privileged.status == Status::Ok;
-    checks.push(privileged);
-    checks.push(btf_check());
-    checks.push(tracefs());
+    let bpf = bpf_syscall();
     let kprobes = kprobe_pmu();
-    let have_kprobes = kprobes.status == Status::Ok;
-    checks.push(kprobes);
-    let ready = can_load && have_kprobes;
-    let why = if !can_load {
-        "needs privileges"
-    } else {
-        "no kprobes"
-    };
-    checks.push(if ready {
-        rust_kprobe()
-    } else {
-        Check::skipped("kprobe on a Rust symbol", why)
-    });
-    checks.push(if can_load {
-        mdio_attach()
-    } else {
-        Check::skipped("MDIO probes", why)
-    });
+    let events = bpf_events();
+    let load_blocked = blocker(&[
+        (&privileged, "needs privileges"),
+        (&bpf, "no bpf() system call"),
+    ]);
+    let kprobe_blocked = load_blocked.or(blocker(&[
+        (&kprobes, "no kprobes"),
+        (&events, "no BPF on kprobes"),
+    ]));
+    let mut checks = vec![
+        kernel_release(),
+        privileged,
+        bpf,
+        btf_check(),
+        tracefs(),
+        kprobes,
+        events,
+    ];
+    checks.push(unless(kprobe_blocked, RUST_KPROBE, rust_kprobe));
+    checks.push(unless(load_blocked, MDIO_PROBES, mdio_attach));
     checks.push(driver_module(&args.module));
-    checks.push(if ready {
-        pipeline()
-    } else {
-        Check::skipped("pipeline self-test", why)
-    });
+    checks.push(unless(kprobe_blocked, PIPELINE, pipeline));
 
     let mut out = String::new();
     for check in &checks {
@@ -212,15 +231,65 @@ fn tracefs() -> Check {
 
 fn kprobe_pmu() -> Check {
     const NAME: &str = "kprobes";
-    let pmu = Path::new("/sys/bus/event_source/devices/kprobe");
-    if pmu.exists() {
+    if Path::new(attach::KPROBE_PMU).exists() {
         Check::ok(NAME, "kprobe PMU present")
     } else {
         Check::fail(
             NAME,
-            "this kernel has no kprobe PMU (/sys/bus/event_source/devices/kprobe)",
-            "use a kernel built with CONFIG_KPROBES=y and CONFIG_KPROBE_EVENTS=y (cargo xtask kernel builds one)",
+            format!("this kernel has no kprobe PMU ({})", attach::KPROBE_PMU),
+            Cause::NoKprobes.fix(),
         )
+    }
+}
+
+fn bpf_syscall() -> Check {
+    bpf_syscall_check(support::bpf_syscall_answer())
+}
+
+/// The `bpf()` check, from what the system call answered an unknown command.
+fn bpf_syscall_check(answer: Option<i32>) -> Check {
+    const NAME: &str = "bpf() system call";
+    if support::has_bpf_syscall(answer) {
+        Check::ok(NAME, "present (CONFIG_BPF_SYSCALL)")
+    } else {
+        Check::fail(
+            NAME,
+            "this kernel has no bpf() system call (ENOSYS)",
+            Cause::NoBpfSyscall.fix(),
+        )
+    }
+}
+
+fn bpf_events() -> Check {
+    bpf_events_check(fs::read_to_string(symbols::KALLSYMS))
+}
+
+/// The check for BPF programs on kprobes, from the text of kallsyms.
+fn bpf_events_check(kallsyms: std::io::Result<String>) -> Check {
+    const NAME: &str = "BPF on kprobes";
+    match kallsyms {
+        Ok(text) if support::defines(&text, support::BPF_EVENTS_SYMBOL) => Check::ok(
+            NAME,
+            format!(
+                "present (CONFIG_BPF_EVENTS: {} in {})",
+                support::BPF_EVENTS_SYMBOL,
+                symbols::KALLSYMS
+            ),
+        ),
+        Ok(_) => Check::fail(
+            NAME,
+            format!(
+                "this kernel cannot run BPF programs on kprobes (no {} in {})",
+                support::BPF_EVENTS_SYMBOL,
+                symbols::KALLSYMS
+            ),
+            Cause::NoBpfEvents.fix(),
+        ),
+        Err(err) => Check::warn(
+            NAME,
+            format!("unknown (reading {}: {err})", symbols::KALLSYMS),
+            "is /proc mounted?",
+        ),
     }
 }
 
@@ -234,11 +303,17 @@ fn any_rust_symbol() -> Option<String> {
     })
 }
 
+/// Name of the check that attaches a kprobe to a Rust function.
+const RUST_KPROBE: &str = "kprobe on a Rust symbol";
+/// Name of the check of the MDIO accessors' attach.
+const MDIO_PROBES: &str = "MDIO probes";
+/// Name of the check that runs a probe end to end.
+const PIPELINE: &str = "pipeline self-test";
+
 fn rust_kprobe() -> Check {
-    const NAME: &str = "kprobe on a Rust symbol";
     let Some(symbol) = any_rust_symbol() else {
         return Check::warn(
-            NAME,
+            RUST_KPROBE,
             "no Rust symbol in /proc/kallsyms",
             "is the kernel built with CONFIG_RUST=y?",
         );
@@ -247,18 +322,13 @@ fn rust_kprobe() -> Check {
         .and_then(|mut ebpf| attach::attach(&mut ebpf, "callback_enter", &symbol).map(|_| ()));
     let shown = rustc_demangle::demangle(&symbol).to_string();
     match outcome {
-        Ok(()) => Check::ok(NAME, format!("attached to {shown:#}")),
-        Err(err) => Check::fail(
-            NAME,
-            format!("{err:#}"),
-            "rebuild the kernel with CONFIG_KPROBE_EVENTS_ON_NOTRACE=y (Rust functions have no ftrace site)",
-        ),
+        Ok(()) => Check::ok(RUST_KPROBE, format!("attached to {shown:#}")),
+        Err(err) => Check::fail(RUST_KPROBE, format!("{err:#}"), fix_for(&err, REPORT)),
     }
 }
 
 /// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why.
 fn mdio_attach() -> Check {
-    const NAME: &str = "MDIO probes";
     let mut notes = Vec::new();
     let outcome = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).and_then(|btf| {
         let mut ebpf = loader::load(&loader::LoadOptions::new(4096, Default::default()))?;
@@ -266,7 +336,7 @@ fn mdio_attach() -> Check {
     });
     match outcome {
         Ok(probes) => Check::ok(
-            NAME,
+            MDIO_PROBES,
             format!(
                 "{} (BPF trampolines) on the MDIO accessors{}",
                 probes.name(),
@@ -278,7 +348,7 @@ fn mdio_attach() -> Check {
             ),
         ),
         Err(err) => Check::warn(
-            NAME,
+            MDIO_PROBES,
             format!("kprobe fallback, at about twice the cost per access: {err:#}"),
             "a kernel with CONFIG_DEBUG_INFO_BTF, CONFIG_FUNCTION_TRACER and CONFIG_BPF_JIT gets fentry/fexit",
         ),
@@ -318,10 +388,9 @@ fn driver_module(module: &str) -> Check {
 }
 
 fn pipeline() -> Check {
-    const NAME: &str = "pipeline self-test";
     match selftest::run() {
         Ok(report) => Check::ok(
-            NAME,
+            PIPELINE,
             format!(
                 "kprobe+kretprobe on {} → ring buffer → userspace in {:.0} ms (call took {} ns, returned {}); aya-log: \"{}\"",
                 report.target,
@@ -331,10 +400,64 @@ fn pipeline() -> Check {
                 report.log_lines.first().map_or("", String::as_str)
             ),
         ),
-        Err(err) => Check::fail(
-            NAME,
-            format!("{err:#}"),
-            "run with RUST_LOG=debug and report the output",
-        ),
+        Err(err) => Check::fail(PIPELINE, format!("{err:#}"), fix_for(&err, REPORT)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_prerequisite_skips_what_needs_it() {
+        let ok = Check::ok("a", "");
+        let warned = Check::warn("b", "", "");
+        let failed = Check::fail("c", "", "");
+        assert_eq!(blocker(&[(&ok, "a"), (&warned, "b")]), None);
+        assert_eq!(
+            blocker(&[(&ok, "a"), (&failed, "c"), (&failed, "d")]),
+            Some("c")
+        );
+        let skipped = unless(Some("c"), RUST_KPROBE, || panic!("ran a blocked check"));
+        assert!(skipped.status == Status::Skipped && skipped.detail == "skipped: c");
+    }
+
+    #[test]
+    fn the_fix_follows_the_cause() {
+        let refused = |cause| anyhow::Error::from(ProbeError::refused(cause, "refused"));
+        for (cause, option) in [
+            (Cause::NoBpfSyscall, "CONFIG_BPF_SYSCALL=y"),
+            (Cause::NoBpfEvents, "CONFIG_BPF_EVENTS=y"),
+            (Cause::NotraceKprobe, "CONFIG_KPROBE_EVENTS_ON_NOTRACE=y"),
+            (Cause::NotPermitted, privileges::NEEDED_NAMES),
+        ] {
+            let fix = fix_for(&refused(Some(cause)), REPORT);
+            assert!(fix.contains(option), "{cause:?}: {fix}");
+            let wrapped = refused(Some(cause)).context("attaching");
+            assert_eq!(fix_for(&wrapped, REPORT), fix);
+        }
+        assert_eq!(fix_for(&refused(None), REPORT), REPORT);
+        assert_eq!(fix_for(&anyhow::anyhow!("other"), REPORT), REPORT);
+    }
+
+    #[test]
+    fn no_bpf_syscall_is_enosys_only() {
+        let missing = bpf_syscall_check(Some(libc::ENOSYS));
+        assert!(missing.status == Status::Fail);
+        assert!(missing.fix.unwrap().contains("CONFIG_BPF_SYSCALL=y"));
+        for answer in [Some(libc::EINVAL), Some(libc::EPERM)] {
+            assert!(bpf_syscall_check(answer).status == Status::Ok);
+        }
+    }
+
+    #[test]
+    fn bpf_on_kprobes_is_read_from_kallsyms() {
+        let with = "ffffffff81123c10 T trace_call_bpf\n".to_owned();
+        assert!(bpf_events_check(Ok(with)).status == Status::Ok);
+        let without = bpf_events_check(Ok("ffffffff81123c10 T other\n".to_owned()));
+        assert!(without.status == Status::Fail);
+        assert!(without.fix.unwrap().contains("CONFIG_BPF_EVENTS=y"));
+        let unread = bpf_events_check(Err(std::io::ErrorKind::NotFound.into()));
+        assert!(unread.status == Status::Warn);
     }
 }

@@ -5,8 +5,11 @@ use aya::{
     programs::{KProbe, ProgramError, kprobe::KProbeLinkId},
 };
 
-use super::error::ProbeError;
+use super::error::{Cause, ProbeError, Stage};
 use super::loader::explain_refusal;
+
+/// The kprobe PMU, there when the kernel has kprobes.
+pub const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe";
 
 /// The kprobe program `program`, loaded into the kernel (once).
 pub fn loaded_kprobe<'a>(ebpf: &'a mut Ebpf, program: &str) -> anyhow::Result<&'a mut KProbe> {
@@ -15,9 +18,13 @@ pub fn loaded_kprobe<'a>(ebpf: &'a mut Ebpf, program: &str) -> anyhow::Result<&'
         .ok_or_else(|| anyhow::anyhow!("the eBPF object has no program `{program}`"))?
         .try_into()?;
     if probe.fd().is_err() {
-        probe
-            .load()
-            .map_err(|err| explain_refusal(&format!("loading the `{program}` program"), &err))?;
+        probe.load().map_err(|err| {
+            explain_refusal(
+                &format!("loading the `{program}` program"),
+                Stage::LoadKprobe,
+                &err,
+            )
+        })?;
     }
     Ok(probe)
 }
@@ -31,24 +38,17 @@ pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KP
 
 /// Why attaching failed, in words a kernel developer can act on.
 fn explain(err: &ProgramError, program: &str, symbol: &str) -> ProbeError {
-    let text = format!("{err:#}");
-    let os_error = super::os_error(err);
-    let hint = match os_error {
-        Some(libc::EIO) if symbol.starts_with("_R") => {
-            "Rust functions have no ftrace site: this kernel needs CONFIG_KPROBE_EVENTS_ON_NOTRACE=y"
-        }
-        Some(libc::ENOENT) | Some(libc::EINVAL) => {
-            "the symbol is not in /proc/kallsyms or cannot be probed (module unloaded, or inlined)"
-        }
-        Some(libc::EPERM) | Some(libc::EACCES) => {
-            "not permitted: run as root, or with CAP_BPF, CAP_PERFMON and CAP_DAC_OVERRIDE"
-        }
-        _ if !std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() => {
-            "this kernel has no kprobe PMU: it needs CONFIG_KPROBES and CONFIG_KPROBE_EVENTS"
-        }
-        _ => "run `phytrace doctor` for a diagnosis",
+    let stage = Stage::AttachKprobe {
+        rust_symbol: symbol.starts_with("_R"),
     };
-    ProbeError::unavailable(format!(
-        "attaching `{program}` to {symbol} failed: {text}: {hint}"
-    ))
+    let cause = Cause::of(stage, super::os_error(err))
+        .or_else(|| (!std::path::Path::new(KPROBE_PMU).exists()).then_some(Cause::NoKprobes));
+    let hint = cause.map_or_else(
+        || "run `phytrace doctor` for a diagnosis".to_owned(),
+        Cause::fix,
+    );
+    ProbeError::refused(
+        cause,
+        format!("attaching `{program}` to {symbol} failed: {err:#}: {hint}"),
+    )
 }

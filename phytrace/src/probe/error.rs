@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::privileges;
+
 /// Why a probe operation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeErrorKind {
@@ -12,6 +14,79 @@ pub enum ProbeErrorKind {
     BadOption,
 }
 
+/// What a refused operation was doing, which decides what its error number means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Creating the maps, or loading a program that is not a kprobe.
+    Load,
+    /// Loading a kprobe program.
+    LoadKprobe,
+    /// Attaching a kprobe; Rust functions (`_R…`) have no ftrace site.
+    AttachKprobe {
+        /// Whether the function is a Rust one.
+        rust_symbol: bool,
+    },
+    /// Attaching anything else.
+    Attach,
+}
+
+/// What the kernel lacks or refuses, as far as an error number tells: each has one fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// No `bpf()` system call (ENOSYS).
+    NoBpfSyscall,
+    /// No BPF programs on kprobes (EINVAL loading a kprobe program).
+    NoBpfEvents,
+    /// A kprobe on a Rust function refused with EIO: it has no ftrace site.
+    NotraceKprobe,
+    /// Not permitted (EPERM, EACCES).
+    NotPermitted,
+    /// The function is gone or cannot be probed (ENOENT, EINVAL attaching a kprobe).
+    NoSymbol,
+    /// The kernel has no kprobe PMU.
+    NoKprobes,
+}
+
+impl Cause {
+    /// The cause `errno` stands for at `stage`, if it names one.
+    pub fn of(stage: Stage, errno: Option<i32>) -> Option<Self> {
+        match (stage, errno?) {
+            (Stage::Load | Stage::LoadKprobe, libc::ENOSYS) => Some(Self::NoBpfSyscall),
+            (_, libc::EPERM | libc::EACCES) => Some(Self::NotPermitted),
+            (Stage::LoadKprobe, libc::EINVAL) => Some(Self::NoBpfEvents),
+            (Stage::AttachKprobe { rust_symbol: true }, libc::EIO) => Some(Self::NotraceKprobe),
+            (Stage::AttachKprobe { .. }, libc::ENOENT | libc::EINVAL) => Some(Self::NoSymbol),
+            _ => None,
+        }
+    }
+
+    /// What to do about it.
+    pub fn fix(self) -> String {
+        match self {
+            Self::NoBpfSyscall => {
+                "boot a kernel built with CONFIG_BPF_SYSCALL=y (the bpf() system call)".to_owned()
+            }
+            Self::NoBpfEvents => {
+                "boot a kernel built with CONFIG_BPF_EVENTS=y (BPF programs on kprobes)".to_owned()
+            }
+            Self::NotraceKprobe => "rebuild the kernel with CONFIG_KPROBE_EVENTS_ON_NOTRACE=y \
+                                    (Rust functions have no ftrace site)"
+                .to_owned(),
+            Self::NotPermitted => format!(
+                "run as root, or give phytrace {} (`{}`)",
+                privileges::NEEDED_NAMES,
+                privileges::SETCAP
+            ),
+            Self::NoSymbol => "the function is not in /proc/kallsyms or cannot be probed \
+                               (module unloaded, or inlined)"
+                .to_owned(),
+            Self::NoKprobes => "use a kernel built with CONFIG_KPROBES=y and \
+                                CONFIG_KPROBE_EVENTS=y (cargo xtask kernel builds one)"
+                .to_owned(),
+        }
+    }
+}
+
 /// A refusal of the kernel side, with what to do about it.
 #[derive(Debug)]
 pub struct ProbeError {
@@ -19,6 +94,8 @@ pub struct ProbeError {
     pub kind: ProbeErrorKind,
     /// What went wrong and how to fix it.
     pub message: String,
+    /// What the kernel lacks or refuses, when known.
+    pub cause: Option<Cause>,
 }
 
 impl ProbeError {
@@ -27,6 +104,15 @@ impl ProbeError {
         Self {
             kind: ProbeErrorKind::Unavailable,
             message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// Tracing is not possible here, because the kernel lacks or refuses `cause`.
+    pub fn refused(cause: Option<Cause>, message: impl Into<String>) -> Self {
+        Self {
+            cause,
+            ..Self::unavailable(message)
         }
     }
 
@@ -35,6 +121,7 @@ impl ProbeError {
         Self {
             kind: ProbeErrorKind::BadOption,
             message: message.into(),
+            cause: None,
         }
     }
 }
@@ -46,3 +133,32 @@ impl fmt::Display for ProbeError {
 }
 
 impl std::error::Error for ProbeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_number_means_what_its_stage_makes_it() {
+        let rust = Stage::AttachKprobe { rust_symbol: true };
+        let other = Stage::AttachKprobe { rust_symbol: false };
+        let cases = [
+            (Stage::Load, libc::ENOSYS, Some(Cause::NoBpfSyscall)),
+            (Stage::LoadKprobe, libc::ENOSYS, Some(Cause::NoBpfSyscall)),
+            (rust, libc::ENOSYS, None),
+            (Stage::Load, libc::EPERM, Some(Cause::NotPermitted)),
+            (Stage::Attach, libc::EACCES, Some(Cause::NotPermitted)),
+            (Stage::LoadKprobe, libc::EINVAL, Some(Cause::NoBpfEvents)),
+            (Stage::Load, libc::EINVAL, None),
+            (rust, libc::EIO, Some(Cause::NotraceKprobe)),
+            (other, libc::EIO, None),
+            (other, libc::ENOENT, Some(Cause::NoSymbol)),
+            (rust, libc::EINVAL, Some(Cause::NoSymbol)),
+            (Stage::Attach, libc::ENOENT, None),
+        ];
+        for (stage, errno, cause) in cases {
+            assert_eq!(Cause::of(stage, Some(errno)), cause, "{stage:?} {errno}");
+        }
+        assert_eq!(Cause::of(Stage::Load, None), None);
+    }
+}

@@ -3,7 +3,7 @@
 use aya::{Ebpf, EbpfLoader};
 use phytrace_common::{KernelOffsets, MAX_CALLBACK_DEPTH};
 
-use super::error::ProbeError;
+use super::error::{Cause, ProbeError, Stage};
 
 /// The eBPF object built by `build.rs` from phytrace-ebpf.
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/phytrace"));
@@ -97,24 +97,25 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         // not wrap (the programs alone use it).
         .allow_unsupported_maps()
         .load(EBPF_OBJECT)
-        .map_err(|err| explain_refusal("loading the eBPF programs", &err).into())
+        .map_err(|err| explain_refusal("loading the eBPF programs", Stage::Load, &err).into())
 }
 
-/// A refusal by the kernel (`what` failed with `err`), with the fix when it is a matter of
-/// privileges.
-pub fn explain_refusal(what: &str, err: &(dyn std::error::Error + 'static)) -> ProbeError {
+/// A refusal by the kernel (`what`, at `stage`, failed with `err`), with the fix its cause
+/// calls for.
+pub fn explain_refusal(
+    what: &str,
+    stage: Stage,
+    err: &(dyn std::error::Error + 'static),
+) -> ProbeError {
     let text = format!("{err}");
-    let permission = matches!(super::os_error(err), Some(libc::EPERM | libc::EACCES))
-        || text.contains("Operation not permitted")
-        || text.contains("Permission denied");
-    let message = if permission {
-        format!(
-            "{what} was refused ({text}): run as root, or give phytrace {} (`{}`)",
-            super::privileges::NEEDED_NAMES,
-            super::privileges::SETCAP
-        )
-    } else {
-        format!("{what} failed: {text} (run `phytrace doctor`)")
+    // aya words some refusals without keeping the error number.
+    let worded_as_permission =
+        text.contains("Operation not permitted") || text.contains("Permission denied");
+    let cause = Cause::of(stage, super::os_error(err))
+        .or(worded_as_permission.then_some(Cause::NotPermitted));
+    let message = match cause {
+        Some(cause) => format!("{what} was refused ({text}): {}", cause.fix()),
+        None => format!("{what} failed: {text} (run `phytrace doctor`)"),
     };
-    ProbeError::unavailable(message)
+    ProbeError::refused(cause, message)
 }

@@ -12,7 +12,7 @@ use aya::{
     programs::{FEntry, FExit},
 };
 
-use super::{attach::attach, btf::KernelBtf, loader::explain_refusal};
+use super::{attach::attach, btf::KernelBtf, error::Stage, loader::explain_refusal};
 use crate::capture::format::MdioProbes;
 
 /// The accessors every phylib register access goes through (`phy_modify` included), with the
@@ -105,27 +105,27 @@ fn attach_pair(
     stem: &str,
     links: &mut Vec<(String, TrampolineLink)>,
 ) -> Result<()> {
-    let refused = |what: &str, name: &str, err: &aya::programs::ProgramError| {
-        explain_refusal(&format!("{what} `{name}` on {function}"), err)
+    let refused = |what: &str, stage, name: &str, err: &aya::programs::ProgramError| {
+        explain_refusal(&format!("{what} `{name}` on {function}"), stage, err)
     };
     let id = btf.function_id(function)?;
     let entry = format!("{stem}_enter");
     let fentry: &mut FEntry = program(ebpf, &entry)?;
     fentry
         .load_by_id(id)
-        .map_err(|err| refused("loading", &entry, &err))?;
+        .map_err(|err| refused("loading", Stage::Load, &entry, &err))?;
     let link = fentry
         .attach()
-        .map_err(|err| refused("attaching", &entry, &err))?;
+        .map_err(|err| refused("attaching", Stage::Attach, &entry, &err))?;
     links.push((entry, TrampolineLink::Entry(link)));
     let exit = format!("{stem}_exit");
     let fexit: &mut FExit = program(ebpf, &exit)?;
     fexit
         .load_by_id(id)
-        .map_err(|err| refused("loading", &exit, &err))?;
+        .map_err(|err| refused("loading", Stage::Load, &exit, &err))?;
     let link = fexit
         .attach()
-        .map_err(|err| refused("attaching", &exit, &err))?;
+        .map_err(|err| refused("attaching", Stage::Attach, &exit, &err))?;
     links.push((exit, TrampolineLink::Exit(link)));
     Ok(())
 }

@@ -14,6 +14,7 @@ pub mod privileges;
 pub mod raw;
 pub mod selftest;
 pub mod session;
+pub mod support;
 pub mod symbols;
 pub mod trace_events;
 pub mod tracer;

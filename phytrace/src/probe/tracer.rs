@@ -22,6 +22,7 @@ use super::{
     btf::{self, PhyStates},
     decode::{Decoder, c_string},
     driver_probes::DriverProbes,
+    error::Stage,
     loader::{self, LoadOptions, explain_refusal},
     mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
@@ -782,12 +783,17 @@ fn attach_raw_tracepoint(ebpf: &mut Ebpf, program: &str, tracepoint: &str) -> Re
         .program_mut(program)
         .with_context(|| format!("the eBPF object has no program `{program}`"))?
         .try_into()?;
-    probe
-        .load()
-        .map_err(|err| explain_refusal(&format!("loading the `{program}` program"), &err))?;
+    probe.load().map_err(|err| {
+        explain_refusal(
+            &format!("loading the `{program}` program"),
+            Stage::Load,
+            &err,
+        )
+    })?;
     probe.attach(tracepoint).map_err(|err| {
         explain_refusal(
             &format!("attaching to the `{tracepoint}` tracepoint (module loads and unloads)"),
+            Stage::Attach,
             &err,
         )
     })?;

@@ -1,0 +1,63 @@
+//! What the running kernel offers for BPF, probed without loading anything: the two options
+//! no file of their own shows.
+
+/// A function the kernel has only with `CONFIG_BPF_EVENTS` (`kernel/trace/bpf_trace.c`): the
+/// one that runs BPF programs on kprobes.
+pub const BPF_EVENTS_SYMBOL: &str = "trace_call_bpf";
+
+/// The error number the `bpf()` system call answers a command it does not know with (ENOSYS
+/// when the kernel has no such call), or `None` if it took it.
+pub fn bpf_syscall_answer() -> Option<i32> {
+    // SAFETY: an unknown command with no attribute (null, size 0) reads and writes no memory.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            libc::c_int::MAX,
+            std::ptr::null::<libc::c_void>(),
+            0 as libc::c_uint,
+        )
+    };
+    (ret < 0)
+        .then(|| std::io::Error::last_os_error().raw_os_error())
+        .flatten()
+}
+
+/// Whether a `bpf()` answer shows the system call: any answer but ENOSYS (EINVAL for the
+/// unknown command; EPERM without privileges or under seccomp) comes from the kernel's
+/// `CONFIG_BPF_SYSCALL` code.
+pub fn has_bpf_syscall(answer: Option<i32>) -> bool {
+    answer != Some(libc::ENOSYS)
+}
+
+/// Whether kallsyms text defines the function `name`.
+pub fn defines(kallsyms: &str, name: &str) -> bool {
+    kallsyms.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (kind, symbol) = (fields.nth(1), fields.next());
+        kind.is_some_and(|k| k.eq_ignore_ascii_case("t")) && symbol == Some(name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_enosys_means_no_bpf_syscall() {
+        assert!(!has_bpf_syscall(Some(libc::ENOSYS)));
+        for answer in [Some(libc::EINVAL), Some(libc::EPERM), None] {
+            assert!(has_bpf_syscall(answer), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn defines_matches_whole_function_names() {
+        let text = "ffffffff81123c10 T trace_call_bpf\n0000000000000000 t trace_call_bpf_x\n\
+                    0000000000000000 d other [mod]\n";
+        assert!(defines(text, "trace_call_bpf"));
+        assert!(defines(text, "trace_call_bpf_x"));
+        assert!(!defines(text, "trace_call"));
+        assert!(!defines(text, "other"));
+        assert!(!defines("", "trace_call_bpf"));
+    }
+}
