@@ -346,7 +346,7 @@ fn report(
     )?;
     writeln!(
         md,
-        "Both attach the same {kprobes} probes: fentry and fexit of `__mdiobus_read`, `__mdiobus_write`\n(phytrace also of the Clause-45 accessors), kprobe and kretprobe of the driver's {callbacks} callbacks\n(found in `/proc/kallsyms`: by phytrace as it starts, for bpftrace by `bench.sh` beforehand);\nbpftrace runs `scenarios/bench-kfunc.bt`.\n"
+        "Both attach the same {kprobes} probes: fentry and fexit of `__mdiobus_read`, `__mdiobus_write`,\nkprobe and kretprobe of the driver's {callbacks} callbacks (found in `/proc/kallsyms`: by phytrace as it\nstarts, for bpftrace by `bench.sh` beforehand); bpftrace runs `scenarios/bench-kfunc.bt`. phytrace\nalso attaches what a session needs besides: the Clause-45 accessors' trampolines, the module\nload/unload tracepoints, kprobes on PHY removal and carrier changes, and the MAC side's pending\nevents (`phylink_resolve`, `ax88772_mac_link_up/down`).\n"
     )?;
     writeln!(md, "| tool | ms |\n|---|---|")?;
     writeln!(md, "| phytrace | {} |", attach_phytrace.cell())?;
