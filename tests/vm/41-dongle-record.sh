@@ -172,6 +172,9 @@ EOF
     ok "cable flap rules hold on $bus:10 (see $cap.spec)"
     capture_expect "$cap.json" "cable_flap(\$bus; 16; 100; \"full\"; \"tx+rx\"; $caller)" --arg bus "$bus"
     FLAP[$CUR_DRIVER]=${CAPTURE_SAID//$bus/usb-BUS}
+    # USB MDIO accesses sleep: each record is still in its CPU's time order.
+    capture_expect "$cap.json" cpu_order
+    capture_expect "$cap2.json" cpu_order
 
     # The unplugged PHY, in every view: nothing left open.
     open=$("$PHYTRACE_BIN" stats --format json "$cap2" |
