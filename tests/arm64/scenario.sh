@@ -72,6 +72,9 @@ module=$(readlink "/sys/bus/mdio_bus/drivers/$driver/module")
 [ "${module##*/}" = ax88796b_rust ] || fail "bound module: ${module##*/}"
 say "ok: bound to $driver (${module##*/})"
 
+# The probe-time reset restarted autonegotiation: bring the link up once it is done, so that
+# phylib's first poll finds the link on either architecture (not a race with the training).
+wait_until 10 "the probe-time autonegotiation" is sim_link 1
 ip link set dev sim0 up
 wait_until 20 "link up at 100/full" link_is_up
 say "ok: link up at 100/full"
