@@ -7,6 +7,14 @@
 def of($bus; $addr): select(.phy.bus == $bus and .phy.addr == $addr);
 def show: .[:10] | map("\n    " + tojson) | add // "";
 
+# One step of the per-thread callback stacks ({TID: [entry events]}) rebuilt from entries and
+# returns: an entry is pushed, a return pops its own entry when it is the innermost one.
+def stack_step($e):
+  ($e.tid | tostring) as $t
+  | if $e.kind == "callback_enter" then .[$t] += [$e]
+    elif $e.kind == "callback_exit" and (.[$t] // [] | last | .callback.name) == $e.callback.name then .[$t] |= .[:-1]
+    else . end;
+
 # The first `attached` of MODULE precedes every callback.
 def attached($mod):
   (map(select(.kind == "attached" and .module == $mod and (.reattached | not))) | first) as $a
@@ -58,15 +66,12 @@ def exactly_once($bus; $addr; $want):
 # on the same thread (the stack rebuilt from the entries and returns).
 def attribution:
   reduce .[] as $e ({stacks: {}, n: 0, bad: null};
-      ($e.tid | tostring) as $t
+      (.stacks[$e.tid | tostring] // [] | map(.callback.name)) as $running
       | if .bad != null then .
-        elif $e.kind == "callback_enter" then .stacks[$t] += [$e.callback.name]
-        elif $e.kind == "callback_exit" then
-          if (.stacks[$t] // [] | last) == $e.callback.name then .stacks[$t] |= .[:-1] else . end
         elif $e.kind == "mdio" and $e.caller != null then
           .n += 1
-          | if (.stacks[$t] // [] | last) != $e.caller.name then .bad = {event: $e, stack: (.stacks[$t] // [])} else . end
-        else . end)
+          | if ($running | last) != $e.caller.name then .bad = {event: $e, stack: $running} else . end
+        else .stacks |= stack_step($e) end)
   | if .bad != null then
       error("access attributed to \(.bad.event.caller.name) while thread \(.bad.event.tid) runs \(.bad.stack)" + ([.bad.event] | show))
     elif .n == 0 then error("no MDIO access is attributed to a callback")
@@ -167,12 +172,8 @@ def cable_flap($bus; $addr; $speed; $duplex; $pause; $caller):
 # No callback of the PHY at BUS:ADDR is left without its return (per thread, innermost first),
 # and at least MIN were called.
 def all_returned($bus; $addr; $min):
-  reduce (.[] | of($bus; $addr) | select(.kind == "callback_enter" or .kind == "callback_exit")) as $e
-      ({stacks: {}, n: 0};
-      ($e.tid | tostring) as $t
-      | if $e.kind == "callback_enter" then .stacks[$t] += [$e] | .n += 1
-        elif (.stacks[$t] // [] | last | .callback.name) == $e.callback.name then .stacks[$t] |= .[:-1]
-        else . end)
+  reduce (.[] | of($bus; $addr)) as $e ({stacks: {}, n: 0};
+      .stacks |= stack_step($e) | if $e.kind == "callback_enter" then .n += 1 else . end)
   | ([.stacks[][]]) as $open
   | if $open != [] then error("\($bus):\($addr): \($open | length) callbacks entered without a return" + ($open | show))
     elif .n < $min then error("\($bus):\($addr): \(.n) callbacks, expected at least \($min)")

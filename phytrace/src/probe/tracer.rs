@@ -370,18 +370,16 @@ impl Tracer {
             startup,
         };
         let built_in = prefetched.built_in.clone();
-        tracer.held = tracer.arm_at_start(prefetched)?.into();
-        let mut meanwhile = Vec::new();
-        tracer.attach_loaded_meanwhile(&mut meanwhile)?;
-        tracer.held.extend(meanwhile);
+        tracer.arm_at_start(prefetched)?;
+        tracer.attach_loaded_meanwhile()?;
         tracer.arm_mac(&built_in);
         tracer.startup.modules = lap();
         Ok(tracer)
     }
 
-    /// Arms the live followed modules from kallsyms and the others from their module files.
-    fn arm_at_start(&mut self, prefetched: Prefetched) -> Result<Vec<Event>> {
-        let mut events = Vec::new();
+    /// Arms the live followed modules from kallsyms (their `Attached` events wait in `held`)
+    /// and the others from their module files.
+    fn arm_at_start(&mut self, prefetched: Prefetched) -> Result<()> {
         let mut by_module: BTreeMap<String, Vec<CallbackSymbol>> = BTreeMap::new();
         for symbol in prefetched.live_callbacks {
             by_module
@@ -402,7 +400,7 @@ impl Tracer {
             );
             self.live.insert(module.clone());
             self.ever_attached.insert(module.clone());
-            events.push(own_event_at(
+            self.held.push_back(own_event_at(
                 arming,
                 current_cpu(),
                 EventKind::Attached {
@@ -433,7 +431,7 @@ impl Tracer {
                 Err(why) => self.set_arming(&module, Guarantee::AfterLoad, why),
             }
         }
-        Ok(events)
+        Ok(())
     }
 
     /// Arms [`MAC_PROBES`]; a MAC the kernel cannot probe is reported, not fatal (the PHY
@@ -460,8 +458,9 @@ impl Tracer {
     }
 
     /// A followed module armed from its file that went live while the symbols were read, before
-    /// the module tracepoints were attached, left no `module_load` record: reports it now.
-    fn attach_loaded_meanwhile(&mut self, events: &mut Vec<Event>) -> Result<()> {
+    /// the module tracepoints were attached, left no `module_load` record: reports it (in
+    /// `held`).
+    fn attach_loaded_meanwhile(&mut self) -> Result<()> {
         for (module, state) in modules::read()? {
             if state != "Live" || self.live.contains(&module) {
                 continue;
@@ -473,7 +472,7 @@ impl Tracer {
             self.late_attach(&module, "it loaded while phytrace was starting".to_owned());
             self.live.insert(module.clone());
             self.ever_attached.insert(module.clone());
-            events.push(own_event_at(
+            self.held.push_back(own_event_at(
                 monotonic_ns(),
                 current_cpu(),
                 EventKind::Attached {
