@@ -85,7 +85,32 @@ struct ThreadState {
     mdio_regnum: u16,
     mdio_value: u16,
     mdio_devad: u32,
-    _pad: u32,
+    /// The thread's id, read once (0: not yet).
+    tid: u32,
+    /// Where a typed pointer is stored to be read back as a plain number (see [`Self::plain`]).
+    scratch: u64,
+}
+
+impl ThreadState {
+    /// This thread's id.
+    fn tid(&mut self) -> u32 {
+        if self.tid == 0 {
+            self.tid = tid();
+        }
+        self.tid
+    }
+
+    /// `value` as a plain number to the verifier: a trampoline's pointer arguments are typed
+    /// pointers, on which it refuses arithmetic such as a hash. Stored to the map value and
+    /// read back, a pointer becomes a number (privileged programs may do that), without the
+    /// helper call [`untyped`] costs.
+    fn plain(&mut self, value: u64) -> u64 {
+        // SAFETY: a field of this thread's value; volatile so that the round trip stays.
+        unsafe {
+            core::ptr::write_volatile(&raw mut self.scratch, value);
+            core::ptr::read_volatile(&raw const self.scratch)
+        }
+    }
 }
 
 /// A BPF task-local storage map (`BPF_MAP_TYPE_TASK_STORAGE`), described in BTF as the kernel
@@ -165,7 +190,7 @@ static SENT_PHYS: PerCpuArray<SentPhy> = PerCpuArray::with_max_entries(SENT_SLOT
 #[map]
 static SENT_BUSES: PerCpuArray<SentBus> = PerCpuArray::with_max_entries(SENT_SLOTS, 0);
 
-/// Bumped when a PHY or bus is removed: a new device at a freed one's address is named anew.
+/// Bumped when a PHY or bus is removed or a PHY's driver changes (see [`device_changed`]).
 #[map]
 static EPOCH: Array<u64> = Array::with_max_entries(1, 0);
 
@@ -244,71 +269,74 @@ const VIEW_MAC: u32 = 2;
 #[map]
 static VIEWS: PerCpuArray<[u64; VIEW / 8]> = PerCpuArray::with_max_entries(3, 0);
 
-/// What phytrace reads of a `phy_device`: its identity and its status.
-struct PhyView {
-    bus: u64,
-    drv: u64,
-    phy_id: u32,
-    addr: u32,
-    flags: u32,
+/// The field at `field` of a struct read from `start` on into the `len` bytes at `base`: a
+/// naturally aligned field of `size` bytes inside the buffer (clamped, for the verifier).
+fn field_at(base: *const u8, len: usize, start: u32, field: u32, size: usize) -> *const u8 {
+    let at = field.wrapping_sub(start) as usize;
+    let at = if at > len - size { len - size } else { at };
+    // SAFETY: `at + size` is within the buffer.
+    unsafe { base.add(at) }
+}
+
+/// The lowest of `fields`, rounded down to 8: where a read of them starts.
+fn window_start(fields: &[u32]) -> u32 {
+    let mut start = u32::MAX;
+    for &field in fields {
+        start = start.min(field);
+    }
+    start & !7
+}
+
+/// What changes of a PHY from one event to the next: its state and its link.
+#[derive(Clone, Copy)]
+struct PhyStatus {
     state: u32,
     speed: i32,
     duplex: u32,
     link: u8,
 }
 
-impl PhyView {
-    /// Reads `phydev` into the buffer `slot` of this CPU and picks the fields out.
-    fn read(phydev: u64, off: &KernelOffsets, slot: u32) -> Option<Self> {
-        let fields = [
-            off.phy_bus,
-            off.phy_addr,
-            off.mdio_flags,
-            off.phy_drv,
-            off.phy_id,
+/// Bytes of a `phy_device` read for its status alone (the loader checks that they hold it).
+const STATUS_WINDOW: usize = 48;
+
+impl PhyStatus {
+    fn fields(off: &KernelOffsets) -> [u32; 4] {
+        [
             off.phy_state,
             off.phy_speed,
             off.phy_duplex,
             off.phy_link_byte,
-        ];
-        let mut start = u32::MAX;
-        for field in fields {
-            start = start.min(field);
-        }
-        let start = start & !7;
-        let buffer = VIEWS.get_ptr_mut(slot)?;
+        ]
+    }
+
+    /// Reads `phydev`'s status with one helper call (zeroes if the read faults).
+    fn read(phydev: u64, off: &KernelOffsets) -> Self {
+        let start = window_start(&Self::fields(off));
+        let mut buffer = [0u64; STATUS_WINDOW / 8];
         // SAFETY: the helper writes at most the buffer's size from kernel memory it checks
         // (zeroes on a faulting read).
         unsafe {
             aya_ebpf::helpers::generated::bpf_probe_read_kernel(
-                buffer.cast(),
-                VIEW as u32,
+                buffer.as_mut_ptr().cast(),
+                STATUS_WINDOW as u32,
                 (phydev + start as u64) as *const core::ffi::c_void,
             )
         };
-        let base = buffer.cast::<u8>();
-        // The field at `field`, a naturally aligned `T` inside the buffer (bounded for the
-        // verifier).
-        let at = |field: u32, size: usize| -> *const u8 {
-            let at = field.wrapping_sub(start) as usize;
-            let at = if at > VIEW - size { VIEW - size } else { at };
-            // SAFETY: `at + size` is within the buffer.
-            unsafe { base.add(at) }
-        };
+        Self::pick(buffer.as_ptr().cast(), STATUS_WINDOW, start, off)
+    }
+
+    /// The status out of `len` bytes at `base`, read from `start` on.
+    fn pick(base: *const u8, len: usize, start: u32, off: &KernelOffsets) -> Self {
+        let at = |field, size| field_at(base, len, start, field, size);
         // SAFETY: each read is within the buffer, at an offset aligned for its type (the
         // buffer is 8-aligned, `start` a multiple of 8, the fields naturally aligned).
         unsafe {
-            Some(Self {
-                bus: *at(off.phy_bus, 8).cast::<u64>(),
-                drv: *at(off.phy_drv, 8).cast::<u64>(),
-                phy_id: *at(off.phy_id, 4).cast::<u32>(),
-                addr: *at(off.phy_addr, 4).cast::<u32>(),
-                flags: *at(off.mdio_flags, 4).cast::<u32>(),
+            Self {
                 state: *at(off.phy_state, 4).cast::<u32>(),
                 speed: *at(off.phy_speed, 4).cast::<i32>(),
                 duplex: *at(off.phy_duplex, 4).cast::<u32>(),
                 link: (*at(off.phy_link_byte, 1) >> (off.phy_link_bit & 7)) & 1,
-            })
+            }
         }
     }
 
@@ -321,6 +349,61 @@ impl PhyView {
     }
 }
 
+/// What phytrace reads of a `phy_device`: its identity and its status.
+struct PhyView {
+    bus: u64,
+    drv: u64,
+    phy_id: u32,
+    addr: u32,
+    flags: u32,
+    status: PhyStatus,
+}
+
+impl PhyView {
+    /// Reads `phydev` into the buffer `slot` of this CPU and picks the fields out.
+    fn read(phydev: u64, off: &KernelOffsets, slot: u32) -> Option<Self> {
+        let status = PhyStatus::fields(off);
+        let start = window_start(&[
+            off.phy_bus,
+            off.phy_addr,
+            off.mdio_flags,
+            off.phy_drv,
+            off.phy_id,
+            status[0],
+            status[1],
+            status[2],
+            status[3],
+        ]);
+        let buffer = VIEWS.get_ptr_mut(slot)?;
+        // SAFETY: the helper writes at most the buffer's size from kernel memory it checks
+        // (zeroes on a faulting read).
+        unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
+                buffer.cast(),
+                VIEW as u32,
+                (phydev + start as u64) as *const core::ffi::c_void,
+            )
+        };
+        let base = buffer.cast::<u8>();
+        let at = |field, size| field_at(base, VIEW, start, field, size);
+        // SAFETY: as in `PhyStatus::pick`.
+        unsafe {
+            Some(Self {
+                bus: *at(off.phy_bus, 8).cast::<u64>(),
+                drv: *at(off.phy_drv, 8).cast::<u64>(),
+                phy_id: *at(off.phy_id, 4).cast::<u32>(),
+                addr: *at(off.phy_addr, 4).cast::<u32>(),
+                flags: *at(off.mdio_flags, 4).cast::<u32>(),
+                status: PhyStatus::pick(base, VIEW, start, off),
+            })
+        }
+    }
+
+    fn fill(&self, event: &mut RawEvent) {
+        self.status.fill(event);
+    }
+}
+
 fn epoch() -> u64 {
     EPOCH.get(0).copied().unwrap_or(0)
 }
@@ -329,12 +412,13 @@ fn sent_slot(address: u64) -> u32 {
     ((address >> 11) ^ (address >> 17)) as u32 & (SENT_SLOTS - 1)
 }
 
-/// Sends `phydev`'s identity unless this CPU already sent it as it is now.
-fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) {
+/// Sends `phydev`'s identity unless this CPU already sent it as it is now; false if there was
+/// no room for it.
+fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) -> bool {
     let bus = identity.bus;
     let epoch = epoch();
     let Some(slot) = SENT_PHYS.get_ptr_mut(sent_slot(phydev)) else {
-        return;
+        return false;
     };
     // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
     let sent = unsafe { &mut *slot };
@@ -345,12 +429,12 @@ fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) {
         && sent.addr == identity.addr
         && sent.epoch == epoch
     {
-        return;
+        return true;
     }
     // A full ring: the event that needs the name will not fit either and counts the loss
     // (an identity is not an event); not marked sent, it is tried again.
     let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
-        return;
+        return false;
     };
     let record = entry.write(RawIdentity::ZERO);
     record.phydev = phydev;
@@ -372,6 +456,7 @@ fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) {
         phy_id: identity.phy_id,
         addr: identity.addr,
     };
+    true
 }
 
 /// `value` as a plain number to the verifier (a trampoline's pointer arguments are typed
@@ -380,28 +465,29 @@ fn untyped(value: u64) -> u64 {
     read_at(&raw const value as u64, 0)
 }
 
-/// Sends the name of `bus` (for accesses to an address without a PHY) unless this CPU did.
-fn name_bus(off: &KernelOffsets, bus: u64) {
-    let bus = untyped(bus);
+/// Sends the name of `bus` (a plain number: see [`untyped`]; for accesses to an address
+/// without a PHY) unless this CPU did; false if there was no room for it.
+fn name_bus(off: &KernelOffsets, bus: u64) -> bool {
     let epoch = epoch();
     let Some(slot) = SENT_BUSES.get_ptr_mut(sent_slot(bus)) else {
-        return;
+        return false;
     };
     // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
     let sent = unsafe { &mut *slot };
     if sent.bus == bus && sent.epoch == epoch {
-        return;
+        return true;
     }
     // A full ring: the event that needs the name will not fit either and counts the loss
     // (an identity is not an event); not marked sent, it is tried again.
     let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
-        return;
+        return false;
     };
     let record = entry.write(RawIdentity::ZERO);
     record.bus = bus;
     read_bus_id(off, bus, &mut record.bus_id);
     entry.submit(0);
     *sent = SentBus { bus, epoch };
+    true
 }
 
 fn read_bus_id(off: &KernelOffsets, bus: u64, out: &mut [u8]) {
@@ -414,7 +500,7 @@ fn read_bus_id(off: &KernelOffsets, bus: u64, out: &mut [u8]) {
 /// Reads `phydev` (into buffer `slot`) and names it if needed.
 fn view_and_name(off: &KernelOffsets, phydev: u64, slot: u32) -> Option<PhyView> {
     let view = PhyView::read(phydev, off, slot)?;
-    name_phy(off, phydev, &view);
+    let _ = name_phy(off, phydev, &view);
     Some(view)
 }
 
@@ -658,56 +744,112 @@ fn mdio_begin(call: Option<&MdioCall>) -> u32 {
     0
 }
 
-/// An MDIO accessor returned `ret`: reports the access with its PHY, the callback that made
-/// it and its latency. `call` is `None` from a kretprobe (its arguments come from the entry).
-fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
-    let tid = tid();
-    let (mut start, mut caller, mut depth) = (0, 0, 0);
-    let mut call = call;
-    if let Some(state) = thread_state() {
-        start = state.mdio_ts;
-        state.mdio_ts = 0;
-        let open = state.depth as usize;
-        if open > 0 && open <= MAX_CALLBACK_DEPTH {
-            caller = state.frames[frame_index(open - 1)].key;
-            depth = open as u8;
-        }
-        if call.is_none() && start != 0 {
-            call = Some(MdioCall {
-                bus: state.mdio_bus,
-                addr: state.mdio_addr,
-                devad: state.mdio_devad,
-                regnum: state.mdio_regnum as u32,
-                value: state.mdio_value,
-            });
+/// The device at an MDIO address, as this CPU last found and named it.
+#[derive(Clone, Copy)]
+struct KnownDevice {
+    /// The bus (a plain number); 0: the slot is empty.
+    bus: u64,
+    /// The `struct phy_device *` at the address; 0: the device there is not a PHY.
+    phydev: u64,
+    /// [`EPOCH`] when it was found: any other, and it is looked up again.
+    epoch: u64,
+    addr: u32,
+    _pad: u32,
+}
+
+/// The devices MDIO accesses went to, per CPU, direct-mapped by bus and address: an access
+/// to a known device reads only its status, not its identity and the bus's device table.
+#[map]
+static DEVICES: PerCpuArray<KnownDevice> = PerCpuArray::with_max_entries(SENT_SLOTS, 0);
+
+/// The PHY at `addr` of `bus` (a plain number), named, from this CPU's cache or looked up
+/// (and kept, once named); 0 if there is none (its bus is named then).
+fn known_phy(off: &KernelOffsets, bus: u64, addr: u32) -> u64 {
+    let epoch = epoch();
+    let slot = DEVICES.get_ptr_mut((sent_slot(bus) ^ addr) & (SENT_SLOTS - 1));
+    if let Some(slot) = slot {
+        // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
+        let known = unsafe { &*slot };
+        if known.bus == bus && known.addr == addr && known.epoch == epoch {
+            return known.phydev;
         }
     }
-    let Some(call) = call else {
-        return 0;
-    };
-    let off = offsets();
-    let slot = call.bus + off.bus_mdio_map as u64 + (call.addr as u64 & 31) * 8;
-    let mdiodev: u64 = read_at(slot, 0);
-    // `struct phy_device` starts with its `struct mdio_device`.
+    let entry = bus + off.bus_mdio_map as u64 + (addr as u64 & 31) * 8;
+    let mdiodev: u64 = read_at(entry, 0);
     let view = if mdiodev != 0 {
         PhyView::read(mdiodev, off, VIEW_MDIO).filter(|v| v.flags & MDIO_DEVICE_FLAG_PHY != 0)
     } else {
         None
     };
-    match &view {
-        Some(view) => name_phy(off, mdiodev, view),
-        None => name_bus(off, call.bus),
+    let (phydev, named) = match &view {
+        Some(view) => (mdiodev, name_phy(off, mdiodev, view)),
+        None => (0, name_bus(off, bus)),
+    };
+    // No device there is not kept: one may be registered without a change of epoch.
+    if let (Some(slot), true, true) = (slot, named, mdiodev != 0) {
+        let known = KnownDevice {
+            bus,
+            phydev,
+            epoch,
+            addr,
+            _pad: 0,
+        };
+        // SAFETY: as above.
+        unsafe { *slot = known };
     }
+    phydev
+}
+
+/// An MDIO accessor returned `ret`: reports the access with its PHY, the callback that made
+/// it and its latency. `call` is `None` from a kretprobe (its arguments come from the entry).
+fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
+    let mut call = call;
+    let (mut start, mut key, mut depth) = (0, 0, 0);
+    let tid;
+    let bus = match thread_state() {
+        Some(state) => {
+            start = state.mdio_ts;
+            state.mdio_ts = 0;
+            tid = state.tid();
+            let open = state.depth as usize;
+            if open > 0 && open <= MAX_CALLBACK_DEPTH {
+                key = state.frames[frame_index(open - 1)].key;
+                depth = open as u8;
+            }
+            if call.is_none() && start != 0 {
+                call = Some(MdioCall {
+                    bus: state.mdio_bus,
+                    addr: state.mdio_addr,
+                    devad: state.mdio_devad,
+                    regnum: state.mdio_regnum as u32,
+                    value: state.mdio_value,
+                });
+            }
+            call.as_ref().map(|call| state.plain(call.bus))
+        }
+        None => {
+            tid = self::tid();
+            call.as_ref().map(|call| untyped(call.bus))
+        }
+    };
+    let (Some(call), Some(bus)) = (call, bus) else {
+        return 0;
+    };
+    let off = offsets();
+    let phydev = known_phy(off, bus, call.addr);
+    let status = (phydev != 0).then(|| PhyStatus::read(phydev, off));
     let Some(mut entry) = reserve_for(kind, tid) else {
         return 0;
     };
-    // SAFETY: `reserve` initialised the entry.
+    // SAFETY: `reserve_for` initialised the entry.
     let event = unsafe { entry.assume_init_mut() };
     if start != 0 {
         event.latency_ns = event.ts_ns.saturating_sub(start);
     }
+    event.key = key;
+    event.depth = depth;
     event.ret = ret;
-    event.bus = call.bus;
+    event.bus = bus;
     event.addr = call.addr as u8;
     event.devad = call.devad as u8;
     event.regnum = call.regnum as u16;
@@ -716,11 +858,9 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
         RawKind::MdioRead | RawKind::MdioC45Read => 0,
         _ => call.value,
     };
-    event.key = caller;
-    event.depth = depth;
-    if let Some(view) = view {
-        event.phydev = mdiodev;
-        view.fill(event);
+    if let Some(status) = status {
+        event.phydev = phydev;
+        status.fill(event);
         event.state_before = event.state_after;
         event.state_after = 0;
     }
@@ -839,10 +979,11 @@ pub fn mdio_c45_write_exit_kprobe(ctx: RetProbeContext) -> u32 {
     mdio_end(RawKind::MdioC45Write, None, ctx.ret::<i32>())
 }
 
-/// A PHY or bus is going away (`phy_device_remove`, `mdiobus_unregister`): whatever is
-/// allocated at its address next is named anew.
-#[kprobe]
-pub fn device_removed(_ctx: ProbeContext) -> u32 {
+/// A PHY or bus went away (`phy_device_remove`, `mdiobus_unregister`), or a PHY's driver was
+/// bound or unbound (`phy_probe`, `phy_remove`): whatever is at its address is looked up and
+/// named anew. On return, when the change is made: a lookup after it finds the new epoch.
+#[kretprobe]
+pub fn device_changed(_ctx: RetProbeContext) -> u32 {
     if let Some(epoch) = EPOCH.get_ptr_mut(0) {
         // SAFETY: the map's only entry; a lost increment from a concurrent removal still
         // changes the epoch, which is all that matters.

@@ -34,6 +34,9 @@ pub struct ArmedCallback {
     probes: [ArmedEvent; 2],
 }
 
+/// The programs of a callback's entry and return.
+pub const PROGRAMS: [&str; 2] = ["callback_enter", "callback_exit"];
+
 /// A kprobe event of this session and the program attached to it.
 struct ArmedEvent {
     name: String,
@@ -115,8 +118,8 @@ impl DriverProbes {
             let name = format!("{module}_{}", symbol.callback);
             let place = (Some(module), symbol.symbol.as_str());
             let probes = [
-                self.probe(ebpf, "callback_enter", &name, false, place, key)?,
-                self.probe(ebpf, "callback_exit", &name, true, place, key)?,
+                self.probe(ebpf, PROGRAMS[0], &name, false, place, key)?,
+                self.probe(ebpf, PROGRAMS[1], &name, true, place, key)?,
             ];
             decoder.add_callback(
                 key,

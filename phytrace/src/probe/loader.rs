@@ -36,16 +36,18 @@ impl LoadOptions {
     }
 }
 
-/// Bytes the eBPF programs read at once from a `phy_device` (`VIEW` in phytrace-ebpf).
+/// Bytes the eBPF programs read at once from a `phy_device`: all they read of it (`VIEW` in
+/// phytrace-ebpf), and its status (`STATUS_WINDOW`).
 const WINDOW: u32 = 320;
+const STATUS_WINDOW: u32 = 48;
 
-/// Whether `fields` of one struct fit the eBPF programs' one-read window (from the lowest,
-/// rounded down to 8, to the end of the highest, a 4- or 8-byte field).
-fn fits_window(fields: &[(u32, u32)]) -> bool {
+/// Whether `fields` (offset, size) of one struct fit a one-read `window` (from the lowest,
+/// rounded down to 8, to the end of the highest, each naturally aligned).
+fn fits_window(fields: &[(u32, u32)], window: u32) -> bool {
     let start = fields.iter().map(|(at, _)| at).min().copied().unwrap_or(0) & !7;
     fields
         .iter()
-        .all(|(at, size)| at + size - start <= WINDOW && (at - start) % size == 0)
+        .all(|(at, size)| at + size - start <= window && (at - start) % size == 0)
 }
 
 /// Loads the eBPF object with `options`; errors say what is missing and how to fix it.
@@ -81,10 +83,18 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         (o.phy_duplex, 4),
         (o.phy_link_byte, 1),
     ];
-    if options.offsets != KernelOffsets::default() && !fits_window(&read) {
+    let status = [
+        (o.phy_state, 4),
+        (o.phy_speed, 4),
+        (o.phy_duplex, 4),
+        (o.phy_link_byte, 1),
+    ];
+    if options.offsets != KernelOffsets::default()
+        && !(fits_window(&read, WINDOW) && fits_window(&status, STATUS_WINDOW))
+    {
         return Err(ProbeError::unavailable(format!(
             "this kernel's struct phy_device has its fields further apart than phytrace \
-                 reads at once ({WINDOW} bytes): {o:?}"
+                 reads at once ({WINDOW} bytes, {STATUS_WINDOW} for its status): {o:?}"
         ))
         .into());
     }

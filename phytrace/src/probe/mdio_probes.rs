@@ -12,7 +12,9 @@ use aya::{
     programs::{FEntry, FExit},
 };
 
-use super::{attach::attach, btf::KernelBtf, error::Stage, loader::explain_refusal};
+use super::{
+    attach::attach, btf::KernelBtf, error::Stage, loader::explain_refusal, preload::Planned,
+};
 use crate::capture::format::MdioProbes;
 
 /// The accessors every phylib register access goes through (`phy_modify` included), with the
@@ -35,6 +37,28 @@ pub enum MdioChoice {
     Fentry,
     /// kprobe/kretprobe.
     Kprobe,
+}
+
+/// The programs [`attach_all`] attaches for `choice` (the trampolines, for `Auto`: the
+/// kprobe twins are loaded only if they fail), costliest first.
+pub fn planned(choice: MdioChoice, btf: &KernelBtf) -> Vec<Planned> {
+    let mut planned = Vec::new();
+    for (function, stem, _) in ACCESSORS {
+        match (choice, btf.function_id(function)) {
+            (MdioChoice::Kprobe, _) => {
+                planned.push(Planned::program(&format!("{stem}_exit_kprobe")));
+                planned.push(Planned::program(&format!("{stem}_enter_kprobe")));
+            }
+            (_, Ok(id)) => {
+                planned.push(Planned::trampoline(format!("{stem}_exit"), id));
+                planned.push(Planned::trampoline(format!("{stem}_enter"), id));
+            }
+            // Attaching says why.
+            (_, Err(_)) => {}
+        }
+    }
+    planned.sort_by_key(|p| !p.name.contains("_exit"));
+    planned
 }
 
 /// Attaches the MDIO probes as `choice` says and returns which kind ran; what the user should
@@ -111,18 +135,22 @@ fn attach_pair(
     let id = btf.function_id(function)?;
     let entry = format!("{stem}_enter");
     let fentry: &mut FEntry = program(ebpf, &entry)?;
-    fentry
-        .load_by_id(id)
-        .map_err(|err| refused("loading", Stage::Load, &entry, &err))?;
+    if fentry.fd().is_err() {
+        fentry
+            .load_by_id(id)
+            .map_err(|err| refused("loading", Stage::Load, &entry, &err))?;
+    }
     let link = fentry
         .attach()
         .map_err(|err| refused("attaching", Stage::Attach, &entry, &err))?;
     links.push((entry, TrampolineLink::Entry(link)));
     let exit = format!("{stem}_exit");
     let fexit: &mut FExit = program(ebpf, &exit)?;
-    fexit
-        .load_by_id(id)
-        .map_err(|err| refused("loading", Stage::Load, &exit, &err))?;
+    if fexit.fd().is_err() {
+        fexit
+            .load_by_id(id)
+            .map_err(|err| refused("loading", Stage::Load, &exit, &err))?;
+    }
     let link = fexit
         .attach()
         .map_err(|err| refused("attaching", Stage::Attach, &exit, &err))?;

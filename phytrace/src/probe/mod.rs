@@ -10,6 +10,7 @@ pub mod loader;
 pub mod mdio_probes;
 pub mod module_files;
 pub mod modules;
+pub mod preload;
 pub mod privileges;
 pub mod raw;
 pub mod selftest;

@@ -21,21 +21,30 @@ use super::{
     attach::attach,
     btf::{self, PhyStates},
     decode::{Decoder, c_string},
-    driver_probes::DriverProbes,
+    driver_probes::{self, DriverProbes},
     error::Stage,
     loader::{self, LoadOptions, explain_refusal},
     mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
     modules,
+    preload::{self, Planned},
     raw::{self, Record},
     symbols::{self, CallbackSymbol},
 };
 use crate::capture::format::MdioProbes;
 use crate::event::{Event, EventKind, Guarantee, LossCause};
 
-/// Functions after which a PHY or bus may be re-created at the same address: the programs
-/// then name the next one anew.
-const REMOVAL_PROBES: &[&str] = &["phy_device_remove", "mdiobus_unregister"];
+/// Functions after which a PHY or bus may be re-created at the same address, or a PHY has
+/// another driver: the programs then look the device up and name it anew.
+const DEVICE_CHANGES: &[&str] = &[
+    "phy_device_remove",
+    "mdiobus_unregister",
+    "phy_probe",
+    "phy_remove",
+];
+
+/// The program of [`DEVICE_CHANGES`] (on return).
+const DEVICE_CHANGE_PROGRAM: &str = "device_changed";
 
 /// The module life-cycle tracepoints and their programs.
 const MODULE_TRACEPOINTS: &[(&str, &str)] = &[
@@ -57,6 +66,19 @@ const CARRIER_PROBES: &[(&str, &str)] = &[
     ("netif_carrier_on", "carrier_on"),
     ("netif_carrier_off", "carrier_off"),
 ];
+
+/// Every program a session attaches, the costliest to verify first.
+fn planned_programs(mdio: MdioChoice, btf: &btf::KernelBtf) -> Vec<Planned> {
+    let mut planned = mdio_probes::planned(mdio, btf);
+    let others = driver_probes::PROGRAMS
+        .iter()
+        .chain(MAC_PROBES.iter().map(|(_, _, program, _)| program))
+        .chain(CARRIER_PROBES.iter().map(|(_, program)| program))
+        .chain(&[DEVICE_CHANGE_PROGRAM])
+        .chain(MODULE_TRACEPOINTS.iter().map(|(_, program)| program));
+    planned.extend(others.map(|program| Planned::program(program)));
+    planned
+}
 
 /// How often drop counters are checked.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
@@ -319,13 +341,15 @@ impl Tracer {
             callback_depth: options.callback_depth.unwrap_or(defaults.callback_depth),
             ..defaults
         })?;
+        preload::load(&mut ebpf, &planned_programs(options.mdio, &kernel_btf));
         startup.load = lap();
         let mut notes = Vec::new();
         let mdio = mdio_probes::attach_all(&mut ebpf, options.mdio, &kernel_btf, &mut notes)?;
-        for symbol in REMOVAL_PROBES {
-            if let Err(err) = attach(&mut ebpf, "device_removed", symbol) {
+        for symbol in DEVICE_CHANGES {
+            if let Err(err) = attach(&mut ebpf, DEVICE_CHANGE_PROGRAM, symbol) {
                 notes.push(format!(
-                    "a PHY re-created where a removed one was may keep its old bus name: {err:#}"
+                    "a PHY re-created where a removed one was, or bound to another driver, may \
+                     keep its old name: {err:#}"
                 ));
             }
         }
@@ -782,13 +806,15 @@ fn attach_raw_tracepoint(ebpf: &mut Ebpf, program: &str, tracepoint: &str) -> Re
         .program_mut(program)
         .with_context(|| format!("the eBPF object has no program `{program}`"))?
         .try_into()?;
-    probe.load().map_err(|err| {
-        explain_refusal(
-            &format!("loading the `{program}` program"),
-            Stage::Load,
-            &err,
-        )
-    })?;
+    if probe.fd().is_err() {
+        probe.load().map_err(|err| {
+            explain_refusal(
+                &format!("loading the `{program}` program"),
+                Stage::Load,
+                &err,
+            )
+        })?;
+    }
     probe.attach(tracepoint).map_err(|err| {
         explain_refusal(
             &format!("attaching to the `{tracepoint}` tracepoint (module loads and unloads)"),
