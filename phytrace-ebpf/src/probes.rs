@@ -300,6 +300,13 @@ struct PhyStatus {
 const STATUS_WINDOW: usize = 48;
 
 impl PhyStatus {
+    const ZERO: Self = Self {
+        state: 0,
+        speed: 0,
+        duplex: 0,
+        link: 0,
+    };
+
     fn fields(off: &KernelOffsets) -> [u32; 4] {
         [
             off.phy_state,
@@ -762,16 +769,21 @@ struct KnownDevice {
 #[map]
 static DEVICES: PerCpuArray<KnownDevice> = PerCpuArray::with_max_entries(SENT_SLOTS, 0);
 
-/// The PHY at `addr` of `bus` (a plain number), named, from this CPU's cache or looked up
-/// (and kept, once named); 0 if there is none (its bus is named then).
-fn known_phy(off: &KernelOffsets, bus: u64, addr: u32) -> u64 {
+/// The PHY at `addr` of `bus` (a plain number), named, with its status now put in `status`;
+/// 0 if there is none (its bus is named then). A PHY this CPU knows has only its status read;
+/// one it does not is looked up and named, and kept once named.
+fn mdio_phy(off: &KernelOffsets, bus: u64, addr: u32, status: &mut PhyStatus) -> u64 {
     let epoch = epoch();
     let slot = DEVICES.get_ptr_mut((sent_slot(bus) ^ addr) & (SENT_SLOTS - 1));
     if let Some(slot) = slot {
         // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
         let known = unsafe { &*slot };
         if known.bus == bus && known.addr == addr && known.epoch == epoch {
-            return known.phydev;
+            let phydev = known.phydev;
+            if phydev != 0 {
+                *status = PhyStatus::read(phydev, off);
+            }
+            return phydev;
         }
     }
     let entry = bus + off.bus_mdio_map as u64 + (addr as u64 & 31) * 8;
@@ -796,6 +808,9 @@ fn known_phy(off: &KernelOffsets, bus: u64, addr: u32) -> u64 {
         };
         // SAFETY: as above.
         unsafe { *slot = known };
+    }
+    if let Some(view) = view {
+        *status = view.status;
     }
     phydev
 }
@@ -836,8 +851,8 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
         return 0;
     };
     let off = offsets();
-    let phydev = known_phy(off, bus, call.addr);
-    let status = (phydev != 0).then(|| PhyStatus::read(phydev, off));
+    let mut status = PhyStatus::ZERO;
+    let phydev = mdio_phy(off, bus, call.addr, &mut status);
     let Some(mut entry) = reserve_for(kind, tid) else {
         return 0;
     };
@@ -858,7 +873,7 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
         RawKind::MdioRead | RawKind::MdioC45Read => 0,
         _ => call.value,
     };
-    if let Some(status) = status {
+    if phydev != 0 {
         event.phydev = phydev;
         status.fill(event);
         event.state_before = event.state_after;

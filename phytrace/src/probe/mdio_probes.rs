@@ -43,21 +43,19 @@ pub enum MdioChoice {
 /// kprobe twins are loaded only if they fail), costliest first.
 pub fn planned(choice: MdioChoice, btf: &KernelBtf) -> Vec<Planned> {
     let mut planned = Vec::new();
-    for (function, stem, _) in ACCESSORS {
-        match (choice, btf.function_id(function)) {
-            (MdioChoice::Kprobe, _) => {
-                planned.push(Planned::program(&format!("{stem}_exit_kprobe")));
-                planned.push(Planned::program(&format!("{stem}_enter_kprobe")));
+    for end in ["exit", "enter"] {
+        for (function, stem, _) in ACCESSORS {
+            let name = format!("{stem}_{end}");
+            match (choice, btf.function_id(function)) {
+                (MdioChoice::Kprobe, _) => {
+                    planned.push(Planned::program(&format!("{name}_kprobe")))
+                }
+                (_, Ok(id)) => planned.push(Planned::trampoline(name, id)),
+                // Attaching says why.
+                (_, Err(_)) => {}
             }
-            (_, Ok(id)) => {
-                planned.push(Planned::trampoline(format!("{stem}_exit"), id));
-                planned.push(Planned::trampoline(format!("{stem}_enter"), id));
-            }
-            // Attaching says why.
-            (_, Err(_)) => {}
         }
     }
-    planned.sort_by_key(|p| !p.name.contains("_exit"));
     planned
 }
 
