@@ -38,7 +38,7 @@ for script in bench bench-kfunc; do
         "$PHYTRACE_ROOT/scenarios/$script.bt" >"$work/$script.bt"
 done
 cp "$PHYTRACE_ROOT"/scenarios/bench-floor-*.bt "$work/"
-emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]}}"
+emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]},\"repeats\":$REPEATS,\"reads\":$READS}"
 
 # ns per read of one synchronous burst of READS reads, as the simulator measured it.
 burst_ns() {

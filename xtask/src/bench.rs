@@ -130,7 +130,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
         .context("parsing the guest's results")?;
-    let (json, markdown) = report(&rows, &kernel.tree, args)?;
+    // The results' own time: a report rewritten later still says when they were measured.
+    let date = run::output(
+        Command::new("date")
+            .arg("-u")
+            .arg("-r")
+            .arg(&results)
+            .arg("+%Y-%m-%d %H:%M UTC"),
+    )?;
+    let (json, markdown) = report(&rows, &kernel.tree, &date)?;
     let docs = paths::workspace().join("docs");
     fs::write(
         docs.join("benchmarks.json"),
@@ -221,8 +229,17 @@ fn series(rows: &[serde_json::Value], bench: &str, tracer: &str, field: &str) ->
 fn report(
     rows: &[serde_json::Value],
     tree: &std::path::Path,
-    args: &BenchArgs,
+    date: &str,
 ) -> Result<(serde_json::Value, String)> {
+    let run = rows
+        .iter()
+        .find(|r| r["bench"] == "probes")
+        .context("the results have no `probes` row")?;
+    let (Some(repeats), Some(reads)) = (run["repeats"].as_u64(), run["reads"].as_u64()) else {
+        bail!(
+            "the results do not say their rounds and reads (older than this xtask): rerun `cargo xtask bench`"
+        );
+    };
     let spread = |bench, tracer, field| {
         Spread::of(series(rows, bench, tracer, field))
             .with_context(|| format!("no {bench} results for {tracer}"))
@@ -271,13 +288,12 @@ fn report(
     let release =
         fs::read_to_string(tree.join("include/config/kernel.release")).unwrap_or_default();
     let release = release.trim();
-    let date = run::output(Command::new("date").arg("-u").arg("+%Y-%m-%d %H:%M UTC"))?;
     let host = run::output(Command::new("uname").arg("-srm"))?;
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let json = serde_json::json!({
         "date": date, "host": host, "host_cpus": cpus, "guest_kernel": release,
         "accel": "see `xtask vm` output (TCG when KVM does not work)",
-        "repeats": args.repeats, "reads_per_burst": args.reads,
+        "repeats": repeats, "reads_per_burst": reads,
         "p1_ns_per_access": p1.iter().map(|(t, s, _)| (t.to_string(), s.json()))
             .chain([("none".to_owned(), none.json())]).collect::<BTreeMap<_, _>>(),
         "p1_added_ns": p1.iter().map(|(t, _, a)| (t.to_string(), *a)).collect::<BTreeMap<_, _>>(),
@@ -294,8 +310,7 @@ fn report(
     writeln!(md, "# Benchmarks\n")?;
     writeln!(
         md,
-        "Measured by `cargo xtask bench` ({} rounds, {} MDIO reads per burst) on {date}:",
-        args.repeats, args.reads
+        "Measured by `cargo xtask bench` ({repeats} rounds, {reads} MDIO reads per burst) on {date}:",
     )?;
     writeln!(
         md,
@@ -378,7 +393,7 @@ fn report(
         md,
         "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded."
     )?;
-    writeln!(md, "{} rounds per rate.\n", args.repeats)?;
+    writeln!(md, "{repeats} rounds per rate.\n")?;
     writeln!(
         md,
         "| asked /s | achieved /s | generated per round | lost per round | consumer ns/event |\n|---|---|---|---|---|"
