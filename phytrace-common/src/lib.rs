@@ -19,6 +19,12 @@ pub const NAME_LEN: usize = 56;
 pub const MAX_CALLBACK_DEPTH: usize = 4;
 const _: () = assert!(MAX_CALLBACK_DEPTH.is_power_of_two());
 
+/// The kfunc call the eBPF programs make to `bpf_rdonly_cast`, as they are built: a BPF call
+/// instruction (`BPF_JMP | BPF_CALL`, source register `BPF_PSEUDO_KFUNC_CALL`) whose immediate,
+/// the kfunc's BTF id, is this kernel's and so set by the loader. In the byte order of a
+/// little-endian BPF target; the placeholder id (`"phyt"`) is no kernel's.
+pub const KFUNC_CALL_PLACEHOLDER: u64 = 0x7479_6870_0000_2085;
+
 /// Why the kernel side lost records: indices of the `DROPS` per-CPU array.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,6 +13,7 @@
 //! Struct offsets come from userspace (`OFFSETS`), read from vmlinux BTF: no CO-RE here.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
+#![cfg_attr(target_arch = "bpf", feature(asm_experimental_arch))]
 
 #[cfg(target_arch = "bpf")]
 mod probes;

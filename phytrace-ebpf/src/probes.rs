@@ -220,6 +220,39 @@ fn offsets() -> &'static KernelOffsets {
     unsafe { &*core::hint::black_box(&raw const OFFSETS) }
 }
 
+/// BTF id of `struct phy_device` in the kernel's BTF, set by the loader.
+#[unsafe(no_mangle)]
+static PHY_DEVICE_TYPE: u32 = 0;
+
+fn phy_device_type() -> u32 {
+    // SAFETY: as in `offsets`.
+    unsafe { core::ptr::read_volatile(&PHY_DEVICE_TYPE) }
+}
+
+/// `bpf_rdonly_cast(address, type)`: `address` as a pointer to the kernel struct of BTF id
+/// `type` (a constant), through which loads compile to checked direct loads instead of helper
+/// calls. The call is a kfunc call the loader completes with the kfunc's BTF id
+/// (`phytrace_common::KFUNC_CALL_PLACEHOLDER`); the verifier then replaces it by a move.
+fn kernel_struct(address: u64, r#type: u32) -> *const u8 {
+    let cast: u64;
+    // SAFETY: the instruction is a call with the BPF calling convention: arguments in r1 and
+    // r2, the result in r0, r1–r5 clobbered; it touches no memory of this program.
+    unsafe {
+        core::arch::asm!(
+            ".quad {call}",
+            call = const phytrace_common::KFUNC_CALL_PLACEHOLDER,
+            inout("r1") address => _,
+            inout("r2") r#type as u64 => _,
+            lateout("r0") cast,
+            lateout("r3") _,
+            lateout("r4") _,
+            lateout("r5") _,
+            options(nostack, pure, nomem),
+        )
+    };
+    cast as *const u8
+}
+
 fn callback_depth() -> usize {
     // SAFETY: as in `offsets`.
     let depth = unsafe { core::ptr::read_volatile(&CALLBACK_DEPTH) } as usize;
@@ -296,9 +329,6 @@ struct PhyStatus {
     link: u8,
 }
 
-/// Bytes of a `phy_device` read for its status alone (the loader checks that they hold it).
-const STATUS_WINDOW: usize = 48;
-
 impl PhyStatus {
     const ZERO: Self = Self {
         state: 0,
@@ -316,20 +346,22 @@ impl PhyStatus {
         ]
     }
 
-    /// Reads `phydev`'s status with one helper call (zeroes if the read faults).
+    /// Reads `phydev`'s status with direct loads (zeroes where they fault).
     fn read(phydev: u64, off: &KernelOffsets) -> Self {
-        let start = window_start(&Self::fields(off));
-        let mut buffer = [0u64; STATUS_WINDOW / 8];
-        // SAFETY: the helper writes at most the buffer's size from kernel memory it checks
-        // (zeroes on a faulting read).
+        let device = kernel_struct(phydev, phy_device_type());
+        // SAFETY: `kernel_struct` makes the loads ones the kernel checks: each is at a member
+        // of `struct phy_device` of its size (the verifier checks that against BTF), and one
+        // that faults reads zero.
         unsafe {
-            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
-                buffer.as_mut_ptr().cast(),
-                STATUS_WINDOW as u32,
-                (phydev + start as u64) as *const core::ffi::c_void,
-            )
-        };
-        Self::pick(buffer.as_ptr().cast(), STATUS_WINDOW, start, off)
+            let at = |field: u32| device.add(field as usize);
+            Self {
+                state: core::ptr::read_volatile(at(off.phy_state).cast::<u32>()),
+                speed: core::ptr::read_volatile(at(off.phy_speed).cast::<i32>()),
+                duplex: core::ptr::read_volatile(at(off.phy_duplex).cast::<u32>()),
+                link: (core::ptr::read_volatile(at(off.phy_link_byte)) >> (off.phy_link_bit & 7))
+                    & 1,
+            }
+        }
     }
 
     /// The status out of `len` bytes at `base`, read from `start` on.
@@ -440,10 +472,12 @@ fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) -> bool {
     }
     // A full ring: the event that needs the name will not fit either and counts the loss
     // (an identity is not an event); not marked sent, it is tried again.
-    let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
+    let Some(mut entry) = reserve_zeroed::<RawIdentity>() else {
         return false;
     };
-    let record = entry.write(RawIdentity::ZERO);
+    // SAFETY: `reserve_zeroed` initialised the entry (all-zero is a valid `RawIdentity`).
+    let record = unsafe { entry.assume_init_mut() };
+    record.kind = RawKind::Identity as u8;
     record.phydev = phydev;
     record.bus = bus;
     record.addr = identity.addr as u8;
@@ -486,10 +520,12 @@ fn name_bus(off: &KernelOffsets, bus: u64) -> bool {
     }
     // A full ring: the event that needs the name will not fit either and counts the loss
     // (an identity is not an event); not marked sent, it is tried again.
-    let Some(mut entry) = EVENTS.reserve::<RawIdentity>(0) else {
+    let Some(mut entry) = reserve_zeroed::<RawIdentity>() else {
         return false;
     };
-    let record = entry.write(RawIdentity::ZERO);
+    // SAFETY: `reserve_zeroed` initialised the entry (all-zero is a valid `RawIdentity`).
+    let record = unsafe { entry.assume_init_mut() };
+    record.kind = RawKind::Identity as u8;
     record.bus = bus;
     read_bus_id(off, bus, &mut record.bus_id);
     entry.submit(0);
@@ -530,25 +566,37 @@ fn reserve_for(
     kind: RawKind,
     tid: u32,
 ) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawEvent>> {
-    let Some(mut entry) = EVENTS.reserve::<RawEvent>(0) else {
+    let Some(mut entry) = reserve_zeroed::<RawEvent>() else {
         count_drop(DropCause::RingFull);
         return None;
     };
-    stamp(entry.write(RawEvent::ZERO), kind, tid);
+    // SAFETY: `reserve_zeroed` initialised the entry (all-zero is a valid `RawEvent`).
+    stamp(unsafe { entry.assume_init_mut() }, kind, tid);
     Some(entry)
 }
 
 /// Reserves a named event, zeroed and stamped; counts a drop if the ring is full.
 fn reserve_named(kind: RawKind) -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<RawNamed>> {
-    let Some(mut entry) = EVENTS.reserve::<RawNamed>(0) else {
+    let Some(mut entry) = reserve_zeroed::<RawNamed>() else {
         count_drop(DropCause::RingFull);
         return None;
     };
-    let record = entry.write(RawNamed {
-        event: RawEvent::ZERO,
-        name: [0; phytrace_common::NAME_LEN],
-    });
-    stamp(&mut record.event, kind, tid());
+    // SAFETY: as in `reserve_for`.
+    stamp(&mut unsafe { entry.assume_init_mut() }.event, kind, tid());
+    Some(entry)
+}
+
+/// Reserves a `T` in the ring and zeroes it a word at a time: the struct assignment of zeros
+/// it replaces compiles to a call of a `memset` that stores one byte per loop.
+fn reserve_zeroed<T>() -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<T>> {
+    const { assert!(size_of::<T>().is_multiple_of(8) && align_of::<T>() <= 8) };
+    let mut entry = EVENTS.reserve::<T>(0)?;
+    let words = entry.as_mut_ptr().cast::<u64>();
+    for word in 0..size_of::<T>() / 8 {
+        // SAFETY: within the reserved record, which the ring aligns to 8 bytes; volatile so
+        // that the stores are not folded back into a `memset` call.
+        unsafe { core::ptr::write_volatile(words.add(word), 0) };
+    }
     Some(entry)
 }
 
@@ -772,6 +820,7 @@ static DEVICES: PerCpuArray<KnownDevice> = PerCpuArray::with_max_entries(SENT_SL
 /// The PHY at `addr` of `bus` (a plain number), named, with its status now put in `status`;
 /// 0 if there is none (its bus is named then). A PHY this CPU knows has only its status read;
 /// one it does not is looked up and named, and kept once named.
+#[inline(always)]
 fn mdio_phy(off: &KernelOffsets, bus: u64, addr: u32, status: &mut PhyStatus) -> u64 {
     let epoch = epoch();
     let slot = DEVICES.get_ptr_mut((sent_slot(bus) ^ addr) & (SENT_SLOTS - 1));
@@ -817,6 +866,7 @@ fn mdio_phy(off: &KernelOffsets, bus: u64, addr: u32, status: &mut PhyStatus) ->
 
 /// An MDIO accessor returned `ret`: reports the access with its PHY, the callback that made
 /// it and its latency. `call` is `None` from a kretprobe (its arguments come from the entry).
+#[inline(always)]
 fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
     let mut call = call;
     let (mut start, mut key, mut depth) = (0, 0, 0);
@@ -898,6 +948,7 @@ fn accessor_call(arg: impl Fn(usize) -> u64, c45: bool, write: bool) -> MdioCall
 
 /// An accessor returned, seen from its trampoline: the arguments, then the return value in
 /// the slot after the last one.
+#[inline(always)]
 fn fexit_end(ctx: &FExitContext, kind: RawKind, c45: bool, write: bool) -> u32 {
     let call = accessor_call(|n| ctx.arg::<u64>(n), c45, write);
     let ret_slot = if c45 { 4 } else { 3 } + usize::from(write);

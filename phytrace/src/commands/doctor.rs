@@ -331,7 +331,10 @@ fn rust_kprobe() -> Check {
 fn mdio_attach() -> Check {
     let mut notes = Vec::new();
     let outcome = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).and_then(|btf| {
-        let mut ebpf = loader::load(&loader::LoadOptions::new(4096, Default::default()))?;
+        let mut ebpf = loader::load(&loader::LoadOptions {
+            types: btf.types()?,
+            ..loader::LoadOptions::new(4096, btf.offsets()?)
+        })?;
         mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, &btf, &mut notes)
     });
     match outcome {

@@ -39,7 +39,17 @@ const WANTED: &[&str] = &[
     "__mdiobus_write",
     "__mdiobus_c45_read",
     "__mdiobus_c45_write",
+    "bpf_rdonly_cast",
 ];
+
+/// The kernel's BTF ids that the eBPF programs need.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelTypes {
+    /// `struct phy_device`, which the programs read their PHY's status through.
+    pub phy_device: u32,
+    /// The kfunc `bpf_rdonly_cast`, which gives them a typed pointer to read through.
+    pub rdonly_cast: u32,
+}
 
 /// How many anonymous structs and unions one member look-up may search before the BTF is taken
 /// for malformed (nested in a loop, say).
@@ -216,6 +226,17 @@ impl KernelBtf {
             module_name: self.offset("module", &["name"])?,
             netdev_name: self.offset("net_device", &["name"])?,
             netdev_phydev: self.offset("net_device", &["phydev"])?,
+        })
+    }
+
+    /// The BTF ids the eBPF programs need.
+    pub fn types(&self) -> Result<KernelTypes> {
+        Ok(KernelTypes {
+            phy_device: self.struct_named("phy_device")?.id,
+            rdonly_cast: self.function_id("bpf_rdonly_cast").context(
+                "phytrace reads PHYs through the kfunc bpf_rdonly_cast: Linux 6.2 or later, \
+                 built with CONFIG_DEBUG_INFO_BTF and CONFIG_BPF_JIT",
+            )?,
         })
     }
 

@@ -3,7 +3,11 @@
 use aya::{Ebpf, EbpfLoader};
 use phytrace_common::{KernelOffsets, MAX_CALLBACK_DEPTH};
 
-use super::error::{Cause, ProbeError, Stage};
+use super::{
+    btf::KernelTypes,
+    error::{Cause, ProbeError, Stage},
+    kfunc_calls,
+};
 
 /// The eBPF object built by `build.rs` from phytrace-ebpf.
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/phytrace"));
@@ -18,6 +22,8 @@ pub struct LoadOptions {
     pub ring_size: u32,
     /// Struct offsets from BTF.
     pub offsets: KernelOffsets,
+    /// BTF ids (zero: unknown; the programs that read a PHY's status then cannot load).
+    pub types: KernelTypes,
     /// Process the self-test probe reports on (0: none).
     pub selftest_tgid: u32,
     /// Callbacks kept open per thread, 1..=`MAX_CALLBACK_DEPTH` (deeper ones are counted).
@@ -30,6 +36,7 @@ impl LoadOptions {
         Self {
             ring_size,
             offsets,
+            types: KernelTypes::default(),
             selftest_tgid: 0,
             callback_depth: MAX_CALLBACK_DEPTH as u32,
         }
@@ -37,9 +44,8 @@ impl LoadOptions {
 }
 
 /// Bytes the eBPF programs read at once from a `phy_device`: all they read of it (`VIEW` in
-/// phytrace-ebpf), and its status (`STATUS_WINDOW`).
+/// phytrace-ebpf).
 const WINDOW: u32 = 320;
-const STATUS_WINDOW: u32 = 48;
 
 /// Whether `fields` (offset, size) of one struct fit a one-read `window` (from the lowest,
 /// rounded down to 8, to the end of the highest, each naturally aligned).
@@ -83,30 +89,24 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         (o.phy_duplex, 4),
         (o.phy_link_byte, 1),
     ];
-    let status = [
-        (o.phy_state, 4),
-        (o.phy_speed, 4),
-        (o.phy_duplex, 4),
-        (o.phy_link_byte, 1),
-    ];
-    if options.offsets != KernelOffsets::default()
-        && !(fits_window(&read, WINDOW) && fits_window(&status, STATUS_WINDOW))
-    {
+    if options.offsets != KernelOffsets::default() && !fits_window(&read, WINDOW) {
         return Err(ProbeError::unavailable(format!(
             "this kernel's struct phy_device has its fields further apart than phytrace \
-                 reads at once ({WINDOW} bytes, {STATUS_WINDOW} for its status): {o:?}"
+                 reads at once ({WINDOW} bytes): {o:?}"
         ))
         .into());
     }
+    let (object, _) = kfunc_calls::complete(EBPF_OBJECT, options.types.rdonly_cast)?;
     EbpfLoader::new()
         .override_global("OFFSETS", &options.offsets, true)
+        .override_global("PHY_DEVICE_TYPE", &options.types.phy_device, true)
         .override_global("SELFTEST_TGID", &options.selftest_tgid, true)
         .override_global("CALLBACK_DEPTH", &options.callback_depth, true)
         .map_max_entries("EVENTS", options.ring_size)
         // The per-thread state is task-local storage, a map type aya 0.14 creates but does
         // not wrap (the programs alone use it).
         .allow_unsupported_maps()
-        .load(EBPF_OBJECT)
+        .load(object.bytes())
         .map_err(|err| explain_refusal("loading the eBPF programs", Stage::Load, &err).into())
 }
 

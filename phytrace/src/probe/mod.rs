@@ -6,6 +6,7 @@ pub mod btf;
 pub mod decode;
 pub mod driver_probes;
 pub mod error;
+pub mod kfunc_calls;
 pub mod loader;
 pub mod mdio_probes;
 pub mod module_files;

@@ -334,10 +334,12 @@ impl Tracer {
             .context("starting a thread")?;
         let kernel_btf = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))?;
         let offsets = kernel_btf.offsets()?;
+        let types = kernel_btf.types()?;
         let states = kernel_btf.phy_states()?;
         startup.btf = lap();
         let defaults = LoadOptions::new(options.ring_size, offsets);
         let mut ebpf = loader::load(&LoadOptions {
+            types,
             callback_depth: options.callback_depth.unwrap_or(defaults.callback_depth),
             ..defaults
         })?;
