@@ -47,6 +47,8 @@ for test in "$here"/[0-9][0-9]-*.sh; do
         failed=$((failed + 1))
         failures+=("$name")
         echo "FAILED  $name (${secs} s, status $status)"
+        # The failing check first: the state dumped after it would push it out of the tail.
+        grep -E '(FAIL|error):' "$logs/$name.log" | head -n 5 | sed 's/^/    > /'
         sed 's/^/    | /' "$logs/$name.log" | tail -n 40
     fi
 done

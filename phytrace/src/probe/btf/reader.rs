@@ -116,6 +116,29 @@ fn name_is(strings: &[u8], off: usize, want: &str) -> bool {
         .is_some_and(|rest| rest.starts_with(want) && rest.get(want.len()) == Some(&0))
 }
 
+/// The first four bytes of a NUL-terminated name, as [`u32_at`] reads them, and which of them
+/// a name must match (fewer for a name shorter than four bytes, whose NUL is then compared).
+#[derive(Clone, Copy)]
+struct Prefix {
+    bits: u32,
+    mask: u32,
+}
+
+impl Prefix {
+    fn of(name: &str) -> Self {
+        let mut bytes = [0u8; 4];
+        let mut mask = [0u8; 4];
+        for (at, byte) in name.bytes().chain([0]).take(4).enumerate() {
+            bytes[at] = byte;
+            mask[at] = 0xff;
+        }
+        Self {
+            bits: u32::from_ne_bytes(bytes),
+            mask: u32::from_ne_bytes(mask),
+        }
+    }
+}
+
 /// The section `off`, `len` (relative to the end of the header) checked against `data`.
 fn section(data: &[u8], header_len: usize, off: u32, len: u32, what: &str) -> Result<Range<usize>> {
     let start = header_len.checked_add(off as usize);
@@ -138,6 +161,7 @@ fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Nam
         .iter()
         .map(|name| (name.to_string(), Vec::new()))
         .collect();
+    let prefixes: Vec<Prefix> = wanted.iter().map(|name| Prefix::of(name)).collect();
     let mut at = 0;
     while at < types.len() {
         let id = records.len() + 1;
@@ -152,8 +176,13 @@ fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Nam
             bail!("BTF type {id} is cut off by the end of the type section");
         }
         if matches!(kind, STRUCT | UNION | ENUM | ENUM64 | FWD | FUNC) && name_off != 0 {
-            for (name, ids) in &mut named {
-                if name_is(strings, name_off as usize, name) {
+            // Most names differ from every wanted one in their first four bytes: one integer
+            // compare each instead of a string compare (the kernel's BTF has ~60 000 such).
+            let head = u32_at(strings, name_off as usize);
+            for ((name, ids), &prefix) in named.iter_mut().zip(&prefixes) {
+                if head.is_none_or(|head| head & prefix.mask == prefix.bits)
+                    && name_is(strings, name_off as usize, name)
+                {
                     ids.push(id as u32);
                 }
             }

@@ -253,6 +253,27 @@ fn missing_types_and_members_are_named() {
 }
 
 #[test]
+fn the_index_matches_whole_names_only() {
+    let mut b = Builder::new();
+    let ids = [
+        b.fwd("phy"),
+        b.fwd("phy_device"),
+        b.fwd("phy_devices"),
+        b.fwd("ph"),
+        b.fwd("phy_dev"),
+        // Last in the string section: fewer than four bytes follow its start.
+        b.fwd("p"),
+    ];
+    let wanted = ["phy", "phy_device", "ph", "p", "phy_d"];
+    let btf = reader::Btf::parse(b.build(), &wanted).unwrap();
+    assert_eq!(btf.named("phy"), [ids[0]]);
+    assert_eq!(btf.named("phy_device"), [ids[1]]);
+    assert_eq!(btf.named("ph"), [ids[3]]);
+    assert_eq!(btf.named("p"), [ids[5]]);
+    assert!(btf.named("phy_d").is_empty());
+}
+
+#[test]
 fn enum_values_must_fit_in_u32() {
     let mut b = Builder::new();
     b.enum32("phy_state", true, &[("PHY_DOWN", -1)]);
