@@ -46,23 +46,41 @@ burst_ns() {
     sim_get "$dev" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/'
 }
 
-# start_tracer KIND: starts phytrace or bpftrace in the background and waits until attached.
-# Sets TRACER_PID and ATTACH_MS (process start to attached, wall clock).
+# wait_line PATTERN: reads the tracer's lines (fd 3) until one matches the glob PATTERN; fails
+# if the tracer exits first or 120 s pass. Each read blocks until a line comes: no poll.
+wait_line() {
+    local line deadline=$((SECONDS + 120))
+    while ((SECONDS < deadline)); do
+        if IFS= read -r -t 1 -u 3 line; then
+            # shellcheck disable=SC2053  # a glob, on purpose
+            [[ $line == $1 ]] && return 0
+        elif ! kill -0 "$TRACER_PID" 2>/dev/null; then
+            return 1
+        fi
+    done
+    return 1
+}
+
+# start_tracer KIND: starts phytrace or bpftrace in the background and waits until attached,
+# blocked on a FIFO that carries phytrace's status or bpftrace's output: a poll would fork a
+# process per look, and the forks would take CPU from the tracer being timed. Sets TRACER_PID,
+# DRAIN_PID (what copies the rest of the tracer's lines to $work/tracer.out) and ATTACH_MS
+# (process start to attached, wall clock).
 start_tracer() {
-    local t0 script
+    local t0 script fifo=$work/tracer.fifo
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    # Read-write: opening it does not wait for the tracer, and the tracer's writes never fail.
+    exec 3<>"$fifo"
     t0=$(now_ns)
     case $1 in
     phytrace | phytrace-kprobe)
         local probes=fentry
         [[ $1 == phytrace-kprobe ]] && probes=kprobe
-        rm -f "$work/bench.status"
-        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" --status "$work/bench.status" \
+        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" --status "$fifo" \
             2>"$work/tracer.err" &
         TRACER_PID=$!
-        until grep -q '"status":"recording"' "$work/bench.status" 2>/dev/null; do
-            kill -0 "$TRACER_PID" 2>/dev/null || { cat "$work/tracer.err"; fail "phytrace exited"; }
-            sleep 0.005
-        done
+        wait_line '*"status":"recording"*' || { cat "$work/tracer.err"; fail "phytrace did not attach"; }
         ;;
     bpftrace-*)
         case $1 in
@@ -71,22 +89,22 @@ start_tracer() {
         bpftrace-floor-fentry) script=bench-floor-fentry ;;
         bpftrace-floor-kprobe) script=bench-floor-kprobe ;;
         esac
-        bpftrace -B line "$work/$script.bt" >"$work/bpftrace.out" \
-            2>"$work/tracer.err" &
+        bpftrace -B line "$work/$script.bt" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
-        until grep -q "^ready" "$work/bpftrace.out" 2>/dev/null; do
-            kill -0 "$TRACER_PID" 2>/dev/null || { cat "$work/tracer.err"; fail "bpftrace exited"; }
-            (($(now_ns) - t0 < 120000000000)) || fail "bpftrace did not attach within 120 s"
-            sleep 0.005
-        done
+        wait_line ready || { cat "$work/tracer.err"; fail "bpftrace did not attach"; }
         ;;
     esac
     ATTACH_MS=$((($(now_ns) - t0) / 1000000))
+    cat <&3 >"$work/tracer.out" &
+    DRAIN_PID=$!
+    exec 3>&-
 }
 
 stop_tracer() {
     kill -INT "$TRACER_PID"
     wait "$TRACER_PID" || true
+    kill "$DRAIN_PID" 2>/dev/null || true
+    wait "$DRAIN_PID" 2>/dev/null || true
 }
 
 TRACERS="phytrace phytrace-kprobe bpftrace-kfunc bpftrace-kprobe bpftrace-floor-fentry bpftrace-floor-kprobe"

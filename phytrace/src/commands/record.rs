@@ -174,7 +174,7 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
     }
     let waiting = tracer.waiting_for();
     eprintln!(
-        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms, MDIO probes ({}) {} ms, modules {} ms{})",
+        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms with MDIO probes ({}) attached meanwhile in {} ms, modules {} ms{})",
         output.display(),
         attached_in.as_millis(),
         startup.btf.as_millis(),

@@ -2,7 +2,7 @@
 
 use aya::{
     Ebpf,
-    programs::{KProbe, ProgramError, kprobe::KProbeLinkId},
+    programs::{KProbe, Program, ProgramError, kprobe::KProbeLinkId},
 };
 
 use super::error::{Cause, ProbeError, Stage};
@@ -11,12 +11,36 @@ use super::loader::explain_refusal;
 /// The kprobe PMU, there when the kernel has kprobes.
 pub const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe";
 
+/// Where programs are found by name: the whole object, or the programs handed over one by one
+/// while others are still being loaded (`preload::Arriving`).
+pub trait Programs {
+    /// The program `name`, `None` if there is none.
+    fn program_mut(&mut self, name: &str) -> Option<&mut Program>;
+
+    /// The program `name` as a `T`, or an error that names it.
+    fn typed<'a, T>(&'a mut self, name: &str) -> anyhow::Result<&'a mut T>
+    where
+        &'a mut T: TryFrom<&'a mut Program, Error = ProgramError>,
+    {
+        let program = self
+            .program_mut(name)
+            .ok_or_else(|| anyhow::anyhow!("the eBPF object has no program `{name}`"))?;
+        Ok(program.try_into()?)
+    }
+}
+
+impl Programs for Ebpf {
+    fn program_mut(&mut self, name: &str) -> Option<&mut Program> {
+        Ebpf::program_mut(self, name)
+    }
+}
+
 /// The kprobe program `program`, loaded into the kernel (once).
-pub fn loaded_kprobe<'a>(ebpf: &'a mut Ebpf, program: &str) -> anyhow::Result<&'a mut KProbe> {
-    let probe: &mut KProbe = ebpf
-        .program_mut(program)
-        .ok_or_else(|| anyhow::anyhow!("the eBPF object has no program `{program}`"))?
-        .try_into()?;
+pub fn loaded_kprobe<'a>(
+    programs: &'a mut impl Programs,
+    program: &str,
+) -> anyhow::Result<&'a mut KProbe> {
+    let probe: &mut KProbe = programs.typed(program)?;
     if probe.fd().is_err() {
         probe.load().map_err(|err| {
             explain_refusal(
@@ -30,8 +54,12 @@ pub fn loaded_kprobe<'a>(ebpf: &'a mut Ebpf, program: &str) -> anyhow::Result<&'
 }
 
 /// Loads (once) the kprobe program `program` and attaches it to `symbol`.
-pub fn attach(ebpf: &mut Ebpf, program: &str, symbol: &str) -> anyhow::Result<KProbeLinkId> {
-    loaded_kprobe(ebpf, program)?
+pub fn attach(
+    programs: &mut impl Programs,
+    program: &str,
+    symbol: &str,
+) -> anyhow::Result<KProbeLinkId> {
+    loaded_kprobe(programs, program)?
         .attach(symbol, 0)
         .map_err(|err| explain(&err, program, symbol).into())
 }

@@ -7,13 +7,14 @@
 //! they stay on kprobes (see `driver_probes`).
 
 use anyhow::Result;
-use aya::{
-    Ebpf,
-    programs::{FEntry, FExit},
-};
+use aya::programs::{FEntry, FExit};
 
 use super::{
-    attach::attach, btf::KernelBtf, error::Stage, loader::explain_refusal, preload::Planned,
+    attach::{Programs, attach},
+    btf::KernelBtf,
+    error::Stage,
+    loader::explain_refusal,
+    preload::Planned,
 };
 use crate::capture::format::MdioProbes;
 
@@ -40,11 +41,12 @@ pub enum MdioChoice {
 }
 
 /// The programs [`attach_all`] attaches for `choice` (the trampolines, for `Auto`: the
-/// kprobe twins are loaded only if they fail), costliest first.
+/// kprobe twins are loaded only if they fail), accessor by accessor as it attaches them, the
+/// costlier return program first.
 pub fn planned(choice: MdioChoice, btf: &KernelBtf) -> Vec<Planned> {
     let mut planned = Vec::new();
-    for end in ["exit", "enter"] {
-        for (function, stem, _) in ACCESSORS {
+    for (function, stem, _) in ACCESSORS {
+        for end in ["exit", "enter"] {
             let name = format!("{stem}_{end}");
             match (choice, btf.function_id(function)) {
                 (MdioChoice::Kprobe, _) => {
@@ -63,7 +65,7 @@ pub fn planned(choice: MdioChoice, btf: &KernelBtf) -> Vec<Planned> {
 /// know (a fallback, a missing optional accessor) goes to `notes`. `btf` is the kernel's BTF,
 /// where the trampolines find the accessors' ids.
 pub fn attach_all(
-    ebpf: &mut Ebpf,
+    ebpf: &mut impl Programs,
     choice: MdioChoice,
     btf: &KernelBtf,
     notes: &mut Vec<String>,
@@ -93,7 +95,11 @@ pub fn attach_all(
 /// Attaches the fentry/fexit pair of every accessor; on a failure with a required one,
 /// detaches what it attached (a session probes all accessors one way). The required ones come
 /// first: an optional one that fails after them is not in this kernel, or not traceable.
-fn attach_trampolines(ebpf: &mut Ebpf, btf: &KernelBtf, notes: &mut Vec<String>) -> Result<()> {
+fn attach_trampolines(
+    ebpf: &mut impl Programs,
+    btf: &KernelBtf,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     let mut attached: Vec<(String, TrampolineLink)> = Vec::new();
     for (function, stem, required) in ACCESSORS {
         let mut pair = Vec::new();
@@ -121,7 +127,7 @@ fn attach_trampolines(ebpf: &mut Ebpf, btf: &KernelBtf, notes: &mut Vec<String>)
 
 /// Loads and attaches `stem`'s fentry and fexit programs to `function`, pushing each link.
 fn attach_pair(
-    ebpf: &mut Ebpf,
+    ebpf: &mut impl Programs,
     btf: &KernelBtf,
     function: &str,
     stem: &str,
@@ -132,7 +138,7 @@ fn attach_pair(
     };
     let id = btf.function_id(function)?;
     let entry = format!("{stem}_enter");
-    let fentry: &mut FEntry = program(ebpf, &entry)?;
+    let fentry: &mut FEntry = ebpf.typed(&entry)?;
     if fentry.fd().is_err() {
         fentry
             .load_by_id(id)
@@ -143,7 +149,7 @@ fn attach_pair(
         .map_err(|err| refused("attaching", Stage::Attach, &entry, &err))?;
     links.push((entry, TrampolineLink::Entry(link)));
     let exit = format!("{stem}_exit");
-    let fexit: &mut FExit = program(ebpf, &exit)?;
+    let fexit: &mut FExit = ebpf.typed(&exit)?;
     if fexit.fd().is_err() {
         fexit
             .load_by_id(id)
@@ -163,29 +169,18 @@ enum TrampolineLink {
 }
 
 impl TrampolineLink {
-    fn detach(self, ebpf: &mut Ebpf, name: &str) {
+    fn detach(self, ebpf: &mut impl Programs, name: &str) {
         match self {
             Self::Entry(link) => {
-                if let Ok(program) = program::<FEntry>(ebpf, name) {
+                if let Ok(program) = ebpf.typed::<FEntry>(name) {
                     let _ = program.detach(link);
                 }
             }
             Self::Exit(link) => {
-                if let Ok(program) = program::<FExit>(ebpf, name) {
+                if let Ok(program) = ebpf.typed::<FExit>(name) {
                     let _ = program.detach(link);
                 }
             }
         }
     }
-}
-
-/// The program `name` of the object, as a `T`.
-fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T>
-where
-    &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
-{
-    let program = ebpf
-        .program_mut(name)
-        .ok_or_else(|| anyhow::anyhow!("the eBPF object has no program `{name}`"))?;
-    Ok(program.try_into()?)
 }

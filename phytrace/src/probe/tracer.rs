@@ -18,7 +18,7 @@ use phytrace_common::{DropCause, RawEvent, RawKind, RawNamed};
 use tokio::io::unix::AsyncFd;
 
 use super::{
-    attach::attach,
+    attach::{Programs, attach},
     btf::{self, PhyStates},
     decode::{Decoder, c_string},
     driver_probes::{self, DriverProbes},
@@ -67,15 +67,16 @@ const CARRIER_PROBES: &[(&str, &str)] = &[
     ("netif_carrier_off", "carrier_off"),
 ];
 
-/// Every program a session attaches, the costliest to verify first.
+/// Every program a session attaches: first those [`Tracer::start`] attaches while the others
+/// load, in the order it attaches them, then the others, the costliest to verify first.
 fn planned_programs(mdio: MdioChoice, btf: &btf::KernelBtf) -> Vec<Planned> {
     let mut planned = mdio_probes::planned(mdio, btf);
-    let others = driver_probes::PROGRAMS
+    let others = [DEVICE_CHANGE_PROGRAM]
         .iter()
-        .chain(MAC_PROBES.iter().map(|(_, _, program, _)| program))
+        .chain(MODULE_TRACEPOINTS.iter().map(|(_, program)| program))
         .chain(CARRIER_PROBES.iter().map(|(_, program)| program))
-        .chain(&[DEVICE_CHANGE_PROGRAM])
-        .chain(MODULE_TRACEPOINTS.iter().map(|(_, program)| program));
+        .chain(driver_probes::PROGRAMS.iter())
+        .chain(MAC_PROBES.iter().map(|(_, _, program, _)| program));
     planned.extend(others.map(|program| Planned::program(program)));
     planned
 }
@@ -120,20 +121,15 @@ pub struct TracerOptions {
 pub struct StartupTimings {
     /// Reading vmlinux BTF (offsets, `enum phy_state`).
     pub btf: Duration,
-    /// Loading the eBPF object (verifier included).
+    /// Loading the eBPF object (verifier included), with the start's first attachments made
+    /// meanwhile.
     pub load: Duration,
-    /// Attaching the MDIO probes and the module tracepoints.
+    /// Of `load`: attaching the MDIO probes, module tracepoints and device and carrier kprobes,
+    /// while the other programs were being loaded.
     pub mdio: Duration,
     /// Finding driver modules and arming their callbacks (kallsyms and module files are read
     /// meanwhile during the phases before: only what is left of that is waited for here).
     pub modules: Duration,
-}
-
-impl StartupTimings {
-    /// The whole start-up.
-    pub fn total(&self) -> Duration {
-        self.btf + self.load + self.mdio + self.modules
-    }
 }
 
 /// How a followed module is traced.
@@ -343,27 +339,20 @@ impl Tracer {
             callback_depth: options.callback_depth.unwrap_or(defaults.callback_depth),
             ..defaults
         })?;
-        preload::load(&mut ebpf, &planned_programs(options.mdio, &kernel_btf));
-        startup.load = lap();
         let mut notes = Vec::new();
-        let mdio = mdio_probes::attach_all(&mut ebpf, options.mdio, &kernel_btf, &mut notes)?;
-        for symbol in DEVICE_CHANGES {
-            if let Err(err) = attach(&mut ebpf, DEVICE_CHANGE_PROGRAM, symbol) {
-                notes.push(format!(
-                    "a PHY re-created where a removed one was, or bound to another driver, may \
-                     keep its old name: {err:#}"
-                ));
-            }
-        }
-        // From here on every module load is reported; one that loaded while the module list
-        // was read on the other thread is found by `attach_loaded_meanwhile`.
-        for (tracepoint, program) in MODULE_TRACEPOINTS {
-            attach_raw_tracepoint(&mut ebpf, program, tracepoint)?;
-        }
-        for (symbol, program) in CARRIER_PROBES {
-            attach(&mut ebpf, program, symbol)?;
-        }
-        startup.mdio = lap();
+        let mut attaching = Duration::ZERO;
+        let mdio = preload::load_while(
+            &mut ebpf,
+            &planned_programs(options.mdio, &kernel_btf),
+            |programs| {
+                let started = Instant::now();
+                let attached = attach_at_start(programs, options.mdio, &kernel_btf, &mut notes);
+                attaching = started.elapsed();
+                attached
+            },
+        )?;
+        startup.load = lap();
+        startup.mdio = attaching;
         let prefetched = prefetch
             .join()
             .map_err(|_| anyhow::anyhow!("the symbol reader stopped"))??;
@@ -802,12 +791,42 @@ fn release_held(held: &mut VecDeque<Event>, ts_ns: u64, cpu: u32, out: &mut impl
     }
 }
 
+/// What every session attaches as it starts: the MDIO probes (returning which kind ran), the
+/// device-change kprobes, the module tracepoints and the carrier kprobes. What the user should
+/// know goes to `notes`.
+fn attach_at_start(
+    programs: &mut impl Programs,
+    mdio: MdioChoice,
+    btf: &btf::KernelBtf,
+    notes: &mut Vec<String>,
+) -> Result<MdioProbes> {
+    let mdio = mdio_probes::attach_all(programs, mdio, btf, notes)?;
+    for symbol in DEVICE_CHANGES {
+        if let Err(err) = attach(programs, DEVICE_CHANGE_PROGRAM, symbol) {
+            notes.push(format!(
+                "a PHY re-created where a removed one was, or bound to another driver, may \
+                 keep its old name: {err:#}"
+            ));
+        }
+    }
+    // From here on every module load is reported; one that loaded while the module list was
+    // read on the other thread is found by `attach_loaded_meanwhile`.
+    for (tracepoint, program) in MODULE_TRACEPOINTS {
+        attach_raw_tracepoint(programs, program, tracepoint)?;
+    }
+    for (symbol, program) in CARRIER_PROBES {
+        attach(programs, program, symbol)?;
+    }
+    Ok(mdio)
+}
+
 /// Loads (once) the raw tracepoint program `program` and attaches it to `tracepoint`.
-fn attach_raw_tracepoint(ebpf: &mut Ebpf, program: &str, tracepoint: &str) -> Result<()> {
-    let probe: &mut RawTracePoint = ebpf
-        .program_mut(program)
-        .with_context(|| format!("the eBPF object has no program `{program}`"))?
-        .try_into()?;
+fn attach_raw_tracepoint(
+    programs: &mut impl Programs,
+    program: &str,
+    tracepoint: &str,
+) -> Result<()> {
+    let probe: &mut RawTracePoint = programs.typed(program)?;
     if probe.fd().is_err() {
         probe.load().map_err(|err| {
             explain_refusal(
