@@ -362,11 +362,11 @@ fn report(
     writeln!(md, "## P2: start to attached\n")?;
     writeln!(
         md,
-        "Process start until the first event can be recorded (phytrace: its `--status` file says `recording`,"
+        "Process start until the first event can be recorded (phytrace: its `--status` line says `recording`,"
     )?;
     writeln!(
         md,
-        "printed after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms."
+        "written after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms. `bench.sh`\nwaits for that line blocked on a FIFO the tracer writes (no poll: a look that forks a process\ntakes CPU from the tracer being timed)."
     )?;
     writeln!(
         md,
@@ -382,7 +382,7 @@ fn report(
     )?;
     writeln!(
         md,
-        "Where phytrace's start-up goes (`record`'s own line, `attached in … ms: BTF, load, MDIO probes,\nmodules`, and each step timed, release build, 2026-12-04): the kernel's verifier. Loaded one after\nanother, the four MDIO return programs took 31–43 ms each, the callback entry 25 ms, `mac_link_up`\n26 ms, the carrier programs 15 ms each: about 260 ms of a 420 ms start, while attaching took 3–6 ms\nper trampoline, 3–4 ms per vmlinux kprobe and under 1 ms per tracefs event. The verifier checks the\nprograms of a privileged loader in parallel, so `record` now loads them on one thread per CPU,\ncostliest first, before attaching (`load` in its line: 217–241 ms on this guest's 2 CPUs, verifying\nevery program the session attaches), then attaches. Reading the kernel's BTF takes 40–70 ms and the\nprocess's own start (exec of the binary) about 50 ms. What limits P2 is that verification: the MDIO\nreturn program carries the whole slow path (a device's lookup and naming) next to its fast one, and\neach accessor's copy is verified on its own (a trampoline program is loaded for one function).\n"
+        "Where phytrace's start-up goes (`record`'s own line, `attached in … ms: BTF, load … with MDIO probes\nattached meanwhile, modules`; release build, quiet guest, 2026-12-04): about 250 ms in all, of which\nthe process's own start (exec, the capture's header) ~40 ms, reading the kernel's BTF ~22 ms, the\nload ~150 ms and arming the driver's callbacks ~10 ms. The load is the kernel's verifier: the\nprograms of one session are 14 458 instructions as verified (each MDIO return program ~1 750,\n`callback_enter` 3 260, `callback_exit` 1 088, the MAC-side ones ~560 each), verified in parallel\non one thread per CPU, and the start attaches each of its own probes as soon as its program is\nloaded (trampolines ~5 ms each, vmlinux kprobes 3–4 ms), while the others are still being\nverified. With the two CPUs of the guest busy verifying, what limits P2 is the amount of code\nto verify: each MDIO accessor's return program carries the whole slow path (a device's lookup\nand naming) and is verified on its own (a trampoline program is loaded for one function, and\nthis kernel refuses tail calls between programs of different attach points).\n"
     )?;
     writeln!(md, "## P3: drop-free rate (default 4 MiB ring)\n")?;
     writeln!(
