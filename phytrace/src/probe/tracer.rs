@@ -68,7 +68,8 @@ const CARRIER_PROBES: &[(&str, &str)] = &[
 ];
 
 /// Every program a session attaches: first those [`Tracer::start`] attaches while the others
-/// load, in the order it attaches them, then the others, the costliest to verify first.
+/// load, in the order it attaches them, then the others, the callback programs (the costliest
+/// to verify) first.
 fn planned_programs(mdio: MdioChoice, btf: &btf::KernelBtf) -> Vec<Planned> {
     let mut planned = mdio_probes::planned(mdio, btf);
     let others = [DEVICE_CHANGE_PROGRAM]
