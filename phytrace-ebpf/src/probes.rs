@@ -1,4 +1,8 @@
 //! The probe programs and their maps.
+//!
+//! Each program is one function: helpers LLVM would keep out of line are `#[inline(always)]`.
+//! A BPF-to-BPF call saves no verification (the verifier walks a static subprogram again at
+//! each call) but costs the load a JIT pass and a copy into executable memory per subprogram.
 
 use aya_ebpf::{
     EbpfContext,
@@ -400,6 +404,7 @@ struct PhyView {
 
 impl PhyView {
     /// Reads `phydev` into the buffer `slot` of this CPU and picks the fields out.
+    #[inline(always)]
     fn read(phydev: u64, off: &KernelOffsets, slot: u32) -> Option<Self> {
         let status = PhyStatus::fields(off);
         let start = window_start(&[
@@ -453,6 +458,7 @@ fn sent_slot(address: u64) -> u32 {
 
 /// Sends `phydev`'s identity unless this CPU already sent it as it is now; false if there was
 /// no room for it.
+#[inline(always)]
 fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) -> bool {
     let bus = identity.bus;
     let epoch = epoch();
@@ -541,6 +547,7 @@ fn read_bus_id(off: &KernelOffsets, bus: u64, out: &mut [u8]) {
 }
 
 /// Reads `phydev` (into buffer `slot`) and names it if needed.
+#[inline(always)]
 fn view_and_name(off: &KernelOffsets, phydev: u64, slot: u32) -> Option<PhyView> {
     let view = PhyView::read(phydev, off, slot)?;
     let _ = name_phy(off, phydev, &view);
@@ -1116,6 +1123,7 @@ fn note_resolve_phy(tid: u32, phydev: u64) {
 }
 
 /// Reads and names the PHY of a MAC-side event (0: none known).
+#[inline(always)]
 fn mac_phy(off: &KernelOffsets, phydev: u64) -> Option<(u64, PhyView)> {
     if phydev == 0 {
         return None;
@@ -1180,6 +1188,7 @@ pub fn mac_link_down(ctx: ProbeContext) -> u32 {
     0
 }
 
+#[inline(always)]
 fn carrier(ctx: &ProbeContext, kind: RawKind) -> u32 {
     let Some(netdev) = ctx.arg::<u64>(0) else {
         return 0;

@@ -366,7 +366,7 @@ fn report(
     )?;
     writeln!(
         md,
-        "written after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms. `bench.sh`\nwaits for that line blocked on a FIFO the tracer writes (no poll: a look that forks a process\ntakes CPU from the tracer being timed)."
+        "written after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms. `bench.sh`\nwaits for that line blocked on a FIFO the tracer writes (no poll: a look that forks a process\ntakes CPU from the tracer being timed) and reads the time from bash's own clock\n(`$EPOCHREALTIME`: running `date` would fork within the time measured)."
     )?;
     writeln!(
         md,
@@ -382,7 +382,7 @@ fn report(
     )?;
     writeln!(
         md,
-        "Where phytrace's start-up goes (`record`'s own line, `attached in … ms: BTF, load … with MDIO probes\nattached meanwhile, modules`; release build, quiet guest, 2026-12-04): about 250 ms in all, of which\nthe process's own start (exec, the capture's header) ~40 ms, reading the kernel's BTF ~22 ms, the\nload ~150 ms and arming the driver's callbacks ~10 ms. The load is the kernel's verifier: the\nprograms of one session are 14 458 instructions as verified (each MDIO return program ~1 750,\n`callback_enter` 3 260, `callback_exit` 1 088, the MAC-side ones ~560 each), verified in parallel\non one thread per CPU, and the start attaches each of its own probes as soon as its program is\nloaded (trampolines ~5 ms each, vmlinux kprobes 3–4 ms), while the others are still being\nverified. With the two CPUs of the guest busy verifying, what limits P2 is the amount of code\nto verify: each MDIO accessor's return program carries the whole slow path (a device's lookup\nand naming) and is verified on its own (a trampoline program is loaded for one function, and\nthis kernel refuses tail calls between programs of different attach points).\n"
+        "Where phytrace's start-up goes (`record`'s own line, `attached in … ms: BTF, load … with MDIO probes\nattached meanwhile, modules`; release build, quiet guest, 2026-12-04): about 200 ms in all, of which\nthe process's own start (exec, the capture's header) ~25 ms, reading the kernel's BTF ~22 ms, the\nload ~140 ms and arming the driver's callbacks ~10 ms. The load is the kernel's verifier: the\nprograms of one session are 12 803 instructions as verified (each MDIO return program ~1 600,\n`callback_enter` 2 666, `callback_exit` 1 213, the MAC-side ones ~450 each), verified in parallel\non one thread per CPU, and the start attaches each of its own probes as soon as its program is\nloaded (trampolines ~5 ms each, vmlinux kprobes 3–4 ms), while the others are still being\nverified. Each program is one function (no BPF-to-BPF calls), so the kernel JITs it as one image\nand copies one image into executable memory. With the two CPUs of the guest busy verifying, what\nlimits P2 is the amount of code to verify: each MDIO accessor's return program carries the whole\nslow path (a device's lookup and naming) and is verified on its own (a trampoline program is\nloaded for one function, and this kernel refuses tail calls between programs of\ndifferent attach points).\n"
     )?;
     writeln!(md, "## P3: drop-free rate (default 4 MiB ring)\n")?;
     writeln!(
