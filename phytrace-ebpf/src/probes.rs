@@ -1,8 +1,10 @@
 //! The probe programs and their maps.
 //!
-//! Each program is one function: helpers LLVM would keep out of line are `#[inline(always)]`.
-//! A BPF-to-BPF call saves no verification (the verifier walks a static subprogram again at
-//! each call) but costs the load a JIT pass and a copy into executable memory per subprogram.
+//! Helpers are `#[inline(always)]` where LLVM would keep them out of line: a call to a static
+//! subprogram saves no verification (the verifier walks it again at each call) and costs the
+//! load a JIT pass and a copy into executable memory. The two slow paths that are calls,
+//! [`mdio_device_lookup`] and [`send_phy_identity`], are global functions: the verifier checks
+//! a global function once per program on its own, not once per path of the caller reaching it.
 
 use aya_ebpf::{
     EbpfContext,
@@ -459,38 +461,59 @@ fn sent_slot(address: u64) -> u32 {
 /// Sends `phydev`'s identity unless this CPU already sent it as it is now; false if there was
 /// no room for it.
 #[inline(always)]
-fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) -> bool {
-    let bus = identity.bus;
+fn name_phy(phydev: u64, identity: &PhyView) -> bool {
+    send_phy_identity(
+        phydev,
+        identity.bus,
+        identity.drv,
+        identity.phy_id as u64,
+        identity.addr as u64,
+    ) != 0
+}
+
+/// [`name_phy`] as a global function (plain numbers in and out): the verifier checks it once
+/// per program, not once for each path of the caller that reaches it. 1: sent or already sent.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn send_phy_identity(
+    phydev: u64,
+    bus: u64,
+    drv: u64,
+    phy_id: u64,
+    addr: u64,
+) -> u64 {
+    let (phy_id, addr) = (phy_id as u32, addr as u32);
     let epoch = epoch();
     let Some(slot) = SENT_PHYS.get_ptr_mut(sent_slot(phydev)) else {
-        return false;
+        return 0;
     };
     // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
     let sent = unsafe { &mut *slot };
     if sent.phydev == phydev
         && sent.bus == bus
-        && sent.drv == identity.drv
-        && sent.phy_id == identity.phy_id
-        && sent.addr == identity.addr
+        && sent.drv == drv
+        && sent.phy_id == phy_id
+        && sent.addr == addr
         && sent.epoch == epoch
     {
-        return true;
+        return 1;
     }
     // A full ring: the event that needs the name will not fit either and counts the loss
     // (an identity is not an event); not marked sent, it is tried again.
     let Some(mut entry) = reserve_zeroed::<RawIdentity>() else {
-        return false;
+        return 0;
     };
+    let off = offsets();
     // SAFETY: `reserve_zeroed` initialised the entry (all-zero is a valid `RawIdentity`).
     let record = unsafe { entry.assume_init_mut() };
     record.kind = RawKind::Identity as u8;
     record.phydev = phydev;
     record.bus = bus;
-    record.addr = identity.addr as u8;
-    record.phy_id = identity.phy_id;
+    record.addr = addr as u8;
+    record.phy_id = phy_id;
     read_bus_id(off, bus, &mut record.bus_id);
-    if identity.drv != 0 {
-        let name: u64 = read_at(identity.drv, off.drv_name);
+    if drv != 0 {
+        let name: u64 = read_at(drv, off.drv_name);
         // SAFETY: a NUL-terminated kernel string read with a bounded, checked helper.
         let _ = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, &mut record.driver) };
     }
@@ -498,12 +521,12 @@ fn name_phy(off: &KernelOffsets, phydev: u64, identity: &PhyView) -> bool {
     *sent = SentPhy {
         phydev,
         bus,
-        drv: identity.drv,
+        drv,
         epoch,
-        phy_id: identity.phy_id,
-        addr: identity.addr,
+        phy_id,
+        addr,
     };
-    true
+    1
 }
 
 /// `value` as a plain number to the verifier (a trampoline's pointer arguments are typed
@@ -550,7 +573,7 @@ fn read_bus_id(off: &KernelOffsets, bus: u64, out: &mut [u8]) {
 #[inline(always)]
 fn view_and_name(off: &KernelOffsets, phydev: u64, slot: u32) -> Option<PhyView> {
     let view = PhyView::read(phydev, off, slot)?;
-    let _ = name_phy(off, phydev, &view);
+    let _ = name_phy(phydev, &view);
     Some(view)
 }
 
@@ -824,49 +847,61 @@ struct KnownDevice {
 #[map]
 static DEVICES: PerCpuArray<KnownDevice> = PerCpuArray::with_max_entries(SENT_SLOTS, 0);
 
+/// This CPU's slot in [`DEVICES`] for `addr` of `bus`.
+fn device_slot(bus: u64, addr: u32) -> Option<*mut KnownDevice> {
+    DEVICES.get_ptr_mut((sent_slot(bus) ^ addr) & (SENT_SLOTS - 1))
+}
+
 /// The PHY at `addr` of `bus` (a plain number), named, with its status now put in `status`;
 /// 0 if there is none (its bus is named then). A PHY this CPU knows has only its status read;
-/// one it does not is looked up and named, and kept once named.
+/// one it does not is looked up by [`mdio_device_lookup`].
 #[inline(always)]
 fn mdio_phy(off: &KernelOffsets, bus: u64, addr: u32, status: &mut PhyStatus) -> u64 {
-    let epoch = epoch();
-    let slot = DEVICES.get_ptr_mut((sent_slot(bus) ^ addr) & (SENT_SLOTS - 1));
-    if let Some(slot) = slot {
-        // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
-        let known = unsafe { &*slot };
-        if known.bus == bus && known.addr == addr && known.epoch == epoch {
-            let phydev = known.phydev;
-            if phydev != 0 {
-                *status = PhyStatus::read(phydev, off);
-            }
-            return phydev;
+    // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
+    let known = device_slot(bus, addr).map(|slot| unsafe { &*slot });
+    let phydev = match known {
+        Some(known) if known.bus == bus && known.addr == addr && known.epoch == epoch() => {
+            known.phydev
         }
+        _ => mdio_device_lookup(bus, addr as u64),
+    };
+    if phydev != 0 {
+        *status = PhyStatus::read(phydev, off);
     }
-    let entry = bus + off.bus_mdio_map as u64 + (addr as u64 & 31) * 8;
-    let mdiodev: u64 = read_at(entry, 0);
+    phydev
+}
+
+/// The device at `addr` of `bus` (plain numbers) looked up and named (a PHY's identity, else
+/// the bus's), and kept in this CPU's [`DEVICES`] slot once named: the PHY's address, or 0.
+///
+/// A global function: the verifier checks it once per program, whatever the caller's state,
+/// instead of once for each path of the caller that reaches it.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn mdio_device_lookup(bus: u64, addr: u64) -> u64 {
+    let off = offsets();
+    let addr = (addr & 31) as u32;
+    let mdiodev: u64 = read_at(bus + off.bus_mdio_map as u64 + addr as u64 * 8, 0);
     let view = if mdiodev != 0 {
         PhyView::read(mdiodev, off, VIEW_MDIO).filter(|v| v.flags & MDIO_DEVICE_FLAG_PHY != 0)
     } else {
         None
     };
     let (phydev, named) = match &view {
-        Some(view) => (mdiodev, name_phy(off, mdiodev, view)),
+        Some(view) => (mdiodev, name_phy(mdiodev, view)),
         None => (0, name_bus(off, bus)),
     };
     // No device there is not kept: one may be registered without a change of epoch.
-    if let (Some(slot), true, true) = (slot, named, mdiodev != 0) {
+    if let (Some(slot), true, true) = (device_slot(bus, addr), named, mdiodev != 0) {
         let known = KnownDevice {
             bus,
             phydev,
-            epoch,
+            epoch: epoch(),
             addr,
             _pad: 0,
         };
-        // SAFETY: as above.
+        // SAFETY: this CPU's slot of a per-CPU array; nothing else writes it meanwhile.
         unsafe { *slot = known };
-    }
-    if let Some(view) = view {
-        *status = view.status;
     }
     phydev
 }
