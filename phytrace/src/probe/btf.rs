@@ -17,6 +17,7 @@ use crate::event::{PhyState, Text};
 
 #[cfg(test)]
 mod builder;
+mod object;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -83,6 +84,15 @@ impl Place {
 }
 
 impl KernelBtf {
+    /// The running kernel's BTF: copied out of its BTF object in one call where the kernel
+    /// allows it (CAP_SYS_ADMIN), else read from [`VMLINUX_BTF`].
+    pub fn running() -> Result<Self> {
+        match object::vmlinux() {
+            Ok(data) => Self::parse(data).context("reading the kernel's BTF object"),
+            Err(_) => Self::open(Path::new(VMLINUX_BTF)),
+        }
+    }
+
     /// Reads BTF from `path` (normally [`VMLINUX_BTF`]).
     pub fn open(path: &Path) -> Result<Self> {
         let data =

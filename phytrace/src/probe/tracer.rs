@@ -329,7 +329,7 @@ impl Tracer {
             .name("phytrace-symbols".into())
             .spawn(move || Prefetched::read(&prefetch_options))
             .context("starting a thread")?;
-        let kernel_btf = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))?;
+        let kernel_btf = btf::KernelBtf::running()?;
         let offsets = kernel_btf.offsets()?;
         let types = kernel_btf.types()?;
         let states = kernel_btf.phy_states()?;

@@ -570,3 +570,17 @@ fn the_running_kernels_btf_reads_as_btf_rs_reads_it() {
         }
     }
 }
+
+#[test]
+fn the_kernels_btf_object_holds_the_sysfs_files_bytes() {
+    let from_object = super::object::vmlinux();
+    // SAFETY: a call without preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let err = from_object.expect_err("the kernel handed its BTF object to a user");
+        assert_eq!(err.raw_os_error(), Some(libc::EPERM), "{err}");
+        return;
+    }
+    let from_object = from_object.unwrap();
+    assert_eq!(from_object, std::fs::read(VMLINUX_BTF).unwrap());
+    assert!(KernelBtf::running().is_ok());
+}
