@@ -872,7 +872,8 @@ fn mdio_phy(off: &KernelOffsets, bus: u64, addr: u32, status: &mut PhyStatus) ->
 }
 
 /// The device at `addr` of `bus` (plain numbers) looked up and named (a PHY's identity, else
-/// the bus's), and kept in this CPU's [`DEVICES`] slot once named: the PHY's address, or 0.
+/// the bus's), and kept in this CPU's [`DEVICES`] slot once named: its `struct phy_device *`,
+/// or 0 if no PHY is there.
 ///
 /// A global function: the verifier checks it once per program, whatever the caller's state,
 /// instead of once for each path of the caller that reaches it.

@@ -1,6 +1,6 @@
 //! The kernel's own BTF copied out of its BTF object (`BPF_BTF_GET_FD_BY_ID`, then
 //! `BPF_OBJ_GET_INFO_BY_FD`): one system call for the blob that sysfs hands out 4 KiB per
-//! `read` (about 500 calls for 2 MiB, most of the time BTF takes at start-up under emulation).
+//! `read` (about 500 calls for 2 MiB, some 10 ms of start-up under emulation).
 //! The kernel allows it with CAP_SYS_ADMIN only; without, the caller reads the sysfs file.
 
 use std::{
@@ -47,7 +47,9 @@ pub fn vmlinux() -> io::Result<Vec<u8>> {
     // First the size, then the blob into a buffer of that size.
     btf_info(&fd, &mut info)?;
     if info.kernel_btf == 0 || &name != b"vmlinux\0" {
-        return Err(io::Error::other("BTF object 1 is not vmlinux's"));
+        return Err(io::Error::other(format!(
+            "BTF object {VMLINUX_BTF_ID} is not vmlinux's"
+        )));
     }
     let mut data = vec![0u8; info.btf_size as usize];
     let mut info = BtfInfo {
