@@ -8,8 +8,9 @@
 #      empty programs on the same attach points (the floors: bench-floor-fentry.bt,
 #      bench-floor-kprobe.bt);
 #   P2 start-to-attached: process start until the first event can be recorded, same probes;
-#   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring) loses nothing,
-#      and exact loss accounting above it (recorded + lost = generated);
+#   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
+#      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
+#      rate again with a JSON Lines capture;
 #   TUI CPU share idle and at 10k / 100k events/s.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
 #   REPEATS=5 READS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3 BIN=$PHYTRACE_BIN
@@ -139,30 +140,38 @@ load_done() {
     [[ $line == *running=0* ]]
 }
 
+# p3_round ROW RATE ENCODING ROUND: `record --encoding ENCODING` while the simulator reads at
+# RATE for SECS seconds; emits one result of type ROW.
+p3_round() {
+    local row=$1 rate=$2 encoding=$3 round=$4 pid ticks achieved generated recorded lost reads elapsed
+    reset_counters
+    rm -f "$work/rate.status"
+    "$BIN" record --encoding "$encoding" -o "$work/rate.ptrace" --status "$work/rate.status" 2>"$work/rate.err" &
+    pid=$!
+    until grep -q '"status":"recording"' "$work/rate.status" 2>/dev/null; do sleep 0.01; done
+    ticks=$(cpu_ticks "$pid")
+    sim_set "$dev" load "rate $rate $SECS BMSR"
+    sleep "$SECS"
+    wait_for 60 load_done || fail "load did not finish"
+    achieved=$(sim_get "$dev" load | sed 's/.*reads=\([0-9]*\).*elapsed_ns=\([0-9]*\).*/\1 \2/')
+    sleep 1
+    ticks=$(($(cpu_ticks "$pid") - ticks))
+    kill -INT "$pid"
+    wait "$pid"
+    generated=$(counter "$dev" BMSR reads)
+    recorded=$("$BIN" dump --format json "$work/rate.ptrace" --kind mdio | grep -c '"reg":1,' || true)
+    lost=$(jq -r 'select(.status == "finished") | .trailer.lost' "$work/rate.status")
+    read -r reads elapsed <<<"$achieved"
+    emit "{\"bench\":\"$row\",\"rate\":$rate,\"encoding\":\"$encoding\",\"round\":$round,\"achieved_per_s\":$((reads * 1000000000 / elapsed)),\"generated\":$generated,\"recorded\":$recorded,\"lost\":$lost,\"consumer_ns_per_event\":$((ticks * 1000000000 / hz / (recorded > 0 ? recorded : 1)))}"
+}
+
 log "P3: drop-free rate with the default ring, $REPEATS rounds per rate"
 for rate in $RATES; do
-    for ((r = 1; r <= REPEATS; r++)); do
-        reset_counters
-        rm -f "$work/rate.status"
-        "$BIN" record -o "$work/rate.ptrace" --status "$work/rate.status" 2>"$work/rate.err" &
-        pid=$!
-        until grep -q '"status":"recording"' "$work/rate.status" 2>/dev/null; do sleep 0.01; done
-        ticks=$(cpu_ticks "$pid")
-        sim_set "$dev" load "rate $rate $SECS BMSR"
-        sleep "$SECS"
-        wait_for 60 load_done || fail "load did not finish"
-        achieved=$(sim_get "$dev" load | sed 's/.*reads=\([0-9]*\).*elapsed_ns=\([0-9]*\).*/\1 \2/')
-        sleep 1
-        ticks=$(($(cpu_ticks "$pid") - ticks))
-        kill -INT "$pid"
-        wait "$pid"
-        generated=$(counter "$dev" BMSR reads)
-        recorded=$("$BIN" dump --format json "$work/rate.ptrace" --kind mdio | grep -c '"reg":1,' || true)
-        lost=$(jq -r 'select(.status == "finished") | .trailer.lost' "$work/rate.status")
-        read -r reads elapsed <<<"$achieved"
-        emit "{\"bench\":\"p3\",\"rate\":$rate,\"round\":$r,\"achieved_per_s\":$((reads * 1000000000 / elapsed)),\"generated\":$generated,\"recorded\":$recorded,\"lost\":$lost,\"consumer_ns_per_event\":$((ticks * 1000000000 / hz / (recorded > 0 ? recorded : 1)))}"
-    done
+    for ((r = 1; r <= REPEATS; r++)); do p3_round p3 "$rate" binary "$r"; done
 done
+top_rate=${RATES##* }
+log "P3 with JSON Lines captures at $top_rate /s"
+for ((r = 1; r <= REPEATS; r++)); do p3_round p3-jsonl "$top_rate" jsonl "$r"; done
 
 log "TUI CPU share"
 sock=$work/tmux

@@ -1,13 +1,15 @@
-//! The consumer side of `phytrace record`: ring-buffer records decoded into events and written
-//! to a capture, per event. Under software emulation in the VM this path bounds the drop-free
-//! rate (P3 in docs/benchmarks.md).
+//! The consumer side of `phytrace record`: ring-buffer records handed to the capture's sink
+//! (decoded and written as JSON Lines, or written as they are to a binary capture), per event.
+//! Under software emulation in the VM this path bounds the drop-free rate (P3 in
+//! docs/benchmarks.md).
 
 use std::{borrow::Cow, hint::black_box};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use phytrace::capture::Writer;
+use phytrace::capture::{Encoding, Writer};
 use phytrace::event::Callback;
-use phytrace::probe::{btf::PhyStates, decode::Decoder, raw::Record};
+use phytrace::probe::{btf::PhyStates, decode::Decoder, raw, raw::Record, tracer::Sink};
+use phytrace::recording::CaptureSink;
 use phytrace::synth;
 use phytrace_common::{RawEvent, RawIdentity, RawKind};
 
@@ -111,17 +113,25 @@ fn record(c: &mut Criterion) {
             }
         })
     });
-    group.bench_function("decode_and_write", |b| {
-        b.iter(|| {
-            sink.clear();
-            let mut w = Writer::new(&mut sink, "bench", &synth::header()).unwrap();
-            for r in &raw {
-                if let Some(e) = decoder.decode(r) {
-                    w.write(&e).unwrap();
+    // What `record` does per ring-buffer record: parse it, hand it to the capture's sink.
+    let ring: Vec<Vec<u8>> = raw.iter().map(Record::to_bytes).collect();
+    for encoding in [Encoding::Jsonl, Encoding::Binary] {
+        let mut header = synth::header();
+        header.encoding = encoding;
+        let name = format!("record_{encoding:?}").to_lowercase();
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                sink.clear();
+                let mut w = Writer::new(&mut sink, "bench", &header).unwrap();
+                let mut capture = CaptureSink::new(&mut w, None);
+                for bytes in &ring {
+                    let parsed = raw::parse(bytes).unwrap();
+                    capture.record(&mut decoder, bytes, &parsed);
                 }
-            }
-        })
-    });
+                capture.check().unwrap();
+            })
+        });
+    }
     group.finish();
 }
 

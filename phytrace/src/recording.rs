@@ -1,6 +1,8 @@
 //! Recording a live session to a capture file, until a command exits, a duration passes or a
 //! signal comes. What happens on the way is handed to the caller as [`Progress`] to show.
 
+use std::fs::File;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
@@ -8,17 +10,23 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::capture::{Trailer, WriteError, Writer};
+use phytrace_common::RawKind;
+
+use crate::capture::{Encoding, Trailer, WriteError, Writer};
 use crate::event::{Event, PhyFilter};
 use crate::exit::{Failure, FailureKind};
+use crate::probe::decode::Decoder;
+use crate::probe::raw::Record;
 use crate::probe::session::{clock_now, session_header};
-use crate::probe::tracer::{Tracer, TracerOptions, monotonic_ns};
+use crate::probe::tracer::{Sink, Tracer, TracerOptions, monotonic_ns};
 
 /// What to record, where, and for how long.
 #[derive(Clone, Debug)]
 pub struct Recording {
     /// Capture file to write.
     pub output: PathBuf,
+    /// How the capture stores its records.
+    pub encoding: Encoding,
     /// Stop after this long; default: at a signal or when the command exits.
     pub duration: Option<Duration>,
     /// Keep only the events this keeps.
@@ -86,22 +94,85 @@ pub fn record_to_file(
     runtime.block_on(record(recording, progress))
 }
 
-/// Writes `event` if `filter` keeps it, unless a write failed before: the first failure is
-/// kept in `failed`.
-fn write_matching(
-    writer: &mut Writer,
-    filter: Option<&PhyFilter>,
-    failed: &mut Option<WriteError>,
-    event: Event,
-) {
-    if failed.is_none() && filter.is_none_or(|f| f.keeps(&event)) {
-        *failed = writer.write(&event).err();
+/// The capture a recording writes to, keeping only what `filter` keeps. The first write that
+/// fails is kept and nothing is written after it.
+pub struct CaptureSink<'a, W: Write = File> {
+    writer: &'a mut Writer<W>,
+    filter: Option<&'a PhyFilter>,
+    failed: Option<WriteError>,
+    /// Probe keys of the tracer's decoder already defined in the file.
+    keys_defined: usize,
+}
+
+impl<'a, W: Write> CaptureSink<'a, W> {
+    /// A sink writing to `writer` what `filter` keeps.
+    pub fn new(writer: &'a mut Writer<W>, filter: Option<&'a PhyFilter>) -> Self {
+        Self {
+            writer,
+            filter,
+            failed: None,
+            keys_defined: 0,
+        }
+    }
+
+    /// Runs `write` unless a write failed before.
+    fn attempt(&mut self, write: impl FnOnce(&mut Writer<W>) -> Result<(), WriteError>) {
+        if self.failed.is_none() {
+            self.failed = write(self.writer).err();
+        }
+    }
+
+    /// The write failure kept, as the error `record` ends with.
+    pub fn check(&mut self) -> Result<()> {
+        match self.failed.take() {
+            Some(err) => Err(output_failure(err).into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Defines the keys `decoder` learnt since the last call.
+    fn define_keys(&mut self, decoder: &Decoder) {
+        for (key, callback) in decoder.keys_after(self.keys_defined) {
+            self.keys_defined += 1;
+            if self.failed.is_none() {
+                self.failed = self.writer.define_probe(key, callback).err();
+            }
+        }
     }
 }
 
-/// The write failure kept by [`write_matching`], as the error `record` ends with.
-fn written(failed: Option<WriteError>) -> Result<()> {
-    failed.map_or(Ok(()), |err| Err(output_failure(err).into()))
+impl<W: Write> Sink for CaptureSink<'_, W> {
+    fn event(&mut self, event: Event) {
+        if self.filter.is_none_or(|f| f.keeps(&event)) {
+            self.attempt(|writer| writer.write(&event));
+        }
+    }
+
+    fn record(&mut self, decoder: &mut Decoder, bytes: &[u8], parsed: &Record<'_>) {
+        if self.writer.encoding() == Encoding::Jsonl {
+            if let Some(event) = decoder.decode(parsed) {
+                self.event(event);
+            }
+            return;
+        }
+        // Binary: the record as it is, once the keys it may use are defined; decoded only to
+        // be filtered.
+        let Some(kind) = bytes.first().copied().and_then(RawKind::from_u8) else {
+            return;
+        };
+        if matches!(kind, RawKind::SelfTestEnter | RawKind::SelfTestExit) {
+            return;
+        }
+        if let Some(filter) = self.filter
+            && decoder
+                .decode(parsed)
+                .is_some_and(|event| !filter.keeps(&event))
+        {
+            return;
+        }
+        self.define_keys(decoder);
+        self.attempt(|writer| writer.write_ring(kind, bytes));
+    }
 }
 
 /// Hands the tracer's new notes to `progress`.
@@ -120,7 +191,8 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
     let clock = clock_now();
     let mut tracer = Tracer::start(recording.tracer.clone())?;
     let attached_in = started.elapsed();
-    let header = session_header(&tracer, clock);
+    let mut header = session_header(&tracer, clock);
+    header.encoding = recording.encoding;
     let mut writer = Writer::create(&recording.output, &header).map_err(output_failure)?;
     let filter = recording.phy.as_ref();
     tell_notes(&mut tracer, &mut progress);
@@ -146,12 +218,11 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let deadline = recording.duration.map(|d| tokio::time::Instant::now() + d);
+    // Records go to the file as they are read; the first write error ends the recording.
+    let mut sink = CaptureSink::new(&mut writer, filter);
     let stop = loop {
-        // Events go to the file as they are read; the first write error ends the recording.
-        let mut failed = None;
-        let mut write = |event| write_matching(&mut writer, filter, &mut failed, event);
         let stop = tokio::select! {
-            result = tracer.next_events(&mut write) => {
+            result = tracer.next_events(&mut sink) => {
                 result?;
                 None
             }
@@ -164,17 +235,16 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
                 Some(Stop::Command(status?))
             }
         };
-        written(failed)?;
+        sink.check()?;
         tell_notes(&mut tracer, &mut progress);
         if let Some(stop) = stop {
             break stop;
         }
-        writer.flush_if_due().map_err(output_failure)?;
+        sink.writer.flush_if_due().map_err(output_failure)?;
     };
     // No program runs once the session is disarmed: then the ring holds the last records.
-    let mut failed = None;
-    tracer.finish(&mut |event| write_matching(&mut writer, filter, &mut failed, event))?;
-    written(failed)?;
+    tracer.finish(&mut sink)?;
+    sink.check()?;
     let trailer = writer
         .finish(monotonic_ns(), tracer.discarded())
         .map_err(output_failure)?;
@@ -183,4 +253,203 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
         trailer,
         took: started.elapsed(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use phytrace_common::{RawEvent, RawIdentity, RawNamed};
+
+    use super::*;
+    use crate::capture::{Capture, Problem, Reader};
+    use crate::event::{Callback, EventKind, Guarantee, LossCause};
+    use crate::probe::btf::PhyStates;
+    use crate::probe::raw;
+    use crate::synth;
+
+    const PHY: u64 = 0xffff_8880_0000_1000;
+    const OTHER_PHY: u64 = 0xffff_8880_0000_2000;
+    const BUS: u64 = 0xffff_8880_0001_0000;
+    const EMPTY_BUS: u64 = 0xffff_8880_0002_0000;
+    const READ_STATUS: u64 = 7;
+    const TAUGHT_LATER: u64 = 9;
+
+    /// What a session hands its sink, in order.
+    enum Step {
+        Teach(u64, &'static str),
+        Ring(Vec<u8>),
+        Own(Event),
+    }
+
+    fn identity(phydev: u64, bus: u64, bus_id: &[u8], driver: &[u8]) -> Step {
+        let mut identity = RawIdentity::ZERO;
+        (
+            identity.phydev,
+            identity.bus,
+            identity.addr,
+            identity.phy_id,
+        ) = (phydev, bus, 16, 0x003b_1861);
+        identity.bus_id[..bus_id.len()].copy_from_slice(bus_id);
+        identity.driver[..driver.len()].copy_from_slice(driver);
+        Step::Ring(raw::Record::Identity(Cow::Owned(identity)).to_bytes())
+    }
+
+    fn ring(kind: RawKind, ts_ns: u64, fill: impl FnOnce(&mut RawEvent)) -> Step {
+        let mut event = RawEvent::ZERO;
+        (event.kind, event.ts_ns, event.tid, event.cpu) = (kind as u8, ts_ns, 42, 1);
+        (event.phydev, event.state_before, event.state_after) = (PHY, 5, 5);
+        fill(&mut event);
+        Step::Ring(raw::Record::Event(Cow::Owned(event)).to_bytes())
+    }
+
+    /// A session: PHYs and a bus named, callbacks with MDIO accesses inside, Clause 45, the
+    /// MAC side, a key taught midway and one never taught, phytrace's own events.
+    fn session() -> Vec<Step> {
+        let mut carrier = RawNamed {
+            event: RawEvent::ZERO,
+            name: [0; phytrace_common::NAME_LEN],
+        };
+        (carrier.event.kind, carrier.event.ts_ns) = (RawKind::CarrierOn as u8, 900);
+        carrier.name[..4].copy_from_slice(b"eth0");
+        let own = |ts_ns, kind| {
+            Step::Own(Event {
+                ts_ns,
+                cpu: 0,
+                tid: 0,
+                phy: None,
+                kind,
+            })
+        };
+        vec![
+            own(
+                50,
+                EventKind::Attached {
+                    module: "ax88796b_rust".into(),
+                    callbacks: 5,
+                    reattached: false,
+                    guarantee: Some(Guarantee::FirstCallback),
+                },
+            ),
+            identity(PHY, BUS, b"phy_sim-0", b"Asix Electronics AX88772A"),
+            identity(0, EMPTY_BUS, b"usb-001:002", b""),
+            ring(RawKind::CallbackEnter, 100, |e| {
+                (e.key, e.depth) = (READ_STATUS, 1);
+            }),
+            ring(RawKind::MdioRead, 200, |e| {
+                (e.key, e.regnum, e.value, e.ret, e.latency_ns) =
+                    (READ_STATUS, 1, 0x786d, 0x786d, 300);
+                (e.link, e.speed, e.duplex, e.depth) = (1, 100, 1, 1);
+            }),
+            ring(RawKind::MdioC45Write, 300, |e| {
+                (e.phydev, e.bus, e.addr, e.devad, e.regnum, e.value) =
+                    (0, EMPTY_BUS, 3, 1, 0x10, 0xbeef);
+                e.ret = -110;
+            }),
+            ring(RawKind::CallbackExit, 400, |e| {
+                (e.key, e.depth, e.latency_ns, e.state_after) = (READ_STATUS, 1, 250, 6);
+            }),
+            ring(RawKind::SelfTestEnter, 450, |_| {}),
+            Step::Teach(TAUGHT_LATER, "config_aneg"),
+            ring(RawKind::CallbackEnter, 500, |e| e.key = TAUGHT_LATER),
+            ring(RawKind::CallbackEnter, 550, |e| e.key = 1234),
+            identity(OTHER_PHY, BUS, b"phy_sim-0", b"Other PHY"),
+            ring(RawKind::MdioWrite, 600, |e| {
+                (e.phydev, e.addr, e.regnum, e.value) = (OTHER_PHY, 17, 0, 0x1200);
+            }),
+            ring(RawKind::MacLinkUp, 700, |e| {
+                (e.speed, e.duplex, e.value) = (100, 1, 3)
+            }),
+            Step::Ring(raw::Record::Named(Cow::Owned(carrier)).to_bytes()),
+            own(
+                950,
+                EventKind::Lost {
+                    count: 3,
+                    cause: Some(LossCause::RingFull),
+                },
+            ),
+        ]
+    }
+
+    /// `session()` recorded in `encoding`, keeping what `filter` keeps; its bytes.
+    fn recorded(encoding: Encoding, filter: Option<&PhyFilter>) -> Vec<u8> {
+        let mut header = synth::header();
+        header.encoding = encoding;
+        let mut file = Vec::new();
+        let mut writer = Writer::new(&mut file, "test", &header).unwrap();
+        let mut decoder = Decoder::new(PhyStates::from_list(&header.phy_states));
+        let callback = |name: &str| Callback {
+            name: name.into(),
+            driver_type: "ax88796b_rust::PhyAX88772A".into(),
+        };
+        decoder.add_callback(READ_STATUS, callback("read_status"));
+        let mut sink = CaptureSink::new(&mut writer, filter);
+        for step in session() {
+            match step {
+                Step::Teach(key, name) => decoder.add_callback(key, callback(name)),
+                Step::Ring(bytes) => {
+                    let parsed = raw::parse(&bytes).unwrap();
+                    sink.record(&mut decoder, &bytes, &parsed);
+                }
+                Step::Own(event) => sink.event(event),
+            }
+        }
+        sink.check().unwrap();
+        writer.finish(1000, 0).unwrap();
+        file
+    }
+
+    fn read(bytes: &[u8]) -> Capture {
+        Capture::collect(Reader::new(bytes, "test").unwrap())
+    }
+
+    #[test]
+    fn a_binary_capture_reads_back_as_the_same_events_as_json_lines() {
+        for filter in [None, Some(PhyFilter::from("AX88772A".to_owned()))] {
+            let json = read(&recorded(Encoding::Jsonl, filter.as_ref()));
+            let binary_bytes = recorded(Encoding::Binary, filter.as_ref());
+            let binary = read(&binary_bytes);
+            assert_eq!(binary.header.encoding, Encoding::Binary);
+            assert!(json.issues.is_empty() && binary.issues.is_empty());
+            assert_eq!(binary.events, json.events);
+            assert_eq!(binary.trailer, json.trailer);
+            let expected = match filter {
+                None => 11,
+                Some(_) => 9,
+            };
+            assert_eq!(json.events.len(), expected, "{:#?}", json.events);
+        }
+        let json = read(&recorded(Encoding::Jsonl, None));
+        let callbacks: Vec<_> = json
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::CallbackEnter { callback, .. } => Some(&*callback.name),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(callbacks, ["read_status", "config_aneg", "unknown#1234"]);
+    }
+
+    #[test]
+    fn a_damaged_binary_capture_gives_what_precedes_the_damage() {
+        let bytes = recorded(Encoding::Binary, None);
+        let whole = read(&bytes);
+        let header_end = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+        for cut in header_end..bytes.len() {
+            let cut_short = read(&bytes[..cut]);
+            assert!(whole.events.starts_with(&cut_short.events), "cut at {cut}");
+            let last = &cut_short.issues.last().unwrap().problem;
+            assert_eq!(last, &Problem::NotClosed, "cut at {cut}");
+        }
+        let mut corrupt = bytes.clone();
+        corrupt[header_end] = b'X';
+        let read_corrupt = read(&corrupt);
+        assert!(read_corrupt.events.is_empty());
+        let problems: Vec<_> = read_corrupt.issues.iter().map(|i| &i.problem).collect();
+        assert!(
+            matches!(problems[..], [Problem::Corrupt(_), Problem::NotClosed]),
+            "{problems:?}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! Property tests: a capture cut short or with flipped bits never makes the reader panic, and
 //! every whole record before the damage is still read.
 
-use phytrace::capture::{Capture, OpenError, Reader, Writer};
+use phytrace::capture::{Capture, Encoding, OpenError, Reader, Writer};
 use phytrace::event::Event;
 use phytrace::synth::{self, Synth};
 use proptest::prelude::*;
@@ -110,5 +110,25 @@ proptest! {
         damaged.extend_from_slice(&tail);
         let c = read(&damaged).expect("the header is intact");
         prop_assert!(c.events.len() <= tail.iter().filter(|&&b| b == b'\n').count() + 1);
+    }
+
+    #[test]
+    fn arbitrary_bytes_after_a_binary_header_never_panic(
+        tail in prop::collection::vec(any::<u8>(), 0..2_000),
+        frame in any::<bool>(),
+    ) {
+        let mut header = synth::header();
+        header.encoding = Encoding::Binary;
+        let mut bytes = Vec::new();
+        drop(Writer::new(&mut bytes, "mem", &header).unwrap());
+        if frame {
+            // A ring-buffer frame of the length of an event, with arbitrary content.
+            bytes.push(b'R');
+            bytes.extend_from_slice(&(tail.len() as u32).to_le_bytes());
+        }
+        bytes.extend_from_slice(&tail);
+        let c = read(&bytes).expect("the header is intact");
+        prop_assert!(c.events.len() <= tail.len() / 5 + 1);
+        prop_assert!(!c.issues.is_empty());
     }
 }

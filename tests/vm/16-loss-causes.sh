@@ -60,7 +60,7 @@ recorded() {
 }
 
 # lost CAPTURE CAUSE: the trailer's count of CAUSE.
-lost() { tail -n 1 "$1" | jq -r --arg c "$2" '.lost_by_cause[$c]'; }
+lost() { trailer_field "$1" "lost_by_cause.$2"; }
 
 # well_nested CAPTURE: every callback at depth 1 and every return right after its own entry on
 # its thread; prints how many entries were never closed (their return not recorded).

@@ -198,7 +198,7 @@ fn profile_section(
         + profile_median(rows, "fentry", "ns_per_run", Some("mdio_read_exit"));
     writeln!(
         md,
-        "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\nthe thread's state (task-local storage) and a timestamp; on return, the thread's state again (entry\ntime, calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n\nWhat each step of the return program cost, measured once (2026-12-04, not by this command) with\nbuilds that left one step out at a time (statistics on, one boot, 2 rounds each; the program was\n~1480 ns whole): writing the record to the ring ~420 ns, the status read ~290 ns (then a\n`bpf_probe_read_kernel` of 48 bytes, since replaced by four loads through a typed pointer from\n`bpf_rdonly_cast`, a kfunc the loader completes with the kernel's BTF id), the device cache (two\nper-CPU array lookups, the epoch check) ~110 ns, the timestamp ~110 ns, the task-local storage\n~50 ns; with all of them left out the program still takes ~510 ns (the statistics' own clock reads,\nthe arguments, the record's fields). Under software emulation a helper call costs a hundred\nnanoseconds or more, and the helper calls left are the ones the fields need: the latency needs a\nper-thread start time and two clock reads, the record the ring. What limits P1 is the ring: one\nreserve and commit per record (a spin lock taken with interrupts off, atomic operations) costs\nmore than the empty trampoline pair. Records written to the ring in per-CPU batches would take\nfewer ring operations, at the price of delivery latency (a batch waits until full or flushed),\ncross-CPU order in the ring and a flush that user space must run on every CPU; and a cheaper\nproducer raises the back-to-back rate P3 asks the consumer to keep up with.\n"
+        "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\nthe thread's state (task-local storage) and a timestamp; on return, the thread's state again (entry\ntime, calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n\nWhat each step of the return program cost, measured once (2026-12-04, not by this command) with\nbuilds that left one step out at a time (statistics on, one boot, 2 rounds each; the program was\n~1480 ns whole): writing the record to the ring ~420 ns, the status read ~290 ns (then a\n`bpf_probe_read_kernel` of 48 bytes, since replaced by four loads through a typed pointer from\n`bpf_rdonly_cast`, a kfunc the loader completes with the kernel's BTF id), the device cache (two\nper-CPU array lookups, the epoch check) ~110 ns, the timestamp ~110 ns, the task-local storage\n~50 ns; with all of them left out the program still takes ~510 ns (the statistics' own clock reads,\nthe arguments, the record's fields). Under software emulation a helper call costs a hundred\nnanoseconds or more, and the helper calls left are the ones the fields need: the latency needs a\nper-thread start time and two clock reads, the record the ring. What limits P1 is the ring: one\nreserve and commit per record (a spin lock taken with interrupts off, atomic operations) costs\nmore than the empty trampoline pair. Records written to the ring in per-CPU batches would take\nfewer ring operations, at the price of delivery latency (a batch waits until full or flushed),\ncross-CPU order in the ring and a flush that user space must run on every CPU; and a cheaper\nproducer raises the back-to-back rate P3 asks the consumer to keep up with.\n\nThe consumer costs the producer too, though it runs on the other CPU: bursts with `record`\nstopped (SIGSTOP, the ring holding the records) were ~300 ns per access faster than with it\nrunning, in one boot (2026-12-05, not by this command, a JSON Lines capture then). A binary\ncapture takes its consumer a quarter of the time per event (P3 below), and P1 dropped by about\n150 ns with it.\n"
     )?;
     Ok(())
 }
@@ -264,12 +264,15 @@ fn report(
     let attach_ratio = attach_bpftrace.median / attach_phytrace.median;
     let p3: Vec<&serde_json::Value> = rows.iter().filter(|r| r["bench"] == "p3").collect();
     let rates = RateRuns::group(&p3);
+    let p3_jsonl: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["bench"] == "p3-jsonl").collect();
+    let jsonl = RateRuns::group(&p3_jsonl);
     let drop_free = rates
         .iter()
         .filter(|r| r.lost.iter().all(|&l| l == 0))
         .map(|r| r.achieved.median)
         .fold(0.0, f64::max);
-    let exact = p3.iter().all(|r| {
+    let exact = p3.iter().chain(&p3_jsonl).all(|r| {
         r["generated"].as_u64()
             == Some(r["recorded"].as_u64().unwrap_or(0) + r["lost"].as_u64().unwrap_or(0))
     });
@@ -301,7 +304,7 @@ fn report(
                        "phytrace_kprobe_over_bpftrace_kprobe": kprobe_ratio },
         "p2_kprobes": kprobes,
         "p2_attach_ms": { "phytrace": attach_phytrace.json(), "bpftrace": attach_bpftrace.json(), "bpftrace_over_phytrace": attach_ratio },
-        "p3": p3, "p3_drop_free_per_s": drop_free.round(), "p3_loss_counted_exactly": exact,
+        "p3": p3, "p3_jsonl": p3_jsonl, "p3_drop_free_per_s": drop_free.round(), "p3_loss_counted_exactly": exact,
         "tui_cpu_percent": tui,
     });
 
@@ -391,17 +394,18 @@ fn report(
     )?;
     writeln!(
         md,
-        "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded."
+        "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded.\nThe capture is binary (`record`'s default); the last row is the top rate again with\n`--encoding jsonl`."
     )?;
     writeln!(md, "{repeats} rounds per rate.\n")?;
     writeln!(
         md,
         "| asked /s | achieved /s | generated per round | lost per round | consumer ns/event |\n|---|---|---|---|---|"
     )?;
-    for r in &rates {
+    let jsonl_rows = jsonl.iter().map(|r| (r, " (JSON Lines)"));
+    for (r, label) in rates.iter().map(|r| (r, "")).chain(jsonl_rows) {
         writeln!(
             md,
-            "| {} | {} | {} | {} | {} |",
+            "| {}{label} | {} | {} | {} | {} |",
             r.rate,
             r.achieved.cell(),
             r.generated.cell(),
@@ -423,14 +427,18 @@ fn report(
         top.lost.len(),
         goal(lossy == 0)
     )?;
+    let jsonl_top = jsonl.last().context("no JSON Lines p3 results")?;
     writeln!(
         md,
-        "The consumer (`record` decoding each ring-buffer record and writing it) runs on one CPU under\nsoftware emulation, the producer on the other: at that rate the consumer is busy {:.0}% of the time\n(its ns per event × events per second); `cargo bench -p phytrace --bench record` measures its path\nnatively (ns per event).\n",
-        top.consumer_ns.median * top.achieved.median / 1e7
+        "The consumer (`record` reading each ring-buffer record and writing it to the capture as it is)\nruns on one CPU under software emulation, the producer on the other: at that rate the consumer\nis busy {:.0}% of the time (its ns per event × events per second). Writing JSON Lines instead, it\ntakes {:.0} ns per event and loses events in {} of {} rounds.\n",
+        top.consumer_ns.median * top.achieved.median / 1e7,
+        jsonl_top.consumer_ns.median,
+        jsonl_top.lost.iter().filter(|&&l| l > 0).count(),
+        jsonl_top.lost.len()
     )?;
     writeln!(
         md,
-        "Where the consumer's time goes at that rate (`perf record -e cpu-clock` of `record` in the guest,\n2026-12-04, not by this command): the kernel copying the capture's lines into the page cache\n(`write`) 25%, encoding events as JSON 21%, decoding records into events 12%, the writer's\nbookkeeping (ids, counts, the filter) ~15%, copies 6%, reading the ring 5%. Natively the same path\ntakes ~150 ns per event (`cargo bench`); under emulation ~3.1 µs, twice the 1.5 µs the producer\ntakes per traced access. What limits P3 is that ratio: keeping up needs a consumer twice as fast,\nwhich no single step above gives; records written as the ring holds them (a binary capture) would,\nat the price of the JSON Lines format that `jq`, `dump` and the replay read.\n"
+        "What the JSON Lines consumer spends its time on at that rate (`perf record -e cpu-clock` of `record`\nin the guest, 2026-12-04, not by this command): the kernel copying the capture's lines into the\npage cache (`write`) 25%, encoding events as JSON 21%, decoding records into events 12%, the\nwriter's bookkeeping (ids, counts, the filter) ~15%, copies 6%, reading the ring 5%. No single\nstep gave the 2× it needed, so since format version 4 `record` writes binary captures: each\nring-buffer record is written as the kernel wrote it (77 bytes with its frame, against 150–200\nfor a JSON line) and decoded when the capture is read, by the decoder a live session uses\n([capture-format.md](capture-format.md#binary-encoding)). Natively the two paths take ~23 and\n~170 ns per event (`cargo bench -p phytrace --bench record`, `record_binary` and `record_jsonl`).\n"
     )?;
     writeln!(md, "## TUI CPU share\n")?;
     writeln!(

@@ -1,12 +1,14 @@
-//! The records of a capture file (JSON Lines, see `docs/capture-format.md`).
+//! The records of a capture file (see `docs/capture-format.md`).
 //!
 //! Line 1 is a [`Header`], then one event record per [`Event`], then a [`Trailer`]. Every record
-//! is a JSON object whose `type` field says which it is. Events use a flat, compact form
+//! is a JSON object whose `type` field says which it is, except the ring-buffer records of a
+//! [`Encoding::Binary`] capture, which are kept as the kernel wrote them. Events use a flat, compact form
 //! (`WireEvent`) rather than the serde form of [`Event`]: PHYs and callbacks are numbers
 //! defined once by `phy` and `callback` records (see [`super::dictionary`]).
 
 use std::borrow::Cow;
 
+use phytrace_common::RawKind;
 use serde::{Deserialize, Serialize};
 
 use super::dictionary::{CallbackDef, Definition, Interner, PhyDef, Tables};
@@ -24,7 +26,9 @@ pub const FORMAT_NAME: &str = "phytrace-capture";
 /// were probed (`mdio_probes`), MDIO records carry the PHY's link and a Clause-45 `devad`,
 /// `lost` records their `cause`, and the trailer counts losses by cause and the records the
 /// tracer could not read (`discarded`).
-pub const FORMAT_VERSION: u32 = 3;
+/// Version 4: the header's `encoding`; `binary` captures (framed records, driver events as the
+/// kernel's ring buffer held them, `probe` records naming their keys).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// First record: what was traced, where, and how to read the timestamps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +57,27 @@ pub struct Header {
     /// version 3, where it was `kprobe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mdio_probes: Option<MdioProbes>,
+    /// How the records after this line are stored (absent before version 4: `jsonl`).
+    #[serde(default, skip_serializing_if = "Encoding::is_jsonl")]
+    pub encoding: Encoding,
+}
+
+/// How a capture stores its records after the header line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// One JSON object per line: events decoded, readable with `jq`.
+    #[default]
+    Jsonl,
+    /// Length-prefixed frames: driver events as the kernel's ring buffer held them (decoded
+    /// when read), everything else as JSON. Several times cheaper to write.
+    Binary,
+}
+
+impl Encoding {
+    fn is_jsonl(&self) -> bool {
+        *self == Self::Jsonl
+    }
 }
 
 /// The attach type of the MDIO accessor probes.
@@ -106,6 +131,7 @@ impl Header {
             phy_states,
             arming: Vec::new(),
             mdio_probes: None,
+            encoding: Encoding::Jsonl,
         }
     }
 
@@ -219,6 +245,30 @@ impl KindCounts {
         };
         *slot += 1;
     }
+
+    /// The count a ring-buffer record of `kind` adds to (what it decodes into); `None` for
+    /// records that are not events (identities; the self-test; module loads, which the tracer
+    /// turns into its own events).
+    pub(crate) fn slot(&mut self, kind: RawKind) -> Option<&mut u64> {
+        Some(match kind {
+            RawKind::CallbackEnter => &mut self.callback_enter,
+            RawKind::CallbackExit => &mut self.callback_exit,
+            RawKind::MdioRead
+            | RawKind::MdioWrite
+            | RawKind::MdioC45Read
+            | RawKind::MdioC45Write => &mut self.mdio,
+            RawKind::MacLinkUp
+            | RawKind::MacLinkDown
+            | RawKind::PhylinkResolve
+            | RawKind::CarrierOn
+            | RawKind::CarrierOff => &mut self.mac,
+            RawKind::SelfTestEnter
+            | RawKind::SelfTestExit
+            | RawKind::ModuleLoad
+            | RawKind::ModuleFree
+            | RawKind::Identity => return None,
+        })
+    }
 }
 
 /// Records other than events, tagged by `type`.
@@ -233,6 +283,8 @@ pub(crate) enum MetaRecord {
     Callback(CallbackDef),
     /// Names a `phy_state` value missing from the header's table.
     State(PhyState),
+    /// Names the callback a probe key of ring-buffer records stands for (binary captures).
+    Probe(ProbeKey),
     /// The last line.
     Trailer(Trailer),
 }
@@ -245,6 +297,17 @@ impl From<Definition> for MetaRecord {
             Definition::State(s) => Self::State(s),
         }
     }
+}
+
+/// `{"type":"probe","key":3,"name":"read_status","driver_type":"ax88796b_rust::PhyAX88772A"}`:
+/// ring-buffer records carry `key` where they name a callback.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ProbeKey {
+    /// The key (the probe's attach cookie).
+    pub key: u64,
+    /// The callback probed with it.
+    #[serde(flatten)]
+    pub callback: crate::event::Callback,
 }
 
 /// Value of `type` for event records.

@@ -5,14 +5,15 @@
 pub mod dictionary;
 mod emit;
 pub mod format;
+mod frame;
 pub mod reader;
 pub mod writer;
 
 use std::path::Path;
 
 pub use format::{
-    ArmingEntry, ClockRef, FORMAT_NAME, FORMAT_VERSION, Header, KindCounts, MdioProbes, ProbeEntry,
-    Trailer,
+    ArmingEntry, ClockRef, Encoding, FORMAT_NAME, FORMAT_VERSION, Header, KindCounts, MdioProbes,
+    ProbeEntry, Trailer,
 };
 pub use reader::{MAX_RECORD_BYTES, OpenError, Problem, ReadIssue, Reader};
 pub use writer::{FlushPolicy, WriteError, Writer};

@@ -2,7 +2,9 @@
 //!
 //! Only an unreadable header is fatal ([`OpenError`]). Damage further on (a record cut by a
 //! crash, a corrupt line, a missing trailer) comes out of the iterator as a [`ReadIssue`] with
-//! its line number and byte offset, and reading goes on with the next line.
+//! its line number and byte offset, and reading goes on with the next line. In a binary
+//! capture the records are numbered as lines are, and reading stops at a frame whose tag or
+//! length is damaged: nothing after it can be framed.
 
 use std::fmt;
 use std::fs::File;
@@ -11,11 +13,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::dictionary::Tables;
+use super::dictionary::{MAX_IDS, Tables};
 use super::format::{
-    EVENT_TYPE, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent,
+    EVENT_TYPE, Encoding, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent,
 };
+use super::frame::{self, Frames, Tag};
 use crate::event::Event;
+use crate::probe::{btf::PhyStates, decode::Decoder, raw};
 
 /// Longest record accepted; longer lines are skipped (and reported) without being buffered.
 pub const MAX_RECORD_BYTES: usize = 1 << 20;
@@ -222,24 +226,60 @@ enum Parsed {
     Trailer(Trailer),
     Blank,
     Issue(Problem),
+    /// Damage after which nothing can be read.
+    Stop(Problem),
 }
 
-/// Parses one line; definitions go into `tables`.
-fn parse(line: &[u8], end: LineEnd, tables: &mut Tables) -> Parsed {
+/// What records are read into: the JSON records' definitions, and the decoder of ring-buffer
+/// records.
+#[derive(Debug)]
+struct Known {
+    tables: Tables,
+    decoder: Decoder,
+}
+
+/// Parses one line.
+fn parse(line: &[u8], end: LineEnd, known: &mut Known) -> Parsed {
     if end == LineEnd::TooLong {
         return Parsed::Issue(Problem::TooLong);
     }
     if line.iter().all(u8::is_ascii_whitespace) {
         return Parsed::Blank;
     }
-    let parsed = parse_record(line, tables);
+    let parsed = parse_record(line, known);
     match (parsed, end) {
         (Parsed::Issue(_), LineEnd::Eof) => Parsed::Issue(Problem::Truncated),
         (parsed, _) => parsed,
     }
 }
 
-fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
+/// Parses one frame of a binary capture.
+fn parse_frame(read: frame::Read<'_>, known: &mut Known) -> Parsed {
+    let record = match read {
+        frame::Read::Frame(Tag::Json, json) => return parse_record(json, known),
+        frame::Read::Frame(Tag::Ring, record) => record,
+        frame::Read::Truncated => return Parsed::Issue(Problem::Truncated),
+        frame::Read::Corrupt(problem) => return Parsed::Stop(Problem::Corrupt(problem)),
+    };
+    let Some(parsed) = raw::parse(record) else {
+        let kind = record.first().copied().unwrap_or_default();
+        return Parsed::Issue(Problem::Corrupt(format!(
+            "ring-buffer record of kind {kind} and {} bytes",
+            record.len()
+        )));
+    };
+    match known.decoder.decode(&parsed) {
+        Some(event) => Parsed::Event(event),
+        None if matches!(parsed, raw::Record::Identity(_)) => Parsed::Definition,
+        None => Parsed::Issue(Problem::Unexpected(format!(
+            "ring-buffer record of kind {}",
+            record[0]
+        ))),
+    }
+}
+
+fn parse_record(line: &[u8], known: &mut Known) -> Parsed {
+    let tables = &mut known.tables;
     // Validating the line once lets serde_json skip the check for every key and string.
     let line = match std::str::from_utf8(line) {
         Ok(line) => line,
@@ -261,6 +301,11 @@ fn parse_record(line: &[u8], tables: &mut Tables) -> Parsed {
         Ok(MetaRecord::Phy(def)) => tables.define_phy(def),
         Ok(MetaRecord::Callback(def)) => tables.define_callback(def),
         Ok(MetaRecord::State(state)) => tables.define_state(state),
+        Ok(MetaRecord::Probe(probe)) if known.decoder.key_count() < MAX_IDS as usize => {
+            known.decoder.add_callback(probe.key, probe.callback);
+            Ok(())
+        }
+        Ok(MetaRecord::Probe(_)) => Err(format!("more than {MAX_IDS} probe keys")),
         Err(meta) => return Parsed::Issue(explain(line, as_event, meta)),
     };
     match defined {
@@ -280,7 +325,9 @@ fn explain(line: &str, as_event: Option<serde_json::Error>, meta: serde_json::Er
         Ok(t) if t.record == EVENT_TYPE => {
             Problem::Corrupt(as_event.map_or_else(|| meta.to_string(), |e| e.to_string()))
         }
-        Ok(t) if ["header", "phy", "callback", "state", "trailer"].contains(&&*t.record) => {
+        Ok(t)
+            if ["header", "phy", "callback", "state", "probe", "trailer"].contains(&&*t.record) =>
+        {
             Problem::Corrupt(meta.to_string())
         }
         Ok(t) => Problem::Unexpected(format!("unknown record type {:?}", t.record)),
@@ -292,13 +339,48 @@ fn explain(line: &str, as_event: Option<serde_json::Error>, meta: serde_json::Er
 /// [`Reader::trailer`].
 #[derive(Debug)]
 pub struct Reader<R> {
-    lines: Lines<R>,
+    source: Source<R>,
     path: PathBuf,
     header: Header,
-    tables: Tables,
+    known: Known,
     trailer: Option<Trailer>,
     events: u64,
+    /// Where damage that ends the reading began.
+    stopped_at: Option<u64>,
     done: bool,
+}
+
+/// Where the records after the header come from.
+#[derive(Debug)]
+enum Source<R> {
+    Lines(Lines<R>),
+    Frames(Frames<R>),
+}
+
+impl<R: BufRead> Source<R> {
+    /// Parses the next record into `known`; `None` at the end of the file.
+    fn next(&mut self, known: &mut Known) -> io::Result<Option<Parsed>> {
+        match self {
+            Self::Lines(lines) => lines.next(|line, end| parse(line, end, known)),
+            Self::Frames(frames) => frames.next(|read| parse_frame(read, known)),
+        }
+    }
+
+    /// Number of the record last read (the header is 1).
+    fn number(&self) -> u64 {
+        match self {
+            Self::Lines(lines) => lines.line,
+            Self::Frames(frames) => frames.number,
+        }
+    }
+
+    /// Offset of the byte after it.
+    fn offset(&self) -> u64 {
+        match self {
+            Self::Lines(lines) => lines.offset,
+            Self::Frames(frames) => frames.offset,
+        }
+    }
 }
 
 impl Reader<BufReader<File>> {
@@ -350,15 +432,23 @@ impl<R: BufRead> Reader<R> {
                 found: header.format_version,
             });
         }
-        let tables = Tables::new(&header.phy_states);
+        let known = Known {
+            tables: Tables::new(&header.phy_states),
+            decoder: Decoder::new(PhyStates::from_list(&header.phy_states)),
+        };
         lines.skip_long = true;
+        let source = match header.encoding {
+            Encoding::Jsonl => Source::Lines(lines),
+            Encoding::Binary => Source::Frames(Frames::new(lines.src, lines.line, lines.offset)),
+        };
         Ok(Self {
-            lines,
+            source,
             path,
             header,
-            tables,
+            known,
             trailer: None,
             events: 0,
+            stopped_at: None,
             done: false,
         })
     }
@@ -402,7 +492,7 @@ impl<R: BufRead> Reader<R> {
             },
             Some(_) => return None,
         };
-        Self::issue(self.lines.line + 1, offset, problem)
+        Self::issue(self.source.number() + 1, offset, problem)
     }
 }
 
@@ -411,17 +501,20 @@ impl<R: BufRead> Iterator for Reader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
-            let start = self.lines.offset;
-            let tables = &mut self.tables;
-            let parsed = match self.lines.next(|line, end| parse(line, end, tables)) {
+            if let Some(offset) = self.stopped_at {
+                return self.at_end(offset);
+            }
+            let start = self.source.offset();
+            let parsed = match self.source.next(&mut self.known) {
                 Ok(Some(parsed)) => parsed,
                 Ok(None) => return self.at_end(start),
                 Err(e) => {
                     self.done = true;
-                    return Self::issue(self.lines.line + 1, start, Problem::Io(e.to_string()));
+                    let line = self.source.number() + 1;
+                    return Self::issue(line, start, Problem::Io(e.to_string()));
                 }
             };
-            let line = self.lines.line;
+            let line = self.source.number();
             match parsed {
                 Parsed::Event(event) => {
                     self.events += 1;
@@ -438,6 +531,11 @@ impl<R: BufRead> Iterator for Reader<R> {
                     return Self::issue(line, start, problem);
                 }
                 Parsed::Issue(problem) => return Self::issue(line, start, problem),
+                Parsed::Stop(problem) => {
+                    // The end-of-file issue (no trailer, most likely) comes next.
+                    self.stopped_at = Some(start);
+                    return Self::issue(line, start, problem);
+                }
             }
         }
         None

@@ -5,10 +5,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use phytrace_common::RawKind;
+
 use super::dictionary::{Definition, Interner};
 use super::emit::write_event;
-use super::format::{Header, KindCounts, MetaRecord, Trailer, intern};
-use crate::event::{Event, EventKind, LossCounts};
+use super::format::{Encoding, Header, KindCounts, MetaRecord, ProbeKey, Trailer, intern};
+use super::frame::{self, Tag};
+use crate::event::{Callback, Event, EventKind, LossCounts};
 
 /// When buffered records are pushed to the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +48,8 @@ pub struct WriteError {
 /// Bytes buffered before they are written out, whatever the flush policy says.
 const BUFFER_SIZE: usize = 64 * 1024;
 
-/// Writes one capture file. Records are whole lines; an event is in the file once flushed.
+/// Writes one capture file, in the header's [`Encoding`]. Records are whole lines (or frames);
+/// an event is in the file once flushed.
 ///
 /// Dropping the writer without [`Writer::finish`] flushes what it can but writes no trailer:
 /// readers then report "capture not closed cleanly".
@@ -53,6 +57,7 @@ const BUFFER_SIZE: usize = 64 * 1024;
 pub struct Writer<W: Write = File> {
     out: W,
     path: PathBuf,
+    encoding: Encoding,
     /// Whole records not written out yet: each is encoded straight into it.
     buffer: Vec<u8>,
     ids: Interner,
@@ -85,6 +90,8 @@ impl<W: Write> Writer<W> {
         let mut writer = Self {
             out,
             path: path.into(),
+            // The header is a line whatever the encoding: `head -n 1` shows it.
+            encoding: Encoding::Jsonl,
             buffer: Vec::with_capacity(2 * BUFFER_SIZE),
             ids: Interner::new(&header.phy_states),
             definitions: Vec::new(),
@@ -98,6 +105,7 @@ impl<W: Write> Writer<W> {
             failed: None,
         };
         writer.write_meta(&MetaRecord::Header(header.clone()))?;
+        writer.encoding = header.encoding;
         writer.flush()?;
         Ok(writer)
     }
@@ -118,6 +126,32 @@ impl<W: Write> Writer<W> {
         self.events
     }
 
+    /// How records are stored.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Names the callback ring-buffer records carry as `key` (binary captures): written before
+    /// the first record that uses it.
+    pub fn define_probe(&mut self, key: u64, callback: &Callback) -> Result<(), WriteError> {
+        let callback = callback.clone();
+        self.write_meta(&MetaRecord::Probe(ProbeKey { key, callback }))
+    }
+
+    /// Appends a ring-buffer record of `kind` as the kernel wrote it (binary captures): an
+    /// event, or the identity of a PHY or bus that later ones refer to.
+    pub fn write_ring(&mut self, kind: RawKind, record: &[u8]) -> Result<(), WriteError> {
+        self.check()?;
+        debug_assert_eq!(self.encoding, Encoding::Binary);
+        frame::put(&mut self.buffer, Tag::Ring, record);
+        if let Some(slot) = self.counts.slot(kind) {
+            *slot += 1;
+            self.events += 1;
+        }
+        self.end_record()?;
+        self.written()
+    }
+
     /// Appends one event; flushes if the policy says so.
     pub fn write(&mut self, event: &Event) -> Result<(), WriteError> {
         self.check()?;
@@ -127,18 +161,23 @@ impl<W: Write> Writer<W> {
             self.write_meta(&MetaRecord::from(def))?;
         }
         self.definitions = definitions;
-        let start = self.buffer.len();
+        let start = self.start_record();
         if let Err(e) = write_event(event, phy, cb, &mut self.buffer) {
             self.buffer.truncate(start);
             return Err(self.fail(io::Error::new(io::ErrorKind::InvalidData, e)));
         }
-        self.end_record()?;
+        self.end_json(start)?;
         self.counts.count(&event.kind);
         self.events += 1;
         if let EventKind::Lost { count, cause } = event.kind {
             self.lost = self.lost.saturating_add(count);
             self.lost_by_cause.add(cause, count);
         }
+        self.written()
+    }
+
+    /// Counts a record written; flushes if the policy says so.
+    fn written(&mut self) -> Result<(), WriteError> {
         self.unflushed += 1;
         // Reading the clock costs as much as encoding an event: look at it once per flush and
         // then every 64 events.
@@ -188,17 +227,35 @@ impl<W: Write> Writer<W> {
 
     fn write_meta(&mut self, record: &MetaRecord) -> Result<(), WriteError> {
         self.check()?;
-        let start = self.buffer.len();
+        let start = self.start_record();
         if let Err(e) = serde_json::to_writer(&mut self.buffer, record) {
             self.buffer.truncate(start);
             return Err(self.fail(io::Error::new(io::ErrorKind::InvalidData, e)));
         }
+        self.end_json(start)
+    }
+
+    /// Starts a JSON record: in a binary capture, room for its frame header. Returns where it
+    /// starts.
+    fn start_record(&mut self) -> usize {
+        let start = self.buffer.len();
+        if self.encoding == Encoding::Binary {
+            frame::open(&mut self.buffer, Tag::Json);
+        }
+        start
+    }
+
+    /// Ends the JSON record started at `start`: its newline, or its frame's length.
+    fn end_json(&mut self, start: usize) -> Result<(), WriteError> {
+        match self.encoding {
+            Encoding::Jsonl => self.buffer.push(b'\n'),
+            Encoding::Binary => frame::close(&mut self.buffer, start),
+        }
         self.end_record()
     }
 
-    /// Ends the record just encoded; writes the buffer out once it is full.
+    /// Ends a record; writes the buffer out once it is full.
     fn end_record(&mut self) -> Result<(), WriteError> {
-        self.buffer.push(b'\n');
         if self.buffer.len() >= BUFFER_SIZE {
             self.write_out()?;
         }

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 
 use super::FollowArgs;
 use super::record::{print_progress, print_summary};
-use crate::capture::{Capture, Problem};
+use crate::capture::{Capture, Encoding, Problem};
 use crate::check::{self, junit, report, report::Checked, spec::Spec};
 use crate::exit::{EXIT_VIOLATION, Failure, FailureKind};
 use crate::output;
@@ -141,6 +141,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let recorded = recording::record_to_file(
         &Recording {
             output: output.clone(),
+            encoding: Encoding::Binary,
             duration: None,
             phy: None,
             tracer: follow.tracer_options(DEFAULT_RING_SIZE),

@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::FollowArgs;
 use crate::{
+    capture::Encoding,
     event::{Guarantee, PhyFilter},
     probe::loader::DEFAULT_RING_SIZE,
     recording::{self, Progress, Recorded, Recording, Stop},
@@ -22,9 +23,14 @@ use crate::{
   sudo phytrace record -o boot.ptrace --module ax88796b_rust -- ip link set dev eth0 up
   phytrace dump link.ptrace")]
 pub struct RecordArgs {
-    /// Capture file to write (JSON Lines; see docs/capture-format.md).
+    /// Capture file to write (see docs/capture-format.md).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
+    /// How the capture stores its records: `binary` (driver events as the kernel wrote them,
+    /// decoded when read: several times cheaper, for high rates) or `jsonl` (one JSON object
+    /// per line, for `jq`). `phytrace dump --format json` reads either.
+    #[arg(long, value_enum, default_value_t = Encoding::Binary, value_name = "ENCODING")]
+    pub encoding: Encoding,
     /// Stop after this long (`500ms`, `30s`, `5m`); default: until Ctrl-C or COMMAND exits.
     #[arg(long, value_parser = humantime::parse_duration, value_name = "D")]
     pub duration: Option<Duration>,
@@ -51,6 +57,7 @@ impl RecordArgs {
     fn recording(&self) -> Recording {
         Recording {
             output: self.output.clone(),
+            encoding: self.encoding,
             duration: self.duration,
             phy: self.phy.clone(),
             tracer: self.follow.tracer_options(self.ring_size),

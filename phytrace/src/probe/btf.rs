@@ -290,6 +290,13 @@ pub struct PhyStates {
 }
 
 impl PhyStates {
+    /// The states of a list (a capture header's).
+    pub fn from_list(states: &[PhyState]) -> Self {
+        Self {
+            names: states.iter().map(|s| (s.value, s.name.clone())).collect(),
+        }
+    }
+
     /// The states as a list (for capture headers).
     pub fn to_list(&self) -> Vec<PhyState> {
         self.names

@@ -29,9 +29,11 @@ pub fn c_string(field: &[u8]) -> String {
 const MAX_NAMED: usize = 4096;
 
 /// What the decoder knows: probe key → callback, and the PHYs and buses named so far.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Decoder {
     callbacks: FastMap<u64, Callback>,
+    /// Keys in the order they were taught.
+    keys: Vec<u64>,
     states: PhyStates,
     /// `struct phy_device *` → the PHY it was last named as.
     phys: FastMap<u64, PhyRef>,
@@ -50,7 +52,23 @@ impl Decoder {
 
     /// Teaches the decoder the callback probed with `key`.
     pub fn add_callback(&mut self, key: u64, callback: Callback) {
-        self.callbacks.insert(key, callback);
+        if self.callbacks.get(&key) != Some(&callback) {
+            self.keys.push(key);
+            self.callbacks.insert(key, callback);
+        }
+    }
+
+    /// How many keys it was taught (counting a key taught another callback again).
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The keys taught after the first `known`, with their callbacks, in the order taught.
+    pub fn keys_after(&self, known: usize) -> impl Iterator<Item = (u64, &Callback)> {
+        self.keys
+            .iter()
+            .skip(known)
+            .map(|key| (*key, &self.callbacks[key]))
     }
 
     fn callback(&self, key: u64) -> Callback {

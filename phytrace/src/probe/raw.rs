@@ -30,6 +30,24 @@ pub fn parse(bytes: &[u8]) -> Option<Record<'_>> {
     })
 }
 
+impl Record<'_> {
+    /// The record's bytes as the ring buffer holds them (the inverse of [`parse`]), for
+    /// tests and benchmarks that stand in for the kernel side.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Self::Event(event) => bytes_of(&**event),
+            Self::Identity(identity) => bytes_of(&**identity),
+            Self::Named(named) => bytes_of(&**named),
+        }
+    }
+}
+
+fn bytes_of<T: Plain>(value: &T) -> Vec<u8> {
+    // SAFETY: `value` is `size_of::<T>()` readable bytes; the record structs are `repr(C)`
+    // with explicit padding fields, so every byte is initialised.
+    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
+}
+
 /// Marks the plain-old-data record structs, valid for any bit pattern.
 trait Plain: Copy {}
 impl Plain for RawEvent {}

@@ -566,7 +566,7 @@ impl Tracer {
 
     /// Waits until records arrive or [`POLL_INTERVAL`] passes, then hands `out` what happened:
     /// driver events, module (re)attachments, and lost-event counts. Cancel-safe.
-    pub async fn next_events(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
+    pub async fn next_events(&mut self, out: &mut impl Sink) -> Result<()> {
         match self.last_read {
             // Let the other tasks (signals, the writer's caller) run between batches.
             Read::Backlog => tokio::task::yield_now().await,
@@ -589,7 +589,7 @@ impl Tracer {
 
     /// Ends the session: detaches every program (none runs any more once this returns), then
     /// hands `out` every record left in the ring and the last lost-event counts.
-    pub fn finish(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
+    pub fn finish(&mut self, out: &mut impl Sink) -> Result<()> {
         self.probes.disarm_all();
         for (_, program) in self.ebpf.programs_mut() {
             // Unloading detaches its links; one that fails to unload is detached when the
@@ -607,7 +607,7 @@ impl Tracer {
 
     /// Hands `out` every record in the ring buffer until it is empty (at most a full ring's
     /// worth, should the kernel still be producing), then any lost-event count.
-    pub fn flush(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
+    pub fn flush(&mut self, out: &mut impl Sink) -> Result<()> {
         while self.drain(out, self.ring_capacity())? == Read::Backlog {}
         self.report_drops(out)
     }
@@ -619,11 +619,11 @@ impl Tracer {
     }
 
     /// Hands `out` up to `limit` records from the ring buffer.
-    fn drain(&mut self, out: &mut impl FnMut(Event), limit: usize) -> Result<Read> {
+    fn drain(&mut self, out: &mut impl Sink, limit: usize) -> Result<Read> {
         for taken in 0..limit {
             let Some(record) = self.ring.get_mut().next() else {
                 // Every record stamped before now has been read.
-                self.held.drain(..).for_each(&mut *out);
+                self.held.drain(..).for_each(|event| out.event(event));
                 return Ok(if taken == 0 {
                     Read::Nothing
                 } else {
@@ -652,9 +652,7 @@ impl Tracer {
                 self.module_changed(kind, &named, out)?;
                 continue;
             }
-            if let Some(event) = self.decoder.decode(&parsed) {
-                out(event);
-            }
+            out.record(&mut self.decoder, &record, &parsed);
         }
         Ok(Read::Backlog)
     }
@@ -665,13 +663,13 @@ impl Tracer {
         &mut self,
         kind: RawKind,
         named: &RawNamed,
-        out: &mut impl FnMut(Event),
+        out: &mut impl Sink,
     ) -> Result<()> {
         let raw = &named.event;
         let module = c_string(&named.name);
         if kind == RawKind::ModuleFree {
             if self.live.remove(&module) {
-                out(own_event_at(
+                out.event(own_event_at(
                     raw.ts_ns,
                     u32::from(raw.cpu),
                     EventKind::Detached { module },
@@ -729,7 +727,7 @@ impl Tracer {
         }
         let reattached = !self.ever_attached.insert(module.clone());
         self.live.insert(module.clone());
-        out(own_event_at(
+        out.event(own_event_at(
             raw.ts_ns,
             u32::from(raw.cpu),
             EventKind::Attached {
@@ -764,12 +762,12 @@ impl Tracer {
         Ok(lost)
     }
 
-    fn report_drops(&mut self, out: &mut impl FnMut(Event)) -> Result<()> {
+    fn report_drops(&mut self, out: &mut impl Sink) -> Result<()> {
         let lost = self.lost_by_cause()?;
         for (i, cause) in LossCause::ALL.into_iter().enumerate() {
             if lost[i] > self.lost_reported[i] {
                 let (ts, cpu) = self.last_seen;
-                out(own_event_at(
+                out.event(own_event_at(
                     ts,
                     cpu,
                     EventKind::Lost {
@@ -784,11 +782,31 @@ impl Tracer {
     }
 }
 
+/// Where a session's records go: decoded into events, or kept as the ring buffer held them.
+pub trait Sink {
+    /// An event phytrace itself made (a module attached or detached, events lost).
+    fn event(&mut self, event: Event);
+
+    /// A ring-buffer record (`bytes`, `parsed`), which `decoder` decodes; by default decoded
+    /// and handed to [`Sink::event`].
+    fn record(&mut self, decoder: &mut Decoder, _bytes: &[u8], parsed: &Record<'_>) {
+        if let Some(event) = decoder.decode(parsed) {
+            self.event(event);
+        }
+    }
+}
+
+impl<F: FnMut(Event)> Sink for F {
+    fn event(&mut self, event: Event) {
+        self(event);
+    }
+}
+
 /// Hands out the `held` events that come before a record stamped `ts_ns` on `cpu`: the
 /// records of one CPU come in time order, so none of that CPU stamped earlier follows.
-fn release_held(held: &mut VecDeque<Event>, ts_ns: u64, cpu: u32, out: &mut impl FnMut(Event)) {
+fn release_held(held: &mut VecDeque<Event>, ts_ns: u64, cpu: u32, out: &mut impl Sink) {
     while let Some(event) = held.pop_front_if(|event| event.cpu == cpu && event.ts_ns <= ts_ns) {
-        out(event);
+        out.event(event);
     }
 }
 
