@@ -117,6 +117,9 @@ for ((r = 1; r <= REPEATS; r++)); do
     for tracer in $TRACERS; do
         start_tracer "$tracer"
         emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
+        # Steady state: the first burst after a start (buffers used for the first time) is a
+        # warm-up, for every tracer alike.
+        burst_ns >/dev/null
         ns=$(burst_ns)
         stop_tracer
         emit "{\"bench\":\"p1\",\"tracer\":\"$tracer\",\"round\":$r,\"ns_per_access\":$ns}"
