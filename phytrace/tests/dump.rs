@@ -201,5 +201,8 @@ fn unreadable_files_exit_2() {
 fn help_has_an_example() {
     use clap::CommandFactory;
     let help = Cli::command().render_long_help().to_string();
-    assert!(help.contains("phytrace dump capture.jsonl --phy"), "{help}");
+    assert!(
+        help.contains("phytrace dump capture.ptrace --phy"),
+        "{help}"
+    );
 }

@@ -1,6 +1,6 @@
-//! Capture files: a versioned JSON Lines stream of [`Event`]s that can be
-//! replayed through the same model as a live trace. The format is described in
-//! `docs/capture-format.md`.
+//! Capture files: a versioned stream of [`Event`]s, as JSON Lines or binary (ring-buffer
+//! records decoded when read), that can be replayed through the same model as a live trace.
+//! The format is described in `docs/capture-format.md`.
 
 pub mod dictionary;
 mod emit;

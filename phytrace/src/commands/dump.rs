@@ -23,9 +23,9 @@ const MAX_WARNINGS: u64 = 20;
 /// Print a capture file decoded, one event a line.
 #[derive(Clone, Debug, clap::Args)]
 #[command(after_help = "Examples:
-  phytrace dump capture.jsonl
-  phytrace dump capture.jsonl --phy phy_sim-0:10 --kind mdio,exit
-  phytrace dump capture.jsonl --format json | jq 'select(.kind == \"mdio\")'
+  phytrace dump capture.ptrace
+  phytrace dump capture.ptrace --phy phy_sim-0:10 --kind mdio,exit
+  phytrace dump capture.ptrace --format json | jq 'select(.kind == \"mdio\")'
 
 Damaged records (e.g. after a crash) are reported on stderr and skipped. Exit status: 0 when the
 capture was read, 2 when it could not be (missing file, bad header, nothing readable), 4 when
