@@ -3,6 +3,8 @@
 
 use std::io::{self, BufRead};
 
+use super::reader::fill;
+
 /// What a frame holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Tag {
@@ -159,17 +161,6 @@ impl<R: BufRead> Frames<R> {
 
 fn payload_len(header: &[u8]) -> usize {
     u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize
-}
-
-fn fill<R: BufRead>(src: &mut R) -> io::Result<&[u8]> {
-    loop {
-        match src.fill_buf() {
-            Ok(_) => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    src.fill_buf()
 }
 
 #[cfg(test)]

@@ -147,13 +147,7 @@ impl<R: BufRead> Lines<R> {
     /// Calls `f` on the next line (without its newline); `None` at the end of the file. A line
     /// inside the source's buffer is not copied.
     fn next<T>(&mut self, f: impl FnOnce(&[u8], LineEnd) -> T) -> io::Result<Option<T>> {
-        let available = loop {
-            match self.src.fill_buf() {
-                Ok(b) => break b,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        };
+        let available = fill(&mut self.src)?;
         if let Some(i) = memchr::memchr(b'\n', available)
             && i <= MAX_RECORD_BYTES
         {
@@ -173,11 +167,7 @@ impl<R: BufRead> Lines<R> {
         let mut too_long = false;
         let mut consumed = 0u64;
         loop {
-            let available = match self.src.fill_buf() {
-                Ok(b) => b,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
+            let available = fill(&mut self.src)?;
             if available.is_empty() {
                 if consumed == 0 {
                     return Ok(None);
@@ -216,6 +206,21 @@ impl<R: BufRead> Lines<R> {
             }
         }
     }
+}
+
+/// The source's buffered bytes, refilled if empty (retried when a signal interrupts the read);
+/// empty at the end of the file.
+pub(super) fn fill<R: BufRead>(src: &mut R) -> io::Result<&[u8]> {
+    loop {
+        match src.fill_buf() {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // Filled now: this returns the buffer without reading (returning it from the loop is
+    // refused by the borrow checker).
+    src.fill_buf()
 }
 
 /// What one line held.

@@ -9,12 +9,12 @@ use anyhow::Context as _;
 
 use super::FollowArgs;
 use super::record::{print_progress, print_summary};
-use crate::capture::{Capture, Encoding, Problem};
+use crate::capture::{Capture, Problem};
 use crate::check::{self, junit, report, report::Checked, spec::Spec};
 use crate::exit::{EXIT_VIOLATION, Failure, FailureKind};
 use crate::output;
 use crate::probe::loader::DEFAULT_RING_SIZE;
-use crate::recording::{self, Recording};
+use crate::recording::{self, DEFAULT_ENCODING, Recording};
 
 /// Most read issues printed per capture; the rest are counted.
 const MAX_WARNINGS: usize = 10;
@@ -141,7 +141,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let recorded = recording::record_to_file(
         &Recording {
             output: output.clone(),
-            encoding: Encoding::Binary,
+            encoding: DEFAULT_ENCODING,
             duration: None,
             phy: None,
             tracer: follow.tracer_options(DEFAULT_RING_SIZE),

@@ -13,7 +13,7 @@ use crate::{
     capture::Encoding,
     event::{Guarantee, PhyFilter},
     probe::loader::DEFAULT_RING_SIZE,
-    recording::{self, Progress, Recorded, Recording, Stop},
+    recording::{self, DEFAULT_ENCODING, Progress, Recorded, Recording, Stop},
 };
 
 /// Arguments of `phytrace record`.
@@ -29,7 +29,7 @@ pub struct RecordArgs {
     /// How the capture stores its records: `binary` (driver events as the kernel wrote them,
     /// decoded when read: several times cheaper, for high rates) or `jsonl` (one JSON object
     /// per line, for `jq`). `phytrace dump --format json` reads either.
-    #[arg(long, value_enum, default_value_t = Encoding::Binary, value_name = "ENCODING")]
+    #[arg(long, value_enum, default_value_t = DEFAULT_ENCODING, value_name = "ENCODING")]
     pub encoding: Encoding,
     /// Stop after this long (`500ms`, `30s`, `5m`); default: until Ctrl-C or COMMAND exits.
     #[arg(long, value_parser = humantime::parse_duration, value_name = "D")]
