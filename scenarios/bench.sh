@@ -11,14 +11,18 @@
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture;
+#   where the reading thread's time goes: CPU samples (perf) of a long burst untraced, with
+#      phytrace, with the bpftrace kfunc script and with the empty fentry+fexit pair;
 #   TUI CPU share idle and at 10k / 100k events/s.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
-#   REPEATS=5 READS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3 BIN=$PHYTRACE_BIN
+#   REPEATS=5 READS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
+#   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN
 # (the last rate is beyond what a CPU can issue: the simulator then reads back to back)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 REPEATS=${REPEATS:-5} READS=${READS:-20000} SECS=${SECS:-3}
 RATES=${RATES:-10000 20000 50000 100000 200000 2000000}
+SAMPLE_READS=${SAMPLE_READS:-2000000}
 BIN=${BIN:-$PHYTRACE_BIN}
 OUT=$PHYTRACE_OUT/bench.jsonl
 work=$(mktemp -d)
@@ -130,6 +134,45 @@ log "Profile: time inside each of phytrace's programs (kernel.bpf_stats_enabled)
 # Diagnostic only: the benchmark goes on without it.
 { KEEP=1 bash "$PHYTRACE_ROOT/scenarios/profile-bpf.sh" ROUNDS="$REPEATS" READS="$READS" BIN="$BIN" ||
     log "the profile failed (see $PHYTRACE_OUT/profile-record.err)"; } | grep '^{' | tee -a "$OUT" || true
+
+# samples TRACER ROUND: where the CPU goes during one burst of SAMPLE_READS reads with TRACER running
+# ("none": untraced): perf's cpu-clock samples of the thread making the reads, counted per
+# kernel symbol, and the burst's ns per read. Samples come at most once per timer tick (the
+# guest kernel has no high-resolution timers). perf starts with its events disabled and this shell
+# enables them for the burst alone, through perf's control FIFO (each command acknowledged).
+samples() {
+    local tracer=$1 ctl=$work/perf.ctl ack=$work/perf.ack perf_pid ns
+    [[ $tracer == none ]] || start_tracer "$tracer"
+    burst_ns >/dev/null # warm-up, as in P1
+    rm -f "$ctl" "$ack"
+    mkfifo "$ctl" "$ack"
+    exec 4<>"$ctl" 5<>"$ack"
+    perf record -q -a -e cpu-clock -F 1000 -D -1 --control "fifo:$ctl,$ack" \
+        -o "$work/perf.data" 2>"$work/perf.err" &
+    perf_pid=$!
+    echo enable >&4
+    read -r -t 60 -u 5 _ || fail "perf did not start: $(cat "$work/perf.err")"
+    sim_set "$dev" load "$SAMPLE_READS BMSR"
+    echo disable >&4
+    read -r -t 60 -u 5 _ || fail "perf did not stop sampling"
+    exec 4>&- 5>&-
+    kill -INT "$perf_pid"
+    wait "$perf_pid" || true
+    ns=$(sim_get "$dev" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/')
+    [[ $tracer == none ]] || stop_tracer
+    emit "{\"bench\":\"samples\",\"tracer\":\"$tracer\",\"round\":$2,\"reads\":$SAMPLE_READS,\"ns_per_access\":$ns}"
+    perf script -i "$work/perf.data" -F pid,ip,sym 2>/dev/null |
+        awk -v pid=$$ -v tracer="$tracer" -v round="$2" '
+            $1 == pid { n[$3 == "" ? "[unknown]" : $3]++ }
+            END { for (s in n) printf "{\"bench\":\"samples\",\"tracer\":\"%s\",\"round\":%d,\"symbol\":\"%s\",\"samples\":%d}\n", tracer, round, s, n[s] }
+        ' | tee -a "$OUT"
+}
+
+SAMPLE_TRACERS="none phytrace bpftrace-kfunc bpftrace-floor-fentry"
+log "Samples: where the CPU goes per access, with each of $SAMPLE_TRACERS"
+for ((r = 1; r <= REPEATS; r++)); do
+    for tracer in $SAMPLE_TRACERS; do samples "$tracer" "$r"; done
+done
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)

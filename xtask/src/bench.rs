@@ -198,7 +198,151 @@ fn profile_section(
         + profile_median(rows, "fentry", "ns_per_run", Some("mdio_read_exit"));
     writeln!(
         md,
-        "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\nthe thread's state (task-local storage) and a timestamp; on return, the thread's state again (entry\ntime, calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n\nWhat each step of the return program cost, measured once (2026-12-04, not by this command) with\nbuilds that left one step out at a time (statistics on, one boot, 2 rounds each; the program was\n~1480 ns whole): writing the record to the ring ~420 ns, the status read ~290 ns (then a\n`bpf_probe_read_kernel` of 48 bytes, since replaced by four loads through a typed pointer from\n`bpf_rdonly_cast`, a kfunc the loader completes with the kernel's BTF id), the device cache (two\nper-CPU array lookups, the epoch check) ~110 ns, the timestamp ~110 ns, the task-local storage\n~50 ns; with all of them left out the program still takes ~510 ns (the statistics' own clock reads,\nthe arguments, the record's fields). Under software emulation a helper call costs a hundred\nnanoseconds or more, and the helper calls left are the ones the fields need: the latency needs a\nper-thread start time and two clock reads, the record the ring. To reach 3× (≤ ~950 ns added)\nthe two programs may take about 630 ns; they take {inside:.0} with statistics on. The ring is not what\na rewrite could save: a build that staged MDIO records per CPU and wrote them 32 at a time with\none `bpf_ringbuf_output` (measured once, 2026-12-05, not by this command: 15 bursts each,\nalternating with this build in one boot) took 1565 ns per access against 1600, within the noise.\nCopying a batch into the ring costs about what the reserves and commits it saves cost; what\nremains is producing the record: the clock, the thread's state, the device and its status, and\n72 bytes written a field at a time. Batching would also lose the ring's order (a batch waits\nuntil full or flushed, a thread's staged records must reach the ring before it runs on another\nCPU, and two threads taking turns on one PHY would need the consumer to merge the CPUs by\ntimestamp), so it was not kept.\n\nThe consumer costs the producer too, though it runs on the other CPU: bursts with `record`\nstopped (SIGSTOP, the ring holding the records) were ~300 ns per access faster than with it\nrunning, in one boot (2026-12-05, not by this command, a JSON Lines capture then). A binary\ncapture takes its consumer a quarter of the time per event (P3 below), and P1 dropped by about\n150 ns with it.\n"
+        "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\nthe thread's state (task-local storage) and a timestamp; on return, the thread's state again (entry\ntime, calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n"
+    )?;
+    Ok(())
+}
+
+/// Where a CPU sample of the thread making the reads landed, by the kernel symbol's prefix
+/// (first match wins); a symbol no prefix matches is the access's own code.
+const SAMPLE_PARTS: &[(&str, &[&str])] = &[
+    (
+        "trampolines: entering and leaving programs",
+        &[
+            "bpf_trampoline_",
+            "__bpf_prog_enter",
+            "__bpf_prog_exit",
+            "__bpf_tramp_",
+            "migrate_disable",
+            "migrate_enable",
+        ],
+    ),
+    ("the programs' own code", &["bpf_prog_"]),
+    (
+        "clock reads (the simulator's own included)",
+        &["ktime_get", "read_tsc", "bpf_ktime_get"],
+    ),
+    (
+        "per-thread state: task storage, hash maps",
+        &[
+            "bpf_task_storage_",
+            "bpf_local_storage_",
+            "bpf_get_current_task",
+            "htab_",
+            "__htab_",
+            "free_htab_elem",
+            "alloc_htab_elem",
+            "pcpu_freelist_",
+            "bpf_obj_free_fields",
+        ],
+    ),
+    (
+        "output: ring buffer (bpftrace: perf buffer), wake-ups",
+        &[
+            "__bpf_ringbuf_",
+            "bpf_ringbuf_",
+            "bpf_perf_event_output",
+            "perf_",
+            "__perf_",
+            "irq_work_",
+            "default_send_IPI_self",
+            "_raw_spin_lock_irqsave",
+            "_raw_spin_unlock_irqrestore",
+        ],
+    ),
+    (
+        "other helpers",
+        &["bpf_get_", "bpf_probe_read", "copy_from_kernel_nofault"],
+    ),
+];
+
+/// The part of [`SAMPLE_PARTS`] a sample in `symbol` counts for (`SAMPLE_PARTS.len()`: the
+/// access itself).
+fn sample_part(symbol: &str) -> usize {
+    SAMPLE_PARTS
+        .iter()
+        .position(|(_, prefixes)| prefixes.iter().any(|p| symbol.starts_with(p)))
+        .unwrap_or(SAMPLE_PARTS.len())
+}
+
+/// The tracers the samples are taken with, as `bench.sh` names them, and their column titles.
+const SAMPLE_TRACERS: &[(&str, &str)] = &[
+    ("none", "untraced"),
+    ("bpftrace-floor-fentry", "empty fentry+fexit"),
+    ("phytrace", "phytrace"),
+    ("bpftrace-kfunc", "bpftrace kfunc"),
+];
+
+/// One tracer's samples: ns per access of each part (the last: the access itself), from the
+/// share of the samples in it and the sampled bursts' median ns per access.
+fn sample_split(rows: &[serde_json::Value], tracer: &str) -> Option<Vec<f64>> {
+    let ns = Spread::of(series(rows, "samples", tracer, "ns_per_access"))?.median;
+    let mut counts = vec![0.0; SAMPLE_PARTS.len() + 1];
+    for row in rows
+        .iter()
+        .filter(|r| r["bench"] == "samples" && r["tracer"] == tracer)
+    {
+        if let (Some(symbol), Some(n)) = (row["symbol"].as_str(), row["samples"].as_f64()) {
+            counts[sample_part(symbol)] += n;
+        }
+    }
+    let total: f64 = counts.iter().sum();
+    (total > 0.0).then(|| counts.iter().map(|c| c / total * ns).collect())
+}
+
+/// Where the reading thread's time goes with each tracer, from CPU samples.
+fn samples_section(md: &mut String, rows: &[serde_json::Value], floor: f64) -> Result<()> {
+    let splits: Vec<Vec<f64>> = SAMPLE_TRACERS
+        .iter()
+        .map(|(tracer, _)| sample_split(rows, tracer))
+        .collect::<Option<_>>()
+        .context("the results have no CPU samples for every tracer: rerun `cargo xtask bench`")?;
+    let total_samples: f64 = series(rows, "samples", "phytrace", "samples").iter().sum();
+    let reads = series(rows, "samples", "phytrace", "reads")
+        .first()
+        .copied()
+        .context("the samples do not say their reads")?;
+    writeln!(
+        md,
+        "Where the time of the thread making the reads goes, from CPU samples of one burst of {reads:.0}\nreads per tracer and round (`perf record -e cpu-clock`, at most one sample per timer tick:\n{total_samples:.0} samples in all for phytrace), grouped by the kernel function they landed in; ns per\naccess are each group's share of the samples times the burst's median ns per read:\n"
+    )?;
+    write!(md, "| ns per access |")?;
+    for (_, title) in SAMPLE_TRACERS {
+        write!(md, " {title} |")?;
+    }
+    writeln!(md, "\n|---|{}", "---|".repeat(SAMPLE_TRACERS.len()))?;
+    let names = SAMPLE_PARTS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(["the access itself"]);
+    for (part, name) in names.enumerate() {
+        write!(md, "| {name} |")?;
+        for split in &splits {
+            write!(md, " {:.0} |", split[part])?;
+        }
+        writeln!(md)?;
+    }
+    write!(md, "| **all** |")?;
+    for split in &splits {
+        write!(md, " **{:.0}** |", split.iter().sum::<f64>())?;
+    }
+    writeln!(md)?;
+    let (none, floor_split, phytrace) = (&splits[0], &splits[1], &splits[2]);
+    let added = |part: usize| phytrace[part] - none[part];
+    let programs: f64 = (1..SAMPLE_PARTS.len()).map(added).sum();
+    let (clock, ring) = (added(2), added(4));
+    writeln!(
+        md,
+        "\nThe trampolines take {:.0} ns per access with phytrace and {:.0} with the empty pair. Above them,\nphytrace's programs and the helpers they call take {programs:.0} ns per access. The 3× goal leaves\nthem about {:.0} (three times the empty pair's {floor:.0} added, less the trampolines'\nshare): the two clock reads ({clock:.0}) and the ring buffer ({ring:.0}) alone take {:.0}.\nWithout any output at all, the clock reads, the per-thread state and the programs' own code\nwould still take {:.0}. The latency needs both clock reads and the record needs an output. The\nbpftrace script reads the clock twice as well, and pays more for its output (the perf buffer)\nand far more for its per-thread start time (a hash map: insert, look up, delete).\n",
+        phytrace[0] - none[0],
+        floor_split[0] - none[0],
+        2.0 * floor,
+        clock + ring,
+        clock + added(3) + added(1),
+    )?;
+    writeln!(
+        md,
+        "A per-CPU batched ring does not save the ring's cost: a build that staged MDIO records per CPU\nand wrote them 32 at a time with one `bpf_ringbuf_output` (measured once, 2026-12-05, not by this\ncommand: 15 bursts each, alternating with this build in one boot) took 1565 ns per access against\n1600, within the noise: copying a batch into the ring costs about what the reserves and commits it\nsaves. Batching would also lose the ring's order (a thread's staged records must reach the ring\nbefore it runs on another CPU, and two threads taking turns on one PHY would need the consumer to\nmerge the CPUs by timestamp), so it was not kept.\n\nThe consumer costs the producer too, though it runs on the other CPU: bursts with `record`\nstopped (SIGSTOP, the ring holding the records) were ~300 ns per access faster than with it\nrunning, in one boot (2026-12-05, not by this command, a JSON Lines capture then). A binary\ncapture takes its consumer a quarter of the time per event (P3 below), and P1 dropped by about\n150 ns with it.\n"
     )?;
     Ok(())
 }
@@ -366,6 +510,7 @@ fn report(
         added("phytrace"),
         added("bpftrace-floor-fentry"),
     )?;
+    samples_section(&mut md, rows, added("bpftrace-floor-fentry"))?;
     writeln!(md, "## P2: start to attached\n")?;
     writeln!(
         md,
@@ -473,6 +618,22 @@ mod tests {
         );
         assert_eq!(Spread::of(vec![4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
         assert!(Spread::of(vec![]).is_none());
+    }
+
+    #[test]
+    fn samples_fall_in_the_part_of_their_symbol() {
+        let part = |symbol| SAMPLE_PARTS.get(sample_part(symbol)).map(|(name, _)| *name);
+        assert_eq!(part("bpf_trampoline_6442474627"), Some(SAMPLE_PARTS[0].0));
+        assert_eq!(
+            part("bpf_prog_42e5b9502f6a0143_mdio_read_exit"),
+            Some(SAMPLE_PARTS[1].0)
+        );
+        assert_eq!(part("ktime_get_mono_fast_ns"), Some(SAMPLE_PARTS[2].0));
+        // Before the catch-all of other helpers.
+        assert_eq!(part("bpf_get_current_task_btf"), Some(SAMPLE_PARTS[3].0));
+        assert_eq!(part("__bpf_ringbuf_reserve"), Some(SAMPLE_PARTS[4].0));
+        assert_eq!(part("bpf_get_current_pid_tgid"), Some(SAMPLE_PARTS[5].0));
+        assert_eq!(part("sim_reg_read"), None);
     }
 
     #[test]

@@ -28,6 +28,7 @@ const APT_PACKAGES: &[&str] = &[
     "llvm-19",
     "bpftrace",
     "bpftool",
+    "linux-perf",
     "iproute2",
     "ethtool",
     "tmux",
