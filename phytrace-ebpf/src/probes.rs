@@ -630,8 +630,8 @@ fn reserve_zeroed<T>() -> Option<aya_ebpf::maps::ring_buf::RingBufEntry<T>> {
     Some(entry)
 }
 
-/// `CLOCK_MONOTONIC` (`bpf_ktime_get_boot_ns` was seen to tick in jiffies in kworker context
-/// under QEMU TCG, while this clock keeps nanosecond resolution there).
+/// `CLOCK_MONOTONIC`: the clock of the events' timestamps, which a capture's header pairs with
+/// the wall clock.
 fn ktime_ns() -> u64 {
     // SAFETY: a helper without preconditions.
     unsafe { bpf_ktime_get_ns() }
