@@ -47,7 +47,7 @@ emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]},
 # ns per read of one synchronous burst of READS reads, as the simulator measured it.
 burst_ns() {
     sim_set "$dev" load "$READS BMSR"
-    sim_get "$dev" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/'
+    load_ns_per_read "$dev"
 }
 
 # wait_line PATTERN: reads the tracer's lines (fd 3) until one matches the glob PATTERN; fails
@@ -158,7 +158,7 @@ samples() {
     exec 4>&- 5>&-
     kill -INT "$perf_pid"
     wait "$perf_pid" || true
-    ns=$(sim_get "$dev" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/')
+    ns=$(load_ns_per_read "$dev")
     [[ $tracer == none ]] || stop_tracer
     emit "{\"bench\":\"samples\",\"tracer\":\"$tracer\",\"round\":$2,\"reads\":$SAMPLE_READS,\"ns_per_access\":$ns}"
     perf script -i "$work/perf.data" -F pid,ip,sym 2>/dev/null |

@@ -47,3 +47,8 @@ bring_up() {
     local d
     for d in "$@"; do wait_mode "$d" 100 full 15; done
 }
+
+# load_ns_per_read DEV: ns per read of DEV's last simulator load, as the simulator measured it.
+load_ns_per_read() {
+    sim_get "$1" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/'
+}

@@ -41,7 +41,7 @@ profile() {
         | {bench: "profile", probes: $probes, round: $round, program: .name, runs: $runs,
            ns_per_run: (((($p.run_time_ns // 0) - ($b.run_time_ns // 0)) / $runs) | floor)}
     ' "$work/after.json"
-    echo "{\"bench\":\"profile\",\"probes\":\"$1\",\"round\":$2,\"burst_ns_per_read\":$(sim_get "$dev" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/')}"
+    echo "{\"bench\":\"profile\",\"probes\":\"$1\",\"round\":$2,\"burst_ns_per_read\":$(load_ns_per_read "$dev")}"
 }
 for ((round = 1; round <= ROUNDS; round++)); do
     for probes in fentry kprobe; do profile "$probes" "$round"; done

@@ -256,6 +256,13 @@ const SAMPLE_PARTS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The parts of [`SAMPLE_PARTS`] the conclusion reads, by index.
+const TRAMPOLINES: usize = 0;
+const PROGRAM_CODE: usize = 1;
+const CLOCK: usize = 2;
+const THREAD_STATE: usize = 3;
+const OUTPUT: usize = 4;
+
 /// The part of [`SAMPLE_PARTS`] a sample in `symbol` counts for (`SAMPLE_PARTS.len()`: the
 /// access itself).
 fn sample_part(symbol: &str) -> usize {
@@ -327,18 +334,27 @@ fn samples_section(md: &mut String, rows: &[serde_json::Value], floor: f64) -> R
         write!(md, " **{:.0}** |", split.iter().sum::<f64>())?;
     }
     writeln!(md)?;
-    let (none, floor_split, phytrace) = (&splits[0], &splits[1], &splits[2]);
+    let split = |tracer: &str| {
+        let at = SAMPLE_TRACERS.iter().position(|(t, _)| *t == tracer);
+        &splits[at.expect("a tracer the samples are taken with")]
+    };
+    let (none, floor_split, phytrace) = (
+        split("none"),
+        split("bpftrace-floor-fentry"),
+        split("phytrace"),
+    );
     let added = |part: usize| phytrace[part] - none[part];
-    let programs: f64 = (1..SAMPLE_PARTS.len()).map(added).sum();
-    let (clock, ring) = (added(2), added(4));
+    // Every part but the trampolines and the access itself.
+    let programs: f64 = (PROGRAM_CODE..SAMPLE_PARTS.len()).map(added).sum();
+    let (clock, ring) = (added(CLOCK), added(OUTPUT));
     writeln!(
         md,
         "\nThe trampolines take {:.0} ns per access with phytrace and {:.0} with the empty pair. Above them,\nphytrace's programs and the helpers they call take {programs:.0} ns per access. The 3× goal leaves\nthem about {:.0} (three times the empty pair's {floor:.0} added, less the trampolines'\nshare): the two clock reads ({clock:.0}) and the ring buffer ({ring:.0}) alone take {:.0}.\nWithout any output at all, the clock reads, the per-thread state and the programs' own code\nwould still take {:.0}. The latency needs both clock reads and the record needs an output. The\nbpftrace script reads the clock twice as well, and pays more for its output (the perf buffer)\nand far more for its per-thread start time (a hash map: insert, look up, delete).\n",
-        phytrace[0] - none[0],
-        floor_split[0] - none[0],
+        phytrace[TRAMPOLINES] - none[TRAMPOLINES],
+        floor_split[TRAMPOLINES] - none[TRAMPOLINES],
         2.0 * floor,
         clock + ring,
-        clock + added(3) + added(1),
+        clock + added(THREAD_STATE) + added(PROGRAM_CODE),
     )?;
     writeln!(
         md,
@@ -622,18 +638,21 @@ mod tests {
 
     #[test]
     fn samples_fall_in_the_part_of_their_symbol() {
-        let part = |symbol| SAMPLE_PARTS.get(sample_part(symbol)).map(|(name, _)| *name);
-        assert_eq!(part("bpf_trampoline_6442474627"), Some(SAMPLE_PARTS[0].0));
+        assert_eq!(sample_part("bpf_trampoline_6442474627"), TRAMPOLINES);
         assert_eq!(
-            part("bpf_prog_42e5b9502f6a0143_mdio_read_exit"),
-            Some(SAMPLE_PARTS[1].0)
+            sample_part("bpf_prog_42e5b9502f6a0143_mdio_read_exit"),
+            PROGRAM_CODE
         );
-        assert_eq!(part("ktime_get_mono_fast_ns"), Some(SAMPLE_PARTS[2].0));
+        assert_eq!(sample_part("ktime_get_mono_fast_ns"), CLOCK);
         // Before the catch-all of other helpers.
-        assert_eq!(part("bpf_get_current_task_btf"), Some(SAMPLE_PARTS[3].0));
-        assert_eq!(part("__bpf_ringbuf_reserve"), Some(SAMPLE_PARTS[4].0));
-        assert_eq!(part("bpf_get_current_pid_tgid"), Some(SAMPLE_PARTS[5].0));
-        assert_eq!(part("sim_reg_read"), None);
+        assert_eq!(sample_part("bpf_get_current_task_btf"), THREAD_STATE);
+        assert_eq!(sample_part("__bpf_ringbuf_reserve"), OUTPUT);
+        // The last part: other helpers.
+        assert_eq!(
+            sample_part("bpf_get_current_pid_tgid"),
+            SAMPLE_PARTS.len() - 1
+        );
+        assert_eq!(sample_part("sim_reg_read"), SAMPLE_PARTS.len());
     }
 
     #[test]
