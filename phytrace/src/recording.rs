@@ -387,6 +387,8 @@ mod tests {
     fn recorded(encoding: Encoding, filter: Option<&PhyFilter>) -> Vec<u8> {
         let mut header = synth::header();
         header.encoding = encoding;
+        // The session's times (50 to 950 ns) follow the clock reading.
+        header.clock.mono_ns = 0;
         let mut file = Vec::new();
         let mut writer = Writer::new(&mut file, "test", &header).unwrap();
         let mut decoder = Decoder::new(PhyStates::from_list(&header.phy_states));

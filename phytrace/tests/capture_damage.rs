@@ -17,7 +17,9 @@ fn capture(seed: u64, n: usize) -> (Vec<Event>, Vec<u8>, Vec<usize>) {
         for e in &events {
             w.write(e).unwrap();
         }
-        w.finish(1, 0).unwrap();
+        let end_ns = events.iter().map(|e| e.ts_ns).max().unwrap_or_default();
+        w.finish(end_ns.max(synth::header().clock.mono_ns), 0)
+            .unwrap();
     }
     let mut ends = vec![];
     let mut start = 0;

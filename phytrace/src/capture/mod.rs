@@ -6,7 +6,9 @@ pub mod dictionary;
 mod emit;
 pub mod format;
 mod frame;
+pub mod limits;
 pub mod reader;
+mod timeline;
 pub mod writer;
 
 use std::path::Path;
@@ -16,6 +18,7 @@ pub use format::{
     ProbeEntry, Trailer,
 };
 pub use reader::{MAX_RECORD_BYTES, OpenError, Problem, ReadIssue, Reader};
+pub use timeline::{END_SLACK_NS, MAX_HELD};
 pub use writer::{FlushPolicy, WriteError, Writer};
 
 use crate::event::Event;

@@ -1,10 +1,12 @@
-//! Streaming reader of capture files, in constant memory, that never panics on bad input.
+//! Streaming reader of capture files, in bounded memory, that never panics on bad input.
 //!
 //! Only an unreadable header is fatal ([`OpenError`]). Damage further on (a record cut by a
 //! crash, a corrupt line, a missing trailer) comes out of the iterator as a [`ReadIssue`] with
 //! its line number and byte offset, and reading goes on with the next line. In a binary
 //! capture the records are numbered as lines are, and reading stops at a frame whose tag or
-//! length is damaged: nothing after it can be framed.
+//! length is damaged: nothing after it can be framed. An event that cannot have happened (a
+//! field out of the kernel's range, [`limits`](super::limits), or a time out of the capture's
+//! span or of its CPU's order, [`Timeline`]) is an issue too, in its place.
 
 use std::fmt;
 use std::fs::File;
@@ -18,6 +20,8 @@ use super::format::{
     EVENT_TYPE, Encoding, FORMAT_NAME, FORMAT_VERSION, Header, MetaRecord, Trailer, WireEvent,
 };
 use super::frame::{self, Frames, Tag};
+use super::limits;
+use super::timeline::Timeline;
 use crate::event::Event;
 use crate::probe::{btf::PhyStates, decode::Decoder, raw};
 
@@ -112,6 +116,10 @@ pub enum Problem {
         /// Events read.
         read: u64,
     },
+    /// A well-formed event that cannot have happened: a field out of its range, a time out
+    /// of the capture's span or of its CPU's order.
+    #[error("impossible event: {0}")]
+    Impossible(String),
     /// Reading the file failed midway.
     #[error("read error: {0}")]
     Io(String),
@@ -349,7 +357,13 @@ pub struct Reader<R> {
     header: Header,
     known: Known,
     trailer: Option<Trailer>,
+    /// The trailer's end, when it can bound the events' times.
+    end_ns: Option<u64>,
+    /// Events decoded, refused ones included (what the trailer counts).
     events: u64,
+    /// Events passed on.
+    passed: u64,
+    timeline: Timeline,
     /// Where damage that ends the reading began.
     stopped_at: Option<u64>,
     done: bool,
@@ -446,13 +460,17 @@ impl<R: BufRead> Reader<R> {
             Encoding::Jsonl => Source::Lines(lines),
             Encoding::Binary => Source::Frames(Frames::new(lines.src, lines.line, lines.offset)),
         };
+        let timeline = Timeline::new(header.clock.mono_ns);
         Ok(Self {
             source,
             path,
             header,
             known,
             trailer: None,
+            end_ns: None,
             events: 0,
+            passed: 0,
+            timeline,
             stopped_at: None,
             done: false,
         })
@@ -475,29 +493,80 @@ impl<R: BufRead> Reader<R> {
 
     /// Events read so far.
     pub fn events_read(&self) -> u64 {
-        self.events
+        self.passed
     }
 
-    fn issue(line: u64, offset: u64, problem: Problem) -> Option<Result<Event, ReadIssue>> {
-        Some(Err(ReadIssue {
+    fn issue(&mut self, line: u64, offset: u64, problem: Problem) {
+        self.timeline.issue(ReadIssue {
             line,
             offset,
             problem,
-        }))
+        });
     }
 
-    /// The issue to report at the end of the file, if any.
-    fn at_end(&mut self, offset: u64) -> Option<Result<Event, ReadIssue>> {
+    /// Decides the events held and says what the end of the file lacks, if anything.
+    fn at_end(&mut self, offset: u64) {
         self.done = true;
+        self.timeline.finish(self.end_ns);
         let problem = match &self.trailer {
             None => Problem::NotClosed,
             Some(t) if t.events != self.events => Problem::CountMismatch {
                 expected: t.events,
                 read: self.events,
             },
-            Some(_) => return None,
+            Some(_) => return,
         };
-        Self::issue(self.source.number() + 1, offset, problem)
+        self.issue(self.source.number() + 1, offset, problem);
+    }
+
+    /// Reads the next record into the timeline.
+    fn read_record(&mut self) {
+        if let Some(offset) = self.stopped_at {
+            return self.at_end(offset);
+        }
+        let start = self.source.offset();
+        let parsed = match self.source.next(&mut self.known) {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => return self.at_end(start),
+            Err(e) => {
+                self.done = true;
+                self.timeline.finish(None);
+                let line = self.source.number() + 1;
+                return self.issue(line, start, Problem::Io(e.to_string()));
+            }
+        };
+        let line = self.source.number();
+        let problem = match parsed {
+            Parsed::Event(event) => {
+                self.events += 1;
+                match limits::check(&event) {
+                    Ok(()) => return self.timeline.event(event, line, start),
+                    Err(why) => Problem::Impossible(why),
+                }
+            }
+            Parsed::Definition | Parsed::Blank => return,
+            Parsed::Trailer(trailer) if self.trailer.is_none() => {
+                let (start_ns, end_ns) = (self.header.clock.mono_ns, trailer.end_ns);
+                self.trailer = Some(trailer);
+                if end_ns >= start_ns {
+                    self.end_ns = Some(end_ns);
+                    return;
+                }
+                Problem::Corrupt(format!(
+                    "trailer ends at {end_ns} ns, before the header's clock reading \
+                     ({start_ns} ns): event times are not bounded by it"
+                ))
+            }
+            Parsed::Trailer(_) => Problem::Unexpected("a second trailer".to_owned()),
+            Parsed::Header => Problem::Unexpected("a second header".to_owned()),
+            Parsed::Issue(problem) => problem,
+            Parsed::Stop(problem) => {
+                // The end-of-file issue (no trailer, most likely) comes next.
+                self.stopped_at = Some(start);
+                problem
+            }
+        };
+        self.issue(line, start, problem);
     }
 }
 
@@ -505,44 +574,15 @@ impl<R: BufRead> Iterator for Reader<R> {
     type Item = Result<Event, ReadIssue>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            if let Some(offset) = self.stopped_at {
-                return self.at_end(offset);
+        loop {
+            if let Some(item) = self.timeline.pop() {
+                self.passed += u64::from(item.is_ok());
+                return Some(item);
             }
-            let start = self.source.offset();
-            let parsed = match self.source.next(&mut self.known) {
-                Ok(Some(parsed)) => parsed,
-                Ok(None) => return self.at_end(start),
-                Err(e) => {
-                    self.done = true;
-                    let line = self.source.number() + 1;
-                    return Self::issue(line, start, Problem::Io(e.to_string()));
-                }
-            };
-            let line = self.source.number();
-            match parsed {
-                Parsed::Event(event) => {
-                    self.events += 1;
-                    return Some(Ok(event));
-                }
-                Parsed::Definition | Parsed::Blank => {}
-                Parsed::Trailer(trailer) if self.trailer.is_none() => self.trailer = Some(trailer),
-                Parsed::Trailer(_) => {
-                    let problem = Problem::Unexpected("a second trailer".to_owned());
-                    return Self::issue(line, start, problem);
-                }
-                Parsed::Header => {
-                    let problem = Problem::Unexpected("a second header".to_owned());
-                    return Self::issue(line, start, problem);
-                }
-                Parsed::Issue(problem) => return Self::issue(line, start, problem),
-                Parsed::Stop(problem) => {
-                    // The end-of-file issue (no trailer, most likely) comes next.
-                    self.stopped_at = Some(start);
-                    return Self::issue(line, start, problem);
-                }
+            if self.done {
+                return None;
             }
+            self.read_record();
         }
-        None
     }
 }

@@ -12,12 +12,20 @@ fn write_capture(events: &[Event], close: bool) -> Vec<u8> {
             w.write(e).unwrap();
         }
         if close {
-            w.finish(99, 2).unwrap();
+            w.finish(end_ns(events), 2).unwrap();
         } else {
             w.flush().unwrap();
         }
     }
     out
+}
+
+/// When a capture of `events` closes: at its last event (the header's clock if none).
+fn end_ns(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .map(|e| e.ts_ns)
+        .fold(synth::header().clock.mono_ns, u64::max)
 }
 
 fn read(bytes: &[u8]) -> Capture {
@@ -33,7 +41,10 @@ fn round_trip_every_kind() {
     assert_eq!(c.header, synth::header());
     assert_eq!(c.events, events);
     let t = c.trailer.unwrap();
-    assert_eq!((t.events, t.end_ns, t.discarded), (3_000, 99, 2));
+    assert_eq!(
+        (t.events, t.end_ns, t.discarded),
+        (3_000, end_ns(&events), 2)
+    );
     let lost: u64 = events
         .iter()
         .map(|e| {
@@ -214,7 +225,9 @@ fn unexpected_records_and_count_mismatch() {
     let events: Vec<_> = Synth::new(4).take(5).collect();
     let mut bytes = write_capture(&events, true);
     let header_line = bytes.split(|&b| b == b'\n').next().unwrap().to_vec();
-    let extra = write_capture(&events[..1], false);
+    let mut after = events[4].clone();
+    after.ts_ns += 1;
+    let extra = write_capture(&[after], false);
     bytes.extend_from_slice(&extra[header_line.len() + 1..]); // an event after the trailer
     bytes.extend_from_slice(b"{\"type\":\"bogus\"}\n\n   \n");
     bytes.extend_from_slice(&header_line);
@@ -338,7 +351,7 @@ fn flush_policy_pushes_records_out() {
     assert!(!w.flush_if_due().unwrap());
     w.flush().unwrap();
     assert_eq!(Capture::read(&path).unwrap().events.len(), 25);
-    w.finish(0, 0).unwrap();
+    w.finish(end_ns(&events), 0).unwrap();
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)

@@ -9,7 +9,7 @@
 //! and `otherData.stats` carries the `phytrace stats` report (`docs/stats.md`). Times are
 //! microseconds since the capture's start.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
@@ -18,10 +18,14 @@ use crate::event::{EventKind, MacChange, MdioOp};
 use crate::model::{ClosedCallback, Model};
 use crate::registers;
 use crate::render;
-use crate::stats::{Collector, WINDOW_NS};
+use crate::stats::{Collector, WINDOW_NS, Windows};
 
 /// Process id of phytrace's own events; PHYs come after it.
 const PHYTRACE_PID: u32 = 1;
+
+/// Most `mdio/s` windows sampled one by one (a day); a longer capture gets a sample where the
+/// rate changes only (the counter draws the same), which `otherData.limits` says.
+pub const MAX_RATE_SAMPLES: u64 = 86_400;
 
 /// A trace event and the keys it is sorted by.
 struct Entry {
@@ -192,6 +196,7 @@ pub fn trace(capture: &Capture) -> Value {
         .as_ref()
         .map_or(end_ns, |t| t.end_ns.max(end_ns));
     let report = collector.report(&model, end);
+    let mut limits = Vec::new();
     for (key, &pid) in &pids {
         let (Some(phy), Some(stats)) = (
             collector.phys.get(key),
@@ -200,14 +205,19 @@ pub fn trace(capture: &Capture) -> Value {
             continue;
         };
         // One sample per one-second window of the statistics (to the end of the capture).
-        let windows = (0..stats.mdio.windows).map(|i| {
-            let count = usize::try_from(i)
-                .ok()
-                .and_then(|i| phy.mdio.windows.get(i).copied());
-            (i, count.unwrap_or(0))
-        });
-        for (i, count) in windows {
-            let ts_ns = origin + i * WINDOW_NS;
+        let windows = stats.mdio.windows;
+        let samples: Vec<u64> = if windows <= MAX_RATE_SAMPLES {
+            (0..windows).collect()
+        } else {
+            limits.push(format!(
+                "{key}: mdio/s sampled where it changes, {windows} windows of 1 s being more \
+                 than {MAX_RATE_SAMPLES}"
+            ));
+            rate_changes(&phy.mdio.windows, windows)
+        };
+        for i in samples {
+            let count = phy.mdio.windows.get(i);
+            let ts_ns = origin.saturating_add(i.saturating_mul(WINDOW_NS));
             entries.push(Entry {
                 ts_ns,
                 dur_ns: 0,
@@ -238,7 +248,7 @@ pub fn trace(capture: &Capture) -> Value {
     }
     entries.sort_by(|a, b| a.ts_ns.cmp(&b.ts_ns).then(b.dur_ns.cmp(&a.dur_ns)));
     meta.extend(entries.into_iter().map(|e| e.value));
-    json!({
+    let mut trace = json!({
         "traceEvents": meta,
         "displayTimeUnit": "ns",
         "otherData": {
@@ -247,7 +257,21 @@ pub fn trace(capture: &Capture) -> Value {
             "host": capture.header.hostname,
             "stats": report,
         },
-    })
+    });
+    if !limits.is_empty() {
+        trace["otherData"]["limits"] = json!(limits);
+    }
+    trace
+}
+
+/// The windows (of `windows`) where the rate changes: the first, each one with accesses and
+/// the one after it.
+fn rate_changes(counts: &Windows, windows: u64) -> Vec<u64> {
+    let mut at: BTreeSet<u64> = BTreeSet::from([0]);
+    for (i, _) in counts.nonempty() {
+        at.extend([i, i.saturating_add(1)]);
+    }
+    at.into_iter().filter(|&i| i < windows).collect()
 }
 
 /// The slice of a completed callback, from its entry (or return minus latency) to its return.

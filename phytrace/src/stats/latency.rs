@@ -10,6 +10,11 @@ pub const SIGNIFICANT_DIGITS: u8 = 3;
 /// The percentiles reported, in order.
 pub const PERCENTILES: [u8; 3] = [50, 90, 99];
 
+/// Longest latency the histogram tells apart (2^42 ns, 73 minutes), which bounds its memory
+/// (about 270 KiB); longer ones count as this in the percentiles, minimum, maximum and mean
+/// stay exact.
+pub const MAX_TRACKED_NS: u64 = 1 << 42;
+
 /// Every latency recorded for one callback (or one kind of MDIO access).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Latencies {
@@ -23,7 +28,7 @@ impl Default for Latencies {
     fn default() -> Self {
         Self {
             // Auto-resizing from 1 ns: memory grows with the longest latency seen (about
-            // 150 KiB for 100 ms), never a value refused.
+            // 150 KiB for 100 ms) up to `MAX_TRACKED_NS`, never a value refused.
             histogram: match Histogram::new(SIGNIFICANT_DIGITS) {
                 Ok(h) => h,
                 Err(e) => unreachable!("3 significant digits is a valid precision: {e:?}"),
@@ -58,8 +63,7 @@ impl Latencies {
     /// Records one latency.
     pub fn record(&mut self, ns: u64) {
         // 0 ns (a clock that did not move) is recorded as 1 ns, the histogram's lowest value.
-        if self.histogram.record(ns.max(1)).is_err() {
-            // Beyond what the histogram can grow to (about 2^63): kept at its highest value.
+        if self.histogram.record(ns.clamp(1, MAX_TRACKED_NS)).is_err() {
             self.histogram.saturating_record(ns);
         }
         self.min_ns = self.min_ns.min(ns);

@@ -22,11 +22,33 @@ pub struct RegisterCount {
     pub errors: u64,
 }
 
+/// Accesses per one-second window, `[origin + i s, origin + (i + 1) s)` for window `i`, the
+/// empty ones left out: memory grows with the accesses, not with the time between them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Windows(BTreeMap<u64, u64>);
+
+impl Windows {
+    /// Accesses in window `i`.
+    pub fn get(&self, i: u64) -> u64 {
+        self.0.get(&i).copied().unwrap_or(0)
+    }
+
+    /// The windows with accesses, in order: `(index, accesses)`.
+    pub fn nonempty(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.0.iter().map(|(&i, &n)| (i, n))
+    }
+
+    /// The most accesses of a window in `range`, 0 if none.
+    pub fn max_in(&self, range: std::ops::RangeInclusive<u64>) -> u64 {
+        self.0.range(range).map(|(_, &n)| n).max().unwrap_or(0)
+    }
+}
+
 /// MDIO accesses of one PHY.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MdioCounts {
-    /// Accesses in window `i`: `[origin + i s, origin + (i + 1) s)`.
-    pub windows: Vec<u64>,
+    /// Accesses per window.
+    pub windows: Windows,
     /// Per register number.
     pub registers: BTreeMap<u16, RegisterCount>,
     /// All accesses.
@@ -40,13 +62,7 @@ pub struct MdioCounts {
 impl MdioCounts {
     /// Counts an access at `offset_ns` after the origin that took `latency_ns`.
     pub fn record(&mut self, offset_ns: u64, op: MdioOp, reg: u16, failed: bool, latency_ns: u64) {
-        let window = usize::try_from(offset_ns / WINDOW_NS).unwrap_or(usize::MAX);
-        if window >= self.windows.len() {
-            self.windows.resize(window.saturating_add(1), 0);
-        }
-        if let Some(w) = self.windows.get_mut(window) {
-            *w += 1;
-        }
+        *self.windows.0.entry(offset_ns / WINDOW_NS).or_default() += 1;
         self.total += 1;
         match op {
             MdioOp::Read => self.read_latency.record(latency_ns),
@@ -62,16 +78,15 @@ impl MdioCounts {
 
     /// Mean accesses per second over `windows` windows (the capture's length, rounded up), and
     /// the busiest window: `(mean, peak, index of the peak window)`.
-    pub fn rate(&self, windows: u64) -> (f64, u64, Option<usize>) {
+    pub fn rate(&self, windows: u64) -> (f64, u64, Option<u64>) {
         let mean = self.total as f64 / windows.max(1) as f64;
         let peak = self
             .windows
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)));
+            .nonempty()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
         match peak {
-            Some((i, &n)) if n > 0 => (mean, n, Some(i)),
-            _ => (mean, 0, None),
+            Some((i, n)) => (mean, n, Some(i)),
+            None => (mean, 0, None),
         }
     }
 }
@@ -86,7 +101,8 @@ mod tests {
         m.record(100, MdioOp::Read, 1, false, 36_000_000);
         m.record(900_000_000, MdioOp::Read, 1, true, 600_000_000);
         m.record(2_500_000_000, MdioOp::Write, 0, false, 35_000_000);
-        assert_eq!(m.windows, [2, 0, 1]);
+        assert_eq!(m.windows.nonempty().collect::<Vec<_>>(), [(0, 2), (2, 1)]);
+        assert_eq!((m.windows.get(1), m.windows.max_in(1..=5)), (0, 1));
         assert_eq!(
             m.registers[&1],
             RegisterCount {

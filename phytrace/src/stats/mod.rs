@@ -22,7 +22,7 @@ use serde::Serialize;
 pub use carrier::{CarrierHistory, CarrierUp};
 pub use latency::{Latencies, PERCENTILES, SIGNIFICANT_DIGITS, Summary};
 pub use link::{LinkHistory, LinkUp, StatePeriod};
-pub use mdio::{MdioCounts, RegisterCount, WINDOW_NS};
+pub use mdio::{MdioCounts, RegisterCount, WINDOW_NS, Windows};
 pub use updown::Interval;
 
 use crate::capture::Capture;
@@ -258,7 +258,7 @@ impl Collector {
                 windows,
                 mean_per_s: mean,
                 peak_per_s: peak,
-                peak_window_start_ns: peak_window.map(|i| i as u64 * WINDOW_NS),
+                peak_window_start_ns: peak_window.map(|i| i.saturating_mul(WINDOW_NS)),
                 latency: MdioLatency {
                     read: c.mdio.read_latency.summary(),
                     write: c.mdio.write_latency.summary(),

@@ -145,8 +145,11 @@ fn first_seen(stats: &Collector) -> u64 {
         .phys
         .values()
         .flat_map(|p| {
-            let window = p.mdio.windows.iter().position(|&n| n > 0);
-            [p.link.first_seen_ns(), window.map(|w| w as u64 * WINDOW_NS)]
+            let window = p.mdio.windows.nonempty().next();
+            [
+                p.link.first_seen_ns(),
+                window.map(|(w, _)| w.saturating_mul(WINDOW_NS)),
+            ]
         })
         .flatten()
         .min()

@@ -36,11 +36,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             let (start, end) = axis.column(c);
             let first = start / WINDOW_NS;
             let last = end.saturating_sub(1).max(start) / WINDOW_NS;
-            (first..=last)
-                .filter_map(|w| mdio.windows.get(usize::try_from(w).ok()?))
-                .copied()
-                .max()
-                .unwrap_or(0)
+            mdio.windows.max_in(first..=last)
         })
         .collect();
     let theme = app.theme;

@@ -1,0 +1,4 @@
+//! Helpers shared by the tests that read damaged captures.
+
+pub mod binary;
+pub mod damage;
