@@ -29,6 +29,10 @@ struct Target {
     name: &'static str,
     /// libFuzzer dictionary, relative to `fuzz/`.
     dict: &'static str,
+    /// Seconds one input may run before libFuzzer reports it as a hang.
+    timeout_secs: u32,
+    /// Memory (MiB) past which libFuzzer reports an input as exhausting it.
+    rss_limit_mb: u32,
 }
 
 /// Every fuzz target.
@@ -36,15 +40,24 @@ const TARGETS: &[Target] = &[
     Target {
         name: "capture_reader",
         dict: "capture.dict",
+        timeout_secs: 30,
+        rss_limit_mb: 2048,
+    },
+    // Every command's processing of a capture: its time and memory must not follow the values
+    // inside it, so the limits are tight.
+    Target {
+        name: "capture_commands",
+        dict: "capture.dict",
+        timeout_secs: 10,
+        rss_limit_mb: 512,
     },
     Target {
         name: "spec_parser",
         dict: "spec.dict",
+        timeout_secs: 30,
+        rss_limit_mb: 2048,
     },
 ];
-
-/// Seconds one input may run before libFuzzer reports it as a hang.
-const TIMEOUT_SECS: u32 = 30;
 
 #[derive(clap::Args)]
 pub struct FuzzArgs {
@@ -151,7 +164,8 @@ fn fuzz_target(target: &Target, args: &FuzzArgs, nightly: &str) -> Result<FuzzRe
         .arg("--")
         .arg(format!("-runs={}", args.runs))
         .arg(format!("-max_len={}", args.max_len))
-        .arg(format!("-timeout={TIMEOUT_SECS}"))
+        .arg(format!("-timeout={}", target.timeout_secs))
+        .arg(format!("-rss_limit_mb={}", target.rss_limit_mb))
         .arg(format!("-dict={}", fuzz_dir.join(target.dict).display()))
         .stdin(Stdio::null())
         .stdout(log.try_clone().context("duplicating the log file")?)

@@ -5,7 +5,7 @@
 //! make are `X` slices inside them with the register decoded; `phy_state` and the link are
 //! counter (`C`) tracks, and state changes also instant (`i`) events. Module attach, detach and
 //! lost events are global instants of a `phytrace` process. Each PHY also has an `mdio/s`
-//! counter track (accesses per one-second window, as many windows as the statistics count),
+//! counter track (accesses per one-second window up to a day, then one sample per change),
 //! and `otherData.stats` carries the `phytrace stats` report (`docs/stats.md`). Times are
 //! microseconds since the capture's start.
 
