@@ -60,6 +60,8 @@ fn run(args: &[&str]) -> Cost {
         });
     }
     let started = Instant::now();
+    // Waited for with wait4 below, which also gives its resource usage.
+    #[allow(clippy::zombie_processes)]
     let child = command.spawn().expect("run phytrace");
     let mut status = 0;
     // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
@@ -191,7 +193,7 @@ fn every_command_reads_damaged_captures_within_budget() {
         }
     }
     worst_secs.sort_by(|a, b| b.0.total_cmp(&a.0));
-    worst_rss.sort_by(|a, b| b.0.cmp(&a.0));
+    worst_rss.sort_by_key(|w| std::cmp::Reverse(w.0));
     eprintln!(
         "{} runs; slowest {:.3} s ({}); largest {} KiB ({})",
         worst_secs.len(),
