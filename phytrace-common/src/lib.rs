@@ -234,6 +234,75 @@ pub struct RawNamed {
     pub name: [u8; NAME_LEN],
 }
 
+/// Most call sites of `phy_driver` operations the programs can watch (slots of `CALL_SITES`).
+pub const MAX_CALL_SITES: u32 = 256;
+
+/// [`CallSite::flags`]: the site calls `phydev->drv->OP`; the check reads the op from the
+/// driver bound to the PHY in the first argument. Otherwise the op is read from the
+/// `struct phy_driver` in register [`CallSite::base_reg`].
+pub const SITE_CHECK_BOUND_DRIVER: u16 = 1;
+/// [`CallSite::flags`]: the call reads its target from memory (`call *OFF(%base)`), not from
+/// [`CallSite::target_reg`].
+pub const SITE_TARGET_IN_MEMORY: u16 = 2;
+/// [`CallSite::flags`]: set by the programs when a hit failed the check; the site reports
+/// nothing from then on.
+pub const SITE_DISABLED: u16 = 4;
+
+/// Bit 63 of a callback key: the key was made at a call site (op and target address) rather
+/// than handed out for a probed symbol (small integers).
+pub const CALL_SITE_KEY: u64 = 1 << 63;
+/// Bits of the target address a call-site key keeps: kernel addresses are sign-extended from
+/// below bit 57 (x86_64 with 5-level paging; arm64 at most from bit 52).
+pub const CALL_SITE_ADDRESS_BITS: u32 = 58;
+/// Ops a call-site key can name (the bits between the address and [`CALL_SITE_KEY`]).
+pub const CALL_SITE_OPS: u16 = 32;
+
+/// The callback key of a call to `target` as operation `op` (an index into the loader's op
+/// table).
+pub const fn call_site_key(op: u16, target: u64) -> u64 {
+    CALL_SITE_KEY
+        | ((op as u64 & (CALL_SITE_OPS as u64 - 1)) << CALL_SITE_ADDRESS_BITS)
+        | (target & ((1 << CALL_SITE_ADDRESS_BITS) - 1))
+}
+
+/// The op index and target address a call-site key was made of.
+pub const fn split_call_site_key(key: u64) -> Option<(u16, u64)> {
+    if key & CALL_SITE_KEY == 0 {
+        return None;
+    }
+    let op = ((key >> CALL_SITE_ADDRESS_BITS) & (CALL_SITE_OPS as u64 - 1)) as u16;
+    let low = key & ((1 << CALL_SITE_ADDRESS_BITS) - 1);
+    // Sign-extend from the top kept bit: kernel addresses have all high bits set.
+    let shift = 64 - CALL_SITE_ADDRESS_BITS;
+    Some((op, (((low << shift) as i64) >> shift) as u64))
+}
+
+/// One instruction where phylib calls a `phy_driver` operation, as the programs check it.
+/// Registers are byte offsets into the architecture's `struct pt_regs`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallSite {
+    /// The operation's index in the loader's op table (part of the callback key).
+    pub op: u16,
+    /// `SITE_*` bits.
+    pub flags: u16,
+    /// The operation's offset in `struct phy_driver`.
+    pub op_offset: u32,
+    /// Register holding the call target (unless `SITE_TARGET_IN_MEMORY`).
+    pub target_reg: u32,
+    /// Register holding the `struct phy_driver *` the target was loaded from.
+    pub base_reg: u32,
+    /// Hits that failed the check (the site is disabled at the first).
+    pub mismatches: u32,
+    /// Explicit padding, always zero.
+    pub _pad: u32,
+}
+
+// SAFETY: `CallSite` is `#[repr(C)]` plain integers with no implicit padding; any bit pattern
+// is valid.
+#[cfg(feature = "user")]
+unsafe impl aya::Pod for CallSite {}
+
 /// Byte offsets into kernel structures, read from vmlinux BTF at load time and passed to the
 /// eBPF programs as a global (Rust eBPF has no CO-RE).
 #[repr(C)]
@@ -305,6 +374,21 @@ mod tests {
         assert_eq!(core::mem::offset_of!(RawEvent, kind), 0);
         assert_eq!(core::mem::offset_of!(RawIdentity, kind), 0);
         assert_eq!(core::mem::offset_of!(RawNamed, event), 0);
+    }
+
+    #[test]
+    fn call_site_keys_round_trip() {
+        for target in [
+            0xffff_ffff_8123_4560_u64,
+            0xffff_8000_0810_0000,
+            0xfff0_0000_0000_1000,
+        ] {
+            let key = call_site_key(7, target);
+            assert_eq!(split_call_site_key(key), Some((7, target)));
+            assert_ne!(key & CALL_SITE_KEY, 0);
+        }
+        assert_eq!(split_call_site_key(3), None);
+        assert_eq!(size_of::<CallSite>(), 24);
     }
 
     #[test]

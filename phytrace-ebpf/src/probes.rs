@@ -19,8 +19,9 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::info;
 use phytrace_common::{
-    DROP_COUNTERS, DropCause, KernelOffsets, MAC_RX_PAUSE, MAC_TX_PAUSE, MAX_CALLBACK_DEPTH,
-    RawEvent, RawIdentity, RawKind, RawNamed,
+    CallSite, DROP_COUNTERS, DropCause, KernelOffsets, MAC_RX_PAUSE, MAC_TX_PAUSE, MAX_CALL_SITES,
+    MAX_CALLBACK_DEPTH, RawEvent, RawIdentity, RawKind, RawNamed, SITE_CHECK_BOUND_DRIVER,
+    SITE_DISABLED, SITE_TARGET_IN_MEMORY, call_site_key,
 };
 
 /// Struct offsets, overridden by the loader from vmlinux BTF.
@@ -84,6 +85,8 @@ struct ThreadState {
     /// Callbacks entered on a full stack, not yet returned.
     too_deep: u32,
     frames: [Frame; MAX_CALLBACK_DEPTH],
+    /// Stack pointers of the first of those (a call site's return is told by it).
+    deep_sps: [u64; MAX_CALLBACK_DEPTH],
     /// The MDIO access in flight (entry time 0: none).
     mdio_ts: u64,
     mdio_bus: u64,
@@ -706,26 +709,40 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     let Some(phydev) = ctx.arg::<u64>(0) else {
         return 0;
     };
+    enter_callback(entry_sp(&ctx), phydev, attach_cookie(&ctx));
+    0
+}
+
+#[kretprobe]
+pub fn callback_exit(ctx: RetProbeContext) -> u32 {
+    exit_callback(return_sp(&ctx), ctx.ret::<i32>(), Unmatched::Lost);
+    0
+}
+
+/// A callback entered at stack pointer `sp` on `phydev`, named by `key`: pushes its frame and
+/// records the entry.
+fn enter_callback(sp: u64, phydev: u64, key: u64) {
     // No room for this thread: its return, finding nothing, counts the loss.
     let tid = tid();
     let Some(state) = thread_state() else {
-        return 0;
+        return;
     };
-    let sp = entry_sp(&ctx);
     // Frames at or below this entry's stack pointer are not its callers: stale.
     if drop_stale(state, sp, true) > 0 {
         state.too_deep = 0;
     }
     let depth = state.depth as usize;
     if depth >= callback_depth() {
+        if (state.too_deep as usize) < MAX_CALLBACK_DEPTH {
+            state.deep_sps[frame_index(state.too_deep as usize)] = sp;
+        }
         state.too_deep += 1;
         count_drop(DropCause::TooDeep);
-        return 0;
+        return;
     }
     let off = offsets();
-    let key = attach_cookie(&ctx);
     let Some(view) = view_and_name(off, phydev, VIEW_CALLBACK) else {
-        return 0;
+        return;
     };
     let mut event = RawEvent::ZERO;
     view.fill(&mut event);
@@ -741,7 +758,7 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     };
     state.depth += 1;
     let Some(mut entry) = reserve_for(RawKind::CallbackEnter, tid) else {
-        return 0;
+        return;
     };
     // SAFETY: `reserve` initialised the entry.
     let record = unsafe { entry.assume_init_mut() };
@@ -753,18 +770,30 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     record.speed = event.speed;
     record.duplex = event.duplex;
     entry.submit(0);
-    0
 }
 
-#[kretprobe]
-pub fn callback_exit(ctx: RetProbeContext) -> u32 {
+/// What a return that matches no open frame means.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unmatched {
+    /// A function's return: every return seen had its entry seen, so a return without a frame
+    /// lost it (or was entered on a full stack).
+    Lost,
+    /// An instruction after a call site, which the code also reaches without the call: only
+    /// a return at the very stack pointer of a call entered on a full stack is one.
+    Expected,
+}
+
+/// A callback returned `ret` at stack pointer `sp` (the one its entry saw): pops its frame and
+/// records the return.
+fn exit_callback(sp: u64, ret: i32, unmatched: Unmatched) {
     let tid = tid();
     let Some(state) = thread_state() else {
         // No room for its thread's state: the frame is lost.
-        count_drop(DropCause::MapFull);
-        return 0;
+        if unmatched == Unmatched::Lost {
+            count_drop(DropCause::MapFull);
+        }
+        return;
     };
-    let sp = return_sp(&ctx);
     // Frames entered below this return's entry returned unseen.
     drop_stale(state, sp, false);
     let depth = state.depth as usize;
@@ -772,19 +801,26 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
         // Not a frame of the stack: the return of a call entered on a full stack, or one whose
         // frame was lost with its thread's entry (evicted, re-created since). The entry
         // probe is armed before the return probe: every return seen had its entry seen.
-        if state.too_deep > 0 {
-            state.too_deep -= 1;
-        } else {
-            count_drop(DropCause::MapFull);
+        let deep = state.too_deep as usize;
+        match unmatched {
+            Unmatched::Lost if deep > 0 => state.too_deep -= 1,
+            Unmatched::Lost => count_drop(DropCause::MapFull),
+            Unmatched::Expected
+                if deep > 0
+                    && deep <= MAX_CALLBACK_DEPTH
+                    && state.deep_sps[frame_index(deep - 1)] == sp =>
+            {
+                state.too_deep -= 1
+            }
+            Unmatched::Expected => {}
         }
-        return 0;
+        return;
     }
     let frame = state.frames[frame_index(depth - 1)];
     state.depth -= 1;
     state.too_deep = 0;
 
     let off = offsets();
-    let ret = ctx.ret::<i32>();
     let view = view_and_name(off, frame.phydev, VIEW_CALLBACK);
     if let Some(mut entry) = reserve_for(RawKind::CallbackExit, tid) {
         // SAFETY: `reserve` initialised the entry.
@@ -800,6 +836,85 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
         }
         entry.submit(0);
     }
+}
+
+/// The call sites of `phy_driver` operations, indexed by the cookie their probes carry; filled
+/// by the loader.
+#[map]
+static CALL_SITES: Array<CallSite> = Array::with_max_entries(MAX_CALL_SITES, 0);
+
+/// Byte offset of the first argument register in `struct pt_regs` (`di`; arm64: `regs[0]`).
+#[cfg(bpf_target_arch = "x86_64")]
+const ARG0_REG: u32 = 112;
+#[cfg(not(bpf_target_arch = "x86_64"))]
+const ARG0_REG: u32 = 0;
+/// Byte offset of the return value register in `struct pt_regs` (`ax`; arm64: `regs[0]`).
+#[cfg(bpf_target_arch = "x86_64")]
+const RETURN_REG: u32 = 80;
+#[cfg(not(bpf_target_arch = "x86_64"))]
+const RETURN_REG: u32 = 0;
+
+/// A probe's `pt_regs` as a plain address: the verifier forbids arithmetic on the context
+/// pointer, and the registers a call site names are known only at run time.
+fn regs_address(regs: *const core::ffi::c_void) -> u64 {
+    untyped(regs as u64)
+}
+
+/// The register at byte offset `reg` of the `pt_regs` at `regs` (see [`regs_address`]).
+fn register(regs: u64, reg: u32) -> u64 {
+    read_at::<u64>(regs, reg & 0xff8)
+}
+
+/// phylib is about to call a driver operation at a call site (the cookie): checks that the
+/// target is what the PHY's driver (or the `phy_driver` the op was loaded from) holds for the
+/// op, then enters the callback it names.
+#[kprobe]
+pub fn call_site_enter(ctx: ProbeContext) -> u32 {
+    let index = attach_cookie(&ctx) as u32;
+    let Some(site) = CALL_SITES.get_ptr_mut(index) else {
+        return 0;
+    };
+    // SAFETY: an element of an array map, valid for the program's run; a racing update of
+    // the flags from another CPU only disables the site twice.
+    let site = unsafe { &mut *site };
+    if site.flags & SITE_DISABLED != 0 {
+        return 0;
+    }
+    let regs = regs_address(ctx.regs.cast());
+    let phydev = register(regs, ARG0_REG);
+    let target = if site.flags & SITE_TARGET_IN_MEMORY != 0 {
+        read_at::<u64>(register(regs, site.base_reg), site.op_offset)
+    } else {
+        register(regs, site.target_reg)
+    };
+    let driver = if site.flags & SITE_CHECK_BOUND_DRIVER != 0 {
+        read_at::<u64>(phydev, offsets().phy_drv)
+    } else {
+        register(regs, site.base_reg)
+    };
+    if target == 0 || driver == 0 || read_at::<u64>(driver, site.op_offset) != target {
+        site.mismatches += 1;
+        site.flags |= SITE_DISABLED;
+        return 0;
+    }
+    enter_callback(entry_sp(&ctx), phydev, call_site_key(site.op, target));
+    0
+}
+
+/// The instruction after a call site ran: the return of the call entered at this stack
+/// pointer, if there was one (the code also gets here without the call).
+#[kprobe]
+pub fn call_site_exit(ctx: ProbeContext) -> u32 {
+    let ret = register(regs_address(ctx.regs.cast()), RETURN_REG) as i32;
+    exit_callback(entry_sp(&ctx), ret, Unmatched::Expected);
+    0
+}
+
+/// A function that tail-calls a driver operation returned: the operation's return, if it was
+/// called (its frame is at the function's entry stack pointer).
+#[kretprobe]
+pub fn call_site_tail_exit(ctx: RetProbeContext) -> u32 {
+    exit_callback(return_sp(&ctx), ctx.ret::<i32>(), Unmatched::Expected);
     0
 }
 

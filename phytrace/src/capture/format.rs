@@ -60,6 +60,22 @@ pub struct Header {
     /// How the records after this line are stored (absent before version 4: `jsonl`).
     #[serde(default, skip_serializing_if = "Encoding::is_jsonl")]
     pub encoding: Encoding,
+    /// How driver callbacks were probed: `callsite` (at phylib's calls of each op) or
+    /// `symbol` (on the Rust drivers' callbacks); absent: `symbol`, or none could be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_probes: Option<String>,
+    /// The call sites probed (`callsite` only): `function+0xOFF` and the op it calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub call_sites: Vec<CallSiteEntry>,
+}
+
+/// A call site of a driver op probed by the session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallSiteEntry {
+    /// The call instruction, `function+0xOFF`.
+    pub call: String,
+    /// The `phy_driver` op called there.
+    pub op: String,
 }
 
 /// How a capture stores its records after the header line.
@@ -132,6 +148,8 @@ impl Header {
             arming: Vec::new(),
             mdio_probes: None,
             encoding: Encoding::Jsonl,
+            callback_probes: None,
+            call_sites: Vec::new(),
         }
     }
 

@@ -4,11 +4,13 @@
 use std::fmt::Write as _;
 use std::{fs, path::Path, process::ExitCode};
 
+use anyhow::Context as _;
+
 use crate::{
     exit::FailureKind,
     output,
     probe::{
-        attach, btf,
+        attach, btf, call_site_probes,
         error::{Cause, ProbeError},
         loader,
         mdio_probes::{self, MdioChoice},
@@ -126,7 +128,12 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         kprobes,
         events,
     ];
-    checks.push(unless(kprobe_blocked, RUST_KPROBE, rust_kprobe));
+    let call_sites = unless(kprobe_blocked, CALL_SITES, call_site_kprobe);
+    checks.push(callbacks_either_way(
+        unless(kprobe_blocked, RUST_KPROBE, rust_kprobe),
+        &call_sites,
+    ));
+    checks.push(call_sites);
     checks.push(unless(load_blocked, MDIO_PROBES, mdio_attach));
     checks.push(driver_module(&args.module));
     checks.push(unless(kprobe_blocked, PIPELINE, pipeline));
@@ -325,6 +332,62 @@ fn rust_kprobe() -> Check {
         Ok(()) => Check::ok(RUST_KPROBE, format!("attached to {shown:#}")),
         Err(err) => Check::fail(RUST_KPROBE, format!("{err:#}"), fix_for(&err, REPORT)),
     }
+}
+
+/// Name of the check that attaches a kprobe at a call site of a driver op.
+const CALL_SITES: &str = "call-site probes";
+
+/// Finds phylib's call sites of the driver ops and attaches the entry program to the first.
+fn call_site_kprobe() -> Check {
+    let outcome = fs::read_to_string(symbols::KALLSYMS)
+        .map_err(anyhow::Error::from)
+        .and_then(|kallsyms| {
+            let btf = btf::KernelBtf::running()?;
+            let (discovery, _) = call_site_probes::discover(&btf, &kallsyms)?;
+            let first = discovery.sites.first().context("no call site")?;
+            let mut ebpf = loader::load(&loader::LoadOptions::new(4096, btf.offsets()?))?;
+            attach::loaded_kprobe(&mut ebpf, call_site_probes::PROGRAMS[0])?
+                .attach(&first.function, u64::from(first.found.offset))
+                .with_context(|| format!("attaching a kprobe at {}", first.place()))?;
+            Ok(discovery)
+        });
+    match outcome {
+        Ok(discovery) => {
+            let missing = discovery.ops_without_sites();
+            Check::ok(
+                CALL_SITES,
+                format!(
+                    "{} call sites of driver ops in phylib's code, kprobes accepted{}",
+                    discovery.sites.len(),
+                    if missing.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (no site for {})", missing.join(", "))
+                    }
+                ),
+            )
+        }
+        Err(err) => Check::warn(
+            CALL_SITES,
+            format!("{err:#}"),
+            "callbacks are traced on the Rust drivers' symbols only (`phytrace probes` lists the sites)",
+        ),
+    }
+}
+
+/// A refused kprobe in Rust code is no failure where the call sites trace the callbacks.
+fn callbacks_either_way(rust: Check, call_sites: &Check) -> Check {
+    if rust.status != Status::Fail || call_sites.status != Status::Ok {
+        return rust;
+    }
+    Check::warn(
+        RUST_KPROBE,
+        format!(
+            "{}; callbacks are traced at phylib's call sites instead",
+            rust.detail
+        ),
+        rust.fix.unwrap_or_default(),
+    )
 }
 
 /// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why.

@@ -13,7 +13,9 @@ pub mod tui;
 
 use std::path::PathBuf;
 
-use crate::probe::{mdio_probes::MdioChoice, tracer::TracerOptions};
+use crate::probe::{
+    call_site_probes::CallbackChoice, mdio_probes::MdioChoice, tracer::TracerOptions,
+};
 
 /// Which driver modules a live session follows and where their callbacks are read before the
 /// modules load (see docs/plug-in.md).
@@ -34,6 +36,12 @@ pub struct FollowArgs {
     /// `kprobe`, or `auto` (fentry where the kernel allows it).
     #[arg(long, value_enum, default_value_t = MdioChoice::Auto, value_name = "HOW")]
     pub mdio_probes: MdioChoice,
+    /// How to probe driver callbacks: `callsite` (at phylib's calls of each `phy_driver` op:
+    /// every driver, C or Rust, on kernels that refuse kprobes in Rust code), `symbol` (on
+    /// the Rust drivers' `Adapter<T>::*_callback`), or `auto` (symbol where the kernel takes
+    /// kprobes in Rust code, else callsite).
+    #[arg(long, value_enum, default_value_t = CallbackChoice::Auto, value_name = "HOW")]
+    pub callback_probes: CallbackChoice,
     /// Calls in flight each callback's return probe has room for (kretprobe maxactive);
     /// calls beyond it return unseen and are counted as `missed_return`. Default: max(64,
     /// 8 × CPUs).
@@ -53,6 +61,7 @@ impl FollowArgs {
             module_files: self.module_files.clone(),
             module_tree: self.module_tree.clone(),
             mdio: self.mdio_probes,
+            callbacks: self.callback_probes,
             max_active: self.max_active,
             callback_depth: self.callback_depth,
         }

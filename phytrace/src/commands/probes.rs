@@ -8,8 +8,56 @@ use anyhow::Result;
 use crate::{
     exit::{Failure, FailureKind},
     output,
-    probe::{btf, mdio_probes, symbols},
+    probe::{
+        btf, call_site_probes,
+        callsites::{OPS, Return},
+        mdio_probes, symbols,
+    },
 };
+
+/// Lists phylib's call sites of each driver op (`--callback-probes callsite`), or why they
+/// cannot be found.
+fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
+    writeln!(
+        out,
+        "Call sites of phy_driver operations (decoded from the kernel text in /proc/kcore):"
+    )?;
+    let found =
+        btf::KernelBtf::running().and_then(|btf| call_site_probes::discover(&btf, kallsyms));
+    let (discovery, _) = match found {
+        Ok(found) => found,
+        Err(err) => {
+            writeln!(out, "  unavailable: {err:#}")?;
+            return Ok(());
+        }
+    };
+    writeln!(out, "  {:<44} {:<20} RETURN SEEN AT", "CALL", "OP")?;
+    for site in &discovery.sites {
+        let ret = match site.found.ret {
+            Return::After(offset) => format!("{}+{offset:#x}", site.function),
+            Return::Tail => format!("{} returning (a tail call)", site.function),
+        };
+        writeln!(out, "  {:<44} {:<20} {ret}", site.place(), site.op())?;
+    }
+    writeln!(
+        out,
+        "  {} call sites of {} ops, in {} functions that touch a PHY's driver ({} KiB of text searched)",
+        discovery.sites.len(),
+        OPS.len() - discovery.ops_without_sites().len(),
+        discovery.functions_decoded,
+        discovery.text_bytes / 1024
+    )?;
+    let missing = discovery.ops_without_sites();
+    if !missing.is_empty() {
+        writeln!(
+            out,
+            "  no call site through phydev->drv for: {} (not traced at call sites on this \
+             kernel; `--callback-probes symbol` traces a Rust driver's where the kernel allows)",
+            missing.join(", ")
+        )?;
+    }
+    Ok(())
+}
 
 /// Arguments of `phytrace probes`.
 #[derive(clap::Args, Debug)]
@@ -125,6 +173,9 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
             "  (on kprobes: Rust functions have no ftrace site and Rust modules no BTF)"
         )?;
     }
+
+    writeln!(out)?;
+    call_sites_section(&mut out, &kallsyms)?;
 
     writeln!(out)?;
     writeln!(out, "MDIO bus accessors:")?;

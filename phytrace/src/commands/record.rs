@@ -12,7 +12,7 @@ use super::FollowArgs;
 use crate::{
     capture::Encoding,
     event::{Guarantee, PhyFilter},
-    probe::loader::DEFAULT_RING_SIZE,
+    probe::{call_site_probes::CallbackProbes, loader::DEFAULT_RING_SIZE},
     recording::{self, DEFAULT_ENCODING, Progress, Recorded, Recording, Stop},
 };
 
@@ -80,18 +80,24 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 tracer.waiting_for(),
                 tracer.arming(),
                 *attached_in,
+                tracer.callback_probes().map(|probes| probes.name()),
+                tracer.call_sites().map_or(0, |sites| sites.sites().len()),
             )),
             Progress::Note(_) => None,
         };
         print_progress(&args.output, p);
-        if let (Some(status), Some((mdio_probes, waiting_for, arming, attached_in))) =
-            (&mut status, started)
+        if let (
+            Some(status),
+            Some((mdio_probes, waiting_for, arming, attached_in, callback_probes, call_sites)),
+        ) = (&mut status, started)
         {
             status.write(&serde_json::json!({
                 "status": "recording",
                 "output": args.output,
                 "attached_ms": attached_in.as_millis() as u64,
                 "mdio_probes": mdio_probes,
+                "callback_probes": callback_probes,
+                "call_sites": call_sites,
                 "waiting_for": waiting_for,
                 "arming": arming,
             }));
@@ -180,8 +186,17 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
         );
     }
     let waiting = tracer.waiting_for();
+    let callbacks = match (tracer.callback_probes(), tracer.call_sites()) {
+        (Some(CallbackProbes::Callsite), Some(sites)) => format!(
+            "callback probes (callsite) at {} call sites found in {} ms",
+            sites.sites().len(),
+            startup.call_sites_found.as_millis()
+        ),
+        (Some(probes), _) => format!("callback probes ({})", probes.name()),
+        (None, _) => "no callback probes".to_owned(),
+    };
     eprintln!(
-        "phytrace: recording to {} (attached in {} ms: BTF {} ms, load {} ms with MDIO probes ({}) attached meanwhile in {} ms, modules {} ms{})",
+        "phytrace: recording to {} with {callbacks} (attached in {} ms: BTF {} ms, load {} ms with MDIO probes ({}) attached meanwhile in {} ms, modules {} ms{})",
         output.display(),
         attached_in.as_millis(),
         startup.btf.as_millis(),

@@ -216,6 +216,16 @@ impl KernelBtf {
         Ok(place.byte())
     }
 
+    /// The byte offset of `path` in `struct root` (an error names a missing member).
+    pub fn member_offset(&self, root: &str, path: &[&str]) -> Result<u32> {
+        self.offset(root, path)
+    }
+
+    /// The offset of operation `op` in `struct phy_driver`, if this kernel has it.
+    pub fn phy_driver_op(&self, op: &str) -> Option<u32> {
+        self.offset("phy_driver", &[op]).ok()
+    }
+
     /// The offsets the eBPF programs need.
     pub fn offsets(&self) -> Result<KernelOffsets> {
         let link = self.place("phy_device", &["link"])?;

@@ -58,6 +58,11 @@ impl Decoder {
         }
     }
 
+    /// Whether it was taught `key`.
+    pub fn knows(&self, key: u64) -> bool {
+        self.callbacks.contains_key(&key)
+    }
+
     /// How many keys it was taught (counting a key taught another callback again).
     pub fn key_count(&self) -> usize {
         self.keys.len()

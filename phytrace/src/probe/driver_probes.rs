@@ -155,6 +155,22 @@ impl DriverProbes {
         Ok(())
     }
 
+    /// Attaches kprobe program `program` to `place` (`function+0xOFF` or a function of
+    /// vmlinux), on return if `on_return`, with `cookie`.
+    pub fn arm_site(
+        &mut self,
+        ebpf: &mut Ebpf,
+        program: &str,
+        name: &str,
+        on_return: bool,
+        place: &str,
+        cookie: u64,
+    ) -> Result<()> {
+        let probe = self.probe(ebpf, program, name, on_return, (None, place), cookie)?;
+        self.functions.push(probe);
+        Ok(())
+    }
+
     /// Defines an event named after `name` on `place` (module, symbol), on entry or on return,
     /// and attaches kprobe program `program` to it with `cookie`.
     fn probe(
@@ -181,6 +197,25 @@ impl DriverProbes {
             .map_err(refused)?;
         let link = trace_events::attach(fd.as_fd(), id, cookie, &name).map_err(refused)?;
         Ok(ArmedEvent { name, link })
+    }
+
+    /// Whether the kernel takes kprobes in Rust code: a probe on a Rust function of vmlinux
+    /// (the `kernel` crate) is defined and removed. Kernels built without
+    /// `CONFIG_KPROBE_EVENTS_ON_NOTRACE` refuse it (Rust code has no ftrace site), as do
+    /// kernels without Rust.
+    pub fn takes_rust_symbols(&mut self) -> bool {
+        let Some(symbol) = std::fs::read_to_string(super::symbols::KALLSYMS)
+            .ok()
+            .and_then(|text| first_rust_function(&text).map(str::to_owned))
+        else {
+            return false;
+        };
+        let name = "rust_check";
+        let taken = self.group.define(name, Probe::Entry, None, &symbol).is_ok();
+        if taken {
+            self.group.remove(name);
+        }
+        taken
     }
 
     /// Removes `module`'s probes.
@@ -215,6 +250,16 @@ impl DriverProbes {
     pub fn modules(&self) -> impl Iterator<Item = (&String, &ArmedModule)> {
         self.modules.iter()
     }
+}
+
+/// The first Rust function of vmlinux in kallsyms text.
+fn first_rust_function(kallsyms: &str) -> Option<&str> {
+    kallsyms.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (_, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
+        (kind.eq_ignore_ascii_case("t") && name.starts_with("_R") && fields.next().is_none())
+            .then_some(name)
+    })
 }
 
 /// A trace event the kernel refused, as the failure phytrace exits with.

@@ -37,7 +37,8 @@ pub enum Cause {
     NoBpfSyscall,
     /// No BPF programs on kprobes (EINVAL loading a kprobe program).
     NoBpfEvents,
-    /// A kprobe on a Rust function refused with EIO: it has no ftrace site.
+    /// A kprobe on a Rust function refused (EIO in 6.12, EINVAL since): it has no ftrace site
+    /// and the kernel lacks `CONFIG_KPROBE_EVENTS_ON_NOTRACE`.
     NotraceKprobe,
     /// Not permitted (EPERM, EACCES).
     NotPermitted,
@@ -54,7 +55,9 @@ impl Cause {
             (Stage::Load | Stage::LoadKprobe, libc::ENOSYS) => Some(Self::NoBpfSyscall),
             (_, libc::EPERM | libc::EACCES) => Some(Self::NotPermitted),
             (Stage::LoadKprobe, libc::EINVAL) => Some(Self::NoBpfEvents),
-            (Stage::AttachKprobe { rust_symbol: true }, libc::EIO) => Some(Self::NotraceKprobe),
+            (Stage::AttachKprobe { rust_symbol: true }, libc::EIO | libc::EINVAL) => {
+                Some(Self::NotraceKprobe)
+            }
             (Stage::AttachKprobe { .. }, libc::ENOENT | libc::EINVAL) => Some(Self::NoSymbol),
             _ => None,
         }
@@ -69,8 +72,12 @@ impl Cause {
             Self::NoBpfEvents => {
                 "boot a kernel built with CONFIG_BPF_EVENTS=y (BPF programs on kprobes)".to_owned()
             }
-            Self::NotraceKprobe => "rebuild the kernel with CONFIG_KPROBE_EVENTS_ON_NOTRACE=y \
-                                    (Rust functions have no ftrace site)"
+            Self::NotraceKprobe => "this kernel refuses kprobes in Rust code (Rust functions \
+                                    have no ftrace site, and it is built without \
+                                    CONFIG_KPROBE_EVENTS_ON_NOTRACE): trace callbacks at \
+                                    phylib's call sites (`--callback-probes callsite`, chosen \
+                                    by `auto` on such a kernel), or rebuild the kernel with \
+                                    CONFIG_KPROBE_EVENTS_ON_NOTRACE=y"
                 .to_owned(),
             Self::NotPermitted => format!(
                 "run as root, or give phytrace {} (`{}`)",
@@ -153,7 +160,8 @@ mod tests {
             (rust, libc::EIO, Some(Cause::NotraceKprobe)),
             (other, libc::EIO, None),
             (other, libc::ENOENT, Some(Cause::NoSymbol)),
-            (rust, libc::EINVAL, Some(Cause::NoSymbol)),
+            (rust, libc::EINVAL, Some(Cause::NotraceKprobe)),
+            (other, libc::EINVAL, Some(Cause::NoSymbol)),
             (Stage::Attach, libc::ENOENT, None),
         ];
         for (stage, errno, cause) in cases {

@@ -3,6 +3,8 @@
 
 pub mod attach;
 pub mod btf;
+pub mod call_site_probes;
+pub mod callsites;
 pub mod decode;
 pub mod driver_probes;
 pub mod error;

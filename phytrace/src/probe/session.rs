@@ -2,7 +2,7 @@
 //! header naming this host, the probes attached and the kernel's `phy_state` names.
 
 use super::tracer::{Tracer, monotonic_ns};
-use crate::capture::format::{ArmingEntry, ClockRef, Header, ProbeEntry};
+use crate::capture::format::{ArmingEntry, CallSiteEntry, ClockRef, Header, ProbeEntry};
 
 /// The monotonic clock and the wall clock, read back to back.
 pub fn clock_now() -> ClockRef {
@@ -30,6 +30,19 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
         .collect();
     let mut header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
     header.mdio_probes = Some(tracer.mdio_probes());
+    header.callback_probes = tracer
+        .callback_probes()
+        .map(|probes| probes.name().to_owned());
+    header.call_sites = tracer.call_sites().map_or_else(Vec::new, |sites| {
+        sites
+            .sites()
+            .iter()
+            .map(|site| CallSiteEntry {
+                call: site.place(),
+                op: site.op().to_owned(),
+            })
+            .collect()
+    });
     header.arming = tracer
         .arming()
         .into_iter()

@@ -4,6 +4,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet, VecDeque},
+    fs,
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
@@ -20,6 +21,7 @@ use tokio::io::unix::AsyncFd;
 use super::{
     attach::{Programs, attach},
     btf::{self, PhyStates},
+    call_site_probes::{self, CallSiteProbes, CallbackChoice, CallbackProbes},
     decode::{Decoder, c_string},
     driver_probes::{self, DriverProbes},
     error::Stage,
@@ -110,6 +112,8 @@ pub struct TracerOptions {
     pub module_tree: Option<PathBuf>,
     /// How to probe the MDIO accessors.
     pub mdio: MdioChoice,
+    /// How to probe driver callbacks.
+    pub callbacks: CallbackChoice,
     /// Calls in flight each callback's return probe has room for (default: see
     /// [`super::driver_probes::default_max_active`]).
     pub max_active: Option<u32>,
@@ -129,8 +133,12 @@ pub struct StartupTimings {
     /// while the other programs were being loaded.
     pub mdio: Duration,
     /// Finding driver modules and arming their callbacks (kallsyms and module files are read
-    /// meanwhile during the phases before: only what is left of that is waited for here).
+    /// meanwhile during the phases before: only what is left of that is waited for here), or
+    /// finding and arming the call sites.
     pub modules: Duration,
+    /// Of `modules`, with call-site probes: finding the sites (reading and decoding the
+    /// kernel text).
+    pub call_sites_found: Duration,
 }
 
 /// How a followed module is traced.
@@ -268,6 +276,10 @@ pub struct Tracer {
     last_read: Read,
     states: PhyStates,
     startup: StartupTimings,
+    /// The call sites armed, when callbacks are probed there.
+    call_sites: Option<CallSiteProbes>,
+    /// Which callback probes ran (`None`: none could be armed).
+    callback_probes: Option<CallbackProbes>,
 }
 
 /// What one read of the ring buffer found.
@@ -384,13 +396,70 @@ impl Tracer {
             last_read: Read::Nothing,
             states,
             startup,
+            call_sites: None,
+            callback_probes: None,
         };
         let built_in = prefetched.built_in.clone();
-        tracer.arm_at_start(prefetched)?;
-        tracer.attach_loaded_meanwhile()?;
+        tracer.arm_callbacks(&kernel_btf, prefetched)?;
         tracer.arm_mac(&built_in);
         tracer.startup.modules = lap();
         Ok(tracer)
+    }
+
+    /// Arms the callback probes `options.callbacks` asks for. Callbacks that cannot be traced
+    /// are said in a note; MDIO and the MAC side are traced all the same.
+    fn arm_callbacks(&mut self, btf: &btf::KernelBtf, prefetched: Prefetched) -> Result<()> {
+        let choice = self.options.callbacks;
+        let use_call_sites = match choice {
+            CallbackChoice::Callsite => true,
+            CallbackChoice::Symbol => false,
+            CallbackChoice::Auto => !self.probes.takes_rust_symbols(),
+        };
+        if use_call_sites {
+            let started = Instant::now();
+            let armed = fs::read_to_string(symbols::KALLSYMS)
+                .with_context(|| format!("reading {}", symbols::KALLSYMS))
+                .and_then(|text| call_site_probes::discover(btf, &text))
+                .and_then(|found| {
+                    self.startup.call_sites_found = started.elapsed();
+                    CallSiteProbes::arm(&mut self.ebpf, &mut self.probes, found, &mut self.notes)
+                });
+            match armed {
+                Ok(sites) => {
+                    self.call_sites = Some(sites);
+                    self.callback_probes = Some(CallbackProbes::Callsite);
+                    return Ok(());
+                }
+                Err(err) if choice == CallbackChoice::Callsite => return Err(err),
+                Err(err) => self.notes.push(format!(
+                    "callbacks are not traced at phylib's call sites ({err:#}): trying the Rust symbols"
+                )),
+            }
+        }
+        match self
+            .arm_at_start(prefetched)
+            .and_then(|()| self.attach_loaded_meanwhile())
+        {
+            Ok(()) => self.callback_probes = Some(CallbackProbes::Symbol),
+            Err(err) if choice == CallbackChoice::Symbol => return Err(err),
+            Err(err) => {
+                self.probes.disarm_all();
+                self.notes.push(format!(
+                    "driver callbacks are not traced ({err:#}); MDIO and the MAC side are"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Which callback probes run (`None`: callbacks are not traced).
+    pub fn callback_probes(&self) -> Option<CallbackProbes> {
+        self.callback_probes
+    }
+
+    /// The call sites armed, if callbacks are probed there.
+    pub fn call_sites(&self) -> Option<&CallSiteProbes> {
+        self.call_sites.as_ref()
     }
 
     /// Arms the live followed modules from kallsyms (their `Attached` events wait in `held`)
@@ -652,6 +721,9 @@ impl Tracer {
                 self.module_changed(kind, &named, out)?;
                 continue;
             }
+            if let Some(sites) = &mut self.call_sites {
+                sites.teach(&mut self.decoder, &parsed);
+            }
             out.record(&mut self.decoder, &record, &parsed);
         }
         Ok(Read::Backlog)
@@ -677,7 +749,8 @@ impl Tracer {
             }
             return Ok(());
         }
-        if !modules::follows(&self.options.modules, &module)
+        if self.callback_probes != Some(CallbackProbes::Symbol)
+            || !modules::follows(&self.options.modules, &module)
             || self.live.contains(&module)
             || (self.options.modules.is_empty()
                 && self.probes.armed(&module).is_none()

@@ -1,0 +1,241 @@
+//! The probes at phylib's call sites of driver operations ([`super::callsites`]): one kprobe on
+//! each call instruction, one on the instruction it returns to (or a return probe on the
+//! function, for a tail call), all in C code with an ftrace site, so that kernels refusing
+//! kprobes in Rust code take them, and armed before any PHY driver loads.
+//!
+//! A hit names its callback by op and called address (`phytrace_common::call_site_key`);
+//! the address is named here, through kallsyms, the first time it is seen.
+
+use std::{fs, path::Path};
+
+use anyhow::{Context as _, Result};
+use aya::{Ebpf, maps::Array};
+use phytrace_common::{
+    CallSite as SiteRecord, MAX_CALL_SITES, RawKind, SITE_CHECK_BOUND_DRIVER, SITE_DISABLED,
+    SITE_TARGET_IN_MEMORY, split_call_site_key,
+};
+
+use super::{
+    btf::KernelBtf,
+    callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
+    decode::Decoder,
+    driver_probes::DriverProbes,
+    error::ProbeError,
+    raw::Record,
+    symbols::{self, KALLSYMS},
+};
+use crate::event::Callback;
+
+/// How driver callbacks are to be probed (`--callback-probes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CallbackChoice {
+    /// Symbol probes where the kernel takes kprobes in Rust code, else call sites.
+    #[default]
+    Auto,
+    /// At phylib's call sites: every driver, C or Rust.
+    Callsite,
+    /// On the Rust drivers' `Adapter<T>::*_callback` symbols.
+    Symbol,
+}
+
+/// Which callback probes a session runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallbackProbes {
+    Callsite,
+    Symbol,
+}
+
+impl CallbackProbes {
+    /// The name `record`, `probes` and the capture use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Callsite => "callsite",
+            Self::Symbol => "symbol",
+        }
+    }
+}
+
+/// The programs: the call's entry, the return after it, a tail call's return.
+pub const PROGRAMS: [&str; 3] = ["call_site_enter", "call_site_exit", "call_site_tail_exit"];
+
+/// Finds the running kernel's call sites (kallsyms text and `/proc/kcore`).
+pub fn discover(btf: &KernelBtf, kallsyms: &str) -> Result<(Discovery, TextSymbols)> {
+    let symbols = TextSymbols::parse(kallsyms);
+    let layout = Layout::from_btf(btf)?;
+    let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
+        .map_err(|err| text_refused(&err))?;
+    let discovery = callsites::discover(&symbols, &mut kcore, &layout, Isa::native())
+        .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
+    if discovery.sites.is_empty() {
+        return Err(ProbeError::unavailable(format!(
+            "no call site of a phy_driver operation found in {} bytes of kernel text \
+             ({} functions decoded): is phylib built in (CONFIG_PHYLIB=y)?",
+            discovery.text_bytes, discovery.functions_decoded
+        ))
+        .into());
+    }
+    Ok((discovery, symbols))
+}
+
+/// Reading the kernel text was refused: why, and the fix.
+fn text_refused(err: &std::io::Error) -> anyhow::Error {
+    let why = match err.raw_os_error() {
+        Some(libc::EPERM | libc::EACCES) => format!(
+            "{}: {err}: reading the kernel's code needs CAP_SYS_RAWIO (run as root), and a \
+             kernel not locked down against reading its memory (lockdown=integrity or none)",
+            callsites::text::KCORE
+        ),
+        Some(libc::ENOENT) => format!(
+            "{} is missing: the kernel was built without CONFIG_PROC_KCORE",
+            callsites::text::KCORE
+        ),
+        _ => format!("reading {}: {err}", callsites::text::KCORE),
+    };
+    ProbeError::unavailable(why).into()
+}
+
+/// The call sites armed in this session.
+pub struct CallSiteProbes {
+    sites: Vec<CallSite>,
+    symbols: TextSymbols,
+}
+
+impl CallSiteProbes {
+    /// Fills the programs' site table and arms every site of `discovery` (at most
+    /// [`MAX_CALL_SITES`]; more are reported in `notes`).
+    pub fn arm(
+        ebpf: &mut Ebpf,
+        probes: &mut DriverProbes,
+        (discovery, symbols): (Discovery, TextSymbols),
+        notes: &mut Vec<String>,
+    ) -> Result<Self> {
+        let mut sites = discovery.sites;
+        if sites.len() > MAX_CALL_SITES as usize {
+            notes.push(format!(
+                "{} call sites found, {MAX_CALL_SITES} traced: the others are not",
+                sites.len()
+            ));
+            sites.truncate(MAX_CALL_SITES as usize);
+        }
+        {
+            let mut table: Array<_, SiteRecord> =
+                Array::try_from(ebpf.map_mut("CALL_SITES").context("CALL_SITES map")?)?;
+            for (index, site) in sites.iter().enumerate() {
+                table.set(index as u32, record(site), 0)?;
+            }
+        }
+        for (index, site) in sites.iter().enumerate() {
+            if let Err(err) = arm_site(ebpf, probes, site, index as u64) {
+                // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
+                // single-step): the site's calls are not traced, the others are.
+                notes.push(format!(
+                    "the call site {} ({}) is not traced: {err:#}",
+                    site.place(),
+                    site.op()
+                ));
+            }
+        }
+        Ok(Self { sites, symbols })
+    }
+
+    /// The sites armed.
+    pub fn sites(&self) -> &[CallSite] {
+        &self.sites
+    }
+
+    /// Teaches `decoder` the callback of `record`'s call-site key, if it is new: the op and
+    /// the function at the called address.
+    pub fn teach(&mut self, decoder: &mut Decoder, record: &Record<'_>) {
+        let Record::Event(raw) = record else {
+            return;
+        };
+        if !matches!(
+            RawKind::from_u8(raw.kind),
+            Some(RawKind::CallbackEnter | RawKind::CallbackExit)
+        ) || decoder.knows(raw.key)
+        {
+            return;
+        }
+        let Some((op, target)) = split_call_site_key(raw.key) else {
+            return;
+        };
+        if self.symbols.function_at(target).is_none()
+            && let Ok(text) = fs::read_to_string(KALLSYMS)
+        {
+            // A module loaded since: its functions are new.
+            self.symbols = TextSymbols::parse(&text);
+        }
+        let op = callsites::OPS
+            .get(usize::from(op))
+            .copied()
+            .unwrap_or("unknown");
+        decoder.add_callback(
+            raw.key,
+            callback(op, self.symbols.function_at(target), target),
+        );
+    }
+
+    /// Sites the programs disabled because a hit failed the check, with their failed hits.
+    pub fn disabled(&self, ebpf: &Ebpf) -> Result<Vec<(&CallSite, u32)>> {
+        let table: Array<_, SiteRecord> =
+            Array::try_from(ebpf.map("CALL_SITES").context("CALL_SITES map")?)?;
+        let mut disabled = Vec::new();
+        for (index, site) in self.sites.iter().enumerate() {
+            let record = table.get(&(index as u32), 0)?;
+            if record.flags & SITE_DISABLED != 0 {
+                disabled.push((site, record.mismatches));
+            }
+        }
+        Ok(disabled)
+    }
+}
+
+/// Arms `site`'s return probe, then its entry probe (carrying `cookie`, its index in the site
+/// table): a return armed without its entry finds no frame and reports nothing.
+fn arm_site(
+    ebpf: &mut Ebpf,
+    probes: &mut DriverProbes,
+    site: &CallSite,
+    cookie: u64,
+) -> Result<()> {
+    let name = format!("site_{}", site.op());
+    match site.found.ret {
+        Return::After(offset) => {
+            let place = format!("{}+{offset:#x}", site.function);
+            probes.arm_site(ebpf, PROGRAMS[1], &name, false, &place, cookie)?;
+        }
+        Return::Tail => probes.arm_site(ebpf, PROGRAMS[2], &name, true, &site.function, cookie)?,
+    }
+    probes.arm_site(ebpf, PROGRAMS[0], &name, false, &site.place(), cookie)
+}
+
+/// The programs' record of `site`.
+fn record(site: &CallSite) -> SiteRecord {
+    let (flags, target_reg, base_reg) = match site.found.target {
+        Target::Register(reg) => (SITE_CHECK_BOUND_DRIVER, reg, 0),
+        Target::Memory(base) => (SITE_CHECK_BOUND_DRIVER | SITE_TARGET_IN_MEMORY, 0, base),
+    };
+    SiteRecord {
+        op: site.found.op,
+        flags,
+        op_offset: site.op_offset,
+        target_reg,
+        base_reg,
+        mismatches: 0,
+        _pad: 0,
+    }
+}
+
+/// The callback `op` implemented by `function` (at `target`): a Rust driver's adapter is named
+/// by its driver type, as the symbol probes name it; a C function by its name.
+fn callback(op: &str, function: Option<(&str, Option<&str>)>, target: u64) -> Callback {
+    let implementation = match function {
+        Some((name, module)) => symbols::callback_symbol(name, module.unwrap_or("vmlinux"), target)
+            .map_or_else(|| name.to_owned(), |symbol| symbol.driver_type),
+        None => format!("{target:#x}"),
+    };
+    Callback {
+        name: op.into(),
+        driver_type: implementation.into(),
+    }
+}

@@ -1,0 +1,178 @@
+//! The kernel's text symbols from `/proc/kallsyms`: function bounds for the decoders, the
+//! retpoline thunks, and the names of called addresses.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::x86;
+
+/// A function of the kernel's text: `[address, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Function<'a> {
+    pub name: &'a str,
+    pub address: u64,
+    pub end: u64,
+}
+
+/// A text symbol: its address, name and module (`None`: vmlinux).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Symbol {
+    address: u64,
+    name: String,
+    module: Option<String>,
+}
+
+/// Text symbols of vmlinux (sorted, for function bounds) and of every module (by address, to
+/// name a called function).
+#[derive(Debug, Default)]
+pub struct TextSymbols {
+    core: Vec<Symbol>,
+    by_address: HashMap<u64, usize>,
+    modules: Vec<Symbol>,
+    text: Option<(u64, u64)>,
+    thunks: BTreeMap<u64, u32>,
+}
+
+impl TextSymbols {
+    /// Parses kallsyms text (addresses must be visible: root or CAP_SYSLOG).
+    pub fn parse(text: &str) -> Self {
+        let mut symbols = Self::default();
+        let (mut stext, mut etext) = (None, None);
+        for line in text.lines() {
+            let mut fields = line.split_whitespace();
+            let (Some(address), Some(kind), Some(name)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            let Ok(address) = u64::from_str_radix(address, 16) else {
+                continue;
+            };
+            let module = fields
+                .next()
+                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'));
+            match name {
+                "_stext" => stext = Some(address),
+                "_etext" => etext = Some(address),
+                _ => {}
+            }
+            if address == 0 || !kind.eq_ignore_ascii_case("t") {
+                continue;
+            }
+            if let Some(reg) = x86::thunk_register(name) {
+                symbols.thunks.insert(address, reg);
+            }
+            let symbol = Symbol {
+                address,
+                name: name.to_owned(),
+                module: module.map(str::to_owned),
+            };
+            if symbol.module.is_some() {
+                symbols.modules.push(symbol);
+            } else {
+                symbols.core.push(symbol);
+            }
+        }
+        symbols.core.sort_by_key(|s| s.address);
+        symbols.modules.sort_by_key(|s| s.address);
+        symbols.text = stext.zip(etext).filter(|(start, end)| start < end);
+        symbols.by_address = symbols
+            .core
+            .iter()
+            .enumerate()
+            .map(|(index, s)| (s.address, index))
+            .collect();
+        symbols
+    }
+
+    /// `[_stext, _etext)`, if kallsyms shows them.
+    pub fn core_text(&self) -> Option<(u64, u64)> {
+        self.text
+    }
+
+    /// The retpoline thunks: address → the register they jump through (`pt_regs` offset).
+    pub fn thunks(&self) -> &BTreeMap<u64, u32> {
+        &self.thunks
+    }
+
+    /// The vmlinux functions starting in `[start, end)`, each up to the next symbol.
+    pub fn functions_in(&self, start: u64, end: u64) -> impl Iterator<Item = Function<'_>> {
+        let first = self.core.partition_point(|s| s.address < start);
+        self.core[first..]
+            .iter()
+            .take_while(move |s| s.address < end)
+            .enumerate()
+            .map(move |(i, s)| Function {
+                name: &s.name,
+                address: s.address,
+                end: self
+                    .core
+                    .get(first + i + 1)
+                    .map_or(end, |next| next.address.min(end)),
+            })
+            .filter(|f| f.end > f.address)
+    }
+
+    /// The function starting at `address` and its module (`None`: vmlinux).
+    pub fn function_at(&self, address: u64) -> Option<(&str, Option<&str>)> {
+        if let Some(&index) = self.by_address.get(&address) {
+            return Some((&self.core[index].name, None));
+        }
+        let index = self.modules.partition_point(|s| s.address < address);
+        self.modules
+            .get(index)
+            .filter(|s| s.address == address)
+            .map(|s| (s.name.as_str(), s.module.as_deref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KALLSYMS: &str = "\
+ffffffff81000000 T _stext
+ffffffff81000000 T startup_64
+ffffffff81100000 T phy_init_hw
+ffffffff81100200 t phy_probe
+ffffffff81200000 T __x86_indirect_thunk_rax
+ffffffff81300000 T _etext
+ffffffff81400000 D some_data
+ffffffffa0000000 t asix_ax88772a_read_status\t[ax88796b]
+";
+
+    #[test]
+    fn functions_end_at_the_next_symbol() {
+        let symbols = TextSymbols::parse(KALLSYMS);
+        assert_eq!(
+            symbols.core_text(),
+            Some((0xffffffff81000000, 0xffffffff81300000))
+        );
+        let functions: Vec<_> = symbols
+            .functions_in(0xffffffff81100000, 0xffffffff81300000)
+            .map(|f| (f.name, f.end - f.address))
+            .collect();
+        assert_eq!(
+            functions,
+            [
+                ("phy_init_hw", 0x200),
+                ("phy_probe", 0xffe00),
+                ("__x86_indirect_thunk_rax", 0x100000)
+            ]
+        );
+        assert_eq!(symbols.thunks().get(&0xffffffff81200000), Some(&80));
+    }
+
+    #[test]
+    fn called_addresses_are_named_with_their_module() {
+        let symbols = TextSymbols::parse(KALLSYMS);
+        assert_eq!(
+            symbols.function_at(0xffffffff81100200),
+            Some(("phy_probe", None))
+        );
+        assert_eq!(
+            symbols.function_at(0xffffffffa0000000),
+            Some(("asix_ax88772a_read_status", Some("ax88796b")))
+        );
+        assert_eq!(symbols.function_at(0xffffffffa0000001), None);
+    }
+}

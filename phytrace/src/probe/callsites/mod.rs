@@ -1,0 +1,234 @@
+//! Where phylib calls a PHY driver's operations: every instruction of the running kernel that
+//! calls through `phydev->drv->OP`, found by decoding the live kernel text.
+//!
+//! A driver op is an indirect call: the target is loaded from `struct phy_driver` at the op's
+//! offset, the driver from `phy_device.drv` (or from the device's `driver`, which is the same
+//! `struct phy_driver` in `phy_probe`). A call site is such a call; its return site is the
+//! instruction after it, or, for a tail call, the return of the function making it. Kprobes
+//! there are accepted by kernels that refuse them in the driver's own code (Rust code has no
+//! ftrace site), and they see every driver, C or Rust, loaded or not. What the decoding finds is
+//! checked again at every hit by the programs (the called address must be the PHY's driver's
+//! op), so a misread site reports nothing rather than something wrong.
+
+pub mod arm64;
+pub mod kallsyms;
+pub mod text;
+pub mod x86;
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context as _, Result};
+
+use crate::probe::btf::KernelBtf;
+use kallsyms::TextSymbols;
+
+/// The `struct phy_driver` operations traced at their call sites: the eleven the Rust
+/// abstractions implement, then those C drivers use on the same paths. A key's op is its index
+/// here (`phytrace_common::CALL_SITE_OPS` at most).
+pub const OPS: [&str; 17] = [
+    "probe",
+    "get_features",
+    "soft_reset",
+    "config_aneg",
+    "read_status",
+    "match_phy_device",
+    "suspend",
+    "resume",
+    "read_mmd",
+    "write_mmd",
+    "link_change_notify",
+    "config_init",
+    "aneg_done",
+    "config_intr",
+    "handle_interrupt",
+    "remove",
+    "read_page",
+];
+
+/// What the decoders look for, from the kernel's BTF.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Offset of each op of [`OPS`] in `struct phy_driver` (`None`: this kernel has no such op).
+    pub ops: Vec<Option<u32>>,
+    /// `phy_device.drv`.
+    pub bound_driver: u32,
+    /// `phy_device.mdio.dev.driver` (`struct device_driver`, first in `struct phy_driver`).
+    pub device_driver: u32,
+}
+
+impl Layout {
+    /// The offsets in the running kernel's BTF.
+    pub fn from_btf(btf: &KernelBtf) -> Result<Self> {
+        Ok(Self {
+            ops: OPS.iter().map(|op| btf.phy_driver_op(op)).collect(),
+            bound_driver: btf.member_offset("phy_device", &["drv"])?,
+            device_driver: btf.member_offset("phy_device", &["mdio", "dev", "driver"])?,
+        })
+    }
+
+    /// The op whose offset in `struct phy_driver` is `offset`.
+    pub fn op_at(&self, offset: i64) -> Option<u16> {
+        let offset = u32::try_from(offset).ok()?;
+        self.ops
+            .iter()
+            .position(|op| *op == Some(offset))
+            .map(|index| index as u16)
+    }
+
+    /// Whether a load at `offset` from a `phy_device` yields its driver.
+    pub fn loads_driver(&self, offset: i64) -> bool {
+        offset == i64::from(self.bound_driver) || offset == i64::from(self.device_driver)
+    }
+}
+
+/// Where the called address is at the call instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// In a register (a byte offset into `struct pt_regs`).
+    Register(u32),
+    /// In memory, at the op's offset from a register (`call *OFF(%reg)`).
+    Memory(u32),
+}
+
+/// Where a call's return is seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Return {
+    /// At this offset in the same function (the instruction after the call).
+    After(u32),
+    /// A tail call: at the return of the function itself.
+    Tail,
+}
+
+/// A call site as a decoder found it in one function's code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Offset of the call instruction in the function.
+    pub offset: u32,
+    /// Index of the op in [`OPS`].
+    pub op: u16,
+    pub target: Target,
+    pub ret: Return,
+}
+
+/// A call site of the running kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// The function the call instruction is in (inlined copies of phylib helpers are found in
+    /// the functions they were inlined into).
+    pub function: String,
+    pub found: Found,
+    /// The op's offset in `struct phy_driver`.
+    pub op_offset: u32,
+}
+
+impl CallSite {
+    /// The op's name.
+    pub fn op(&self) -> &'static str {
+        OPS[usize::from(self.found.op)]
+    }
+
+    /// `function+0xOFF`, as kprobes and `probes` spell the call.
+    pub fn place(&self) -> String {
+        format!("{}+{:#x}", self.function, self.found.offset)
+    }
+}
+
+/// The instruction set of the running kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    X86_64,
+    Aarch64,
+}
+
+impl Isa {
+    /// The architecture phytrace was built for (the kernel it traces runs the same).
+    pub const fn native() -> Self {
+        if cfg!(target_arch = "aarch64") {
+            Self::Aarch64
+        } else {
+            Self::X86_64
+        }
+    }
+
+    /// The call sites in `code`, the function at `address`.
+    fn scan(
+        self,
+        code: &[u8],
+        address: u64,
+        layout: &Layout,
+        thunks: &BTreeMap<u64, u32>,
+    ) -> Vec<Found> {
+        match self {
+            Self::X86_64 => x86::scan(code, address, layout, thunks),
+            Self::Aarch64 => arm64::scan(code, layout),
+        }
+    }
+
+    /// Whether `code` may load or store `phy_device.drv`: the functions worth decoding (the
+    /// device's driver, which `phy_probe` calls through, is a `struct device` field every bus
+    /// has: it is followed only in these).
+    fn may_touch_driver(self, code: &[u8], layout: &Layout) -> bool {
+        match self {
+            Self::X86_64 => x86::may_touch_driver(code, layout),
+            Self::Aarch64 => arm64::may_touch_driver(code, layout),
+        }
+    }
+}
+
+/// The call sites of the running kernel's core text, and what the search covered.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub sites: Vec<CallSite>,
+    /// Functions decoded (those that touch a PHY's driver).
+    pub functions_decoded: usize,
+    /// Bytes of kernel text searched.
+    pub text_bytes: usize,
+}
+
+impl Discovery {
+    /// The ops of [`OPS`] no call site was found for.
+    pub fn ops_without_sites(&self) -> Vec<&'static str> {
+        OPS.iter()
+            .enumerate()
+            .filter(|(index, _)| !self.sites.iter().any(|s| usize::from(s.found.op) == *index))
+            .map(|(_, op)| *op)
+            .collect()
+    }
+}
+
+/// Finds every call site of a [`OPS`] op in the core kernel's text, read through `text`.
+pub fn discover(
+    symbols: &TextSymbols,
+    text: &mut impl text::KernelMemory,
+    layout: &Layout,
+    isa: Isa,
+) -> Result<Discovery> {
+    let (start, end) = symbols
+        .core_text()
+        .context("/proc/kallsyms has no _stext/_etext (are addresses hidden? phytrace needs CAP_SYSLOG or root to read them)")?;
+    let len = usize::try_from(end - start).context("kernel text size")?;
+    let code = text.read(start, len)?;
+    let mut discovery = Discovery {
+        text_bytes: code.len(),
+        ..Discovery::default()
+    };
+    for function in symbols.functions_in(start, end) {
+        let from = (function.address - start) as usize;
+        let to = ((function.end - start) as usize).min(code.len());
+        let Some(body) = code.get(from..to) else {
+            continue;
+        };
+        if !isa.may_touch_driver(body, layout) {
+            continue;
+        }
+        discovery.functions_decoded += 1;
+        for found in isa.scan(body, function.address, layout, symbols.thunks()) {
+            discovery.sites.push(CallSite {
+                function: function.name.to_owned(),
+                found,
+                op_offset: layout.ops[usize::from(found.op)].unwrap_or_default(),
+            });
+        }
+    }
+    Ok(discovery)
+}

@@ -1,0 +1,101 @@
+#!/bin/bash
+# Callbacks traced at phylib's call sites (`record --callback-probes callsite`), against the
+# kernel's own kprobe and kretprobe events on the Rust driver's callback symbols (tracefs group
+# `truth`, defined before the module loads: this kernel has KPROBE_EVENTS_ON_NOTRACE): the same
+# calls, callback for callback, in each thread's order, with the same return values, over the
+# simulator's scenario (load, links up, a cable flap, links down) and a reload of the driver and
+# the simulator (plug-in: the sites are armed before the driver loads). Then the same for the C
+# driver, against kprobes on its own functions, and the shipped spec on both captures.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/record_lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+trap_cleanup
+cleanup_also remove_truth
+mark_dmesg callsite
+unload_all
+
+# define_truth MODULE NAMES AWK_NAME: kprobe and kretprobe events (tracefs group `truth`) on
+# MODULE's functions that AWK_NAME (an awk pattern on the symbol) selects, defined before the
+# module loads; writes "cbN NAME" lines to NAMES, where NAME is the callback (Rust: the op in the
+# symbol) or the function (C).
+define_truth() {
+    local module=$1 names=$2 pattern=$3 ko n=0 symbol name
+    ko=$(modinfo -n "$module") || fail "$module is not in the module tree"
+    remove_truth
+    echo >"$TRACEFS/trace"
+    while read -r symbol; do
+        n=$((n + 1))
+        echo "p:truth/cb$n $module:$symbol" >>"$TRACEFS/kprobe_events"
+        echo "r:truth/cb${n}r $module:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
+        case $symbol in
+            _R*) name=$(sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/' <<<"$symbol") ;;
+            *) name=$symbol ;;
+        esac
+        echo "cb$n $name"
+    done < <(nm --defined-only "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }') >"$names"
+    ((n > 0)) || fail "no functions of $module to compare with"
+    echo 1 >"$TRACEFS/events/truth/enable"
+    ok "$n ground-truth entry and return events on $module, defined before it loads"
+}
+
+# the_scenario DRIVER: the simulated PHYs on DRIVER, links up, a cable flap, links down; then
+# driver and simulator unloaded.
+the_scenario() {
+    load_driver "$1"
+    load_sim
+    a=$(simdev ax88772a) c=$(simdev ax88772c) b=$(simdev ax88796b)
+    link_up "$a" "$c" "$b"
+    for dev in $a $c $b; do wait_mode "$dev" 100 full; done
+    sim_set "$a" cable 0
+    wait_state "$a" NOLINK
+    sim_set "$a" cable 1
+    wait_mode "$a" 100 full
+    link_down "$a" "$c" "$b"
+    rmmod phy_sim
+    rmmod "${DRIVER_MOD[$1]}"
+}
+
+# compare_with_truth CAPTURE NAMES PREFIX KEY: stops the ground truth and compares it with the
+# capture (callsite_truth.py), then checks attribution, time order and the shipped spec.
+compare_with_truth() {
+    local cap=$1 stats
+    echo 0 >"$TRACEFS/events/truth/enable"
+    for stats in "$TRACEFS"/per_cpu/cpu*/stats; do
+        grep -q '^overrun: 0$' "$stats" || fail "the ftrace buffer overran ($stats): the ground truth is incomplete"
+    done
+    cp "$TRACEFS/trace" "$cap.truth"
+    events_json "$cap"
+    python3 "$here/callsite_truth.py" "$2" "$cap.truth" "$cap.json" "$3" "$4" ||
+        fail "the call-site stream differs from the kernel's kprobes"
+    capture_expect "$cap.json" attribution
+    capture_expect "$cap.json" cpu_order
+    "$PHYTRACE_BIN" check --spec "$PHYTRACE_ROOT/specs/ax88796b.spec" "$cap" ||
+        fail "the shipped spec fails on $cap"
+}
+
+names=$PHYTRACE_OUT/callsite-truth-names
+define_truth ax88796b_rust "$names" '^_R.*Adapter.*_callback'
+cap=$PHYTRACE_OUT/record-callsite.ptrace
+start_record "$cap" --callback-probes callsite
+jq -e 'select(.status == "recording") | .callback_probes == "callsite" and .call_sites > 0' "$cap.status" >/dev/null ||
+    fail "record does not say it probes callbacks at call sites"
+sites=$(jq -r 'select(.status == "recording") | .call_sites' "$cap.status")
+ok "$sites call sites armed"
+jq -e '.callback_probes == "callsite" and (.call_sites | length > 0)' <(head -n 1 "$cap") >/dev/null ||
+    fail "the capture header does not name the call sites"
+the_scenario rust
+# Plug-in: the driver loads again into a running session.
+the_scenario rust
+stop_record "$cap"
+compare_with_truth "$cap" "$names" ax88796b_rust:: op
+
+# The C driver: its callbacks named by its functions.
+define_truth ax88796b "$names" '^asix_'
+cap=$PHYTRACE_OUT/record-callsite-c.ptrace
+start_record "$cap" --callback-probes callsite
+the_scenario c
+stop_record "$cap"
+compare_with_truth "$cap" "$names" asix_ function
+result "\"callsite_sites\":$sites"
+assert_clean_dmesg callsite
