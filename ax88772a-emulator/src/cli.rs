@@ -9,7 +9,8 @@ use crate::control::{DEFAULT_SOCKET, USAGE};
 use crate::emulator::parse_mac;
 use crate::phy::Partner;
 
-/// A userspace ASIX AX88772A USB Ethernet dongle (0b95:772a) on raw-gadget + dummy_hcd, for
+/// A userspace ASIX AX88772A USB Ethernet dongle (0b95:772a) on raw-gadget or FunctionFS +
+/// dummy_hcd, for
 /// the kernel's asix driver and the PHY drivers behind it.
 #[derive(Debug, Parser)]
 #[command(name = "ax88772a-emulator", version)]
@@ -67,9 +68,16 @@ pub struct RunArgs {
     /// Start unplugged (`ctl plug` attaches the dongle).
     #[arg(long)]
     pub unplugged: bool,
+    /// How to be a USB device: raw-gadget (/dev/raw-gadget) or FunctionFS (a configfs gadget);
+    /// auto takes raw-gadget if the kernel has it, else FunctionFS.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: crate::backend::Kind,
     /// The raw-gadget device node.
     #[arg(long, default_value = crate::raw_gadget::DEVICE)]
     pub raw_gadget: PathBuf,
+    /// configfs' USB gadget directory (for FunctionFS).
+    #[arg(long, default_value = crate::functionfs::CONFIGFS)]
+    pub configfs: PathBuf,
     /// UDC driver name.
     #[arg(long, default_value = "dummy_udc")]
     pub udc_driver: String,

@@ -28,7 +28,7 @@ const DT_ENDPOINT: u8 = 5;
 const DT_DEVICE_QUALIFIER: u8 = 6;
 
 /// String descriptor indexes.
-const STRINGS: [&str; 3] = ["ASIX Elec. Corp.", "AX88772A", "000001"];
+pub const STRINGS: [&str; 3] = ["ASIX Elec. Corp.", "AX88772A", "000001"];
 
 /// The endpoint addresses the UDC offers (with the direction bit for IN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,6 +21,18 @@ pub enum Error {
     /// `/dev/raw-gadget` does not exist.
     #[error("{0} missing: modprobe raw_gadget dummy_hcd (or insmod them from the kernel tree)")]
     NoRawGadget(String),
+    /// `--backend auto`: the kernel has neither raw-gadget nor a FunctionFS gadget.
+    #[error(
+        "no USB gadget interface: {0} missing (modprobe raw_gadget dummy_hcd) and no FunctionFS \
+         gadget in {1} (modprobe libcomposite usb_f_fs dummy_hcd; mount -t configfs none /sys/kernel/config)"
+    )]
+    NoGadgetInterface(String, String),
+    /// `--backend functionfs`: configfs' gadget directory or FunctionFS is missing.
+    #[error(
+        "{0} missing or no functionfs file system: modprobe libcomposite usb_f_fs dummy_hcd; \
+         mount -t configfs none /sys/kernel/config"
+    )]
+    NoFunctionFs(String),
     /// A raw-gadget ioctl failed while setting the device up.
     #[error("raw-gadget {what}: {source}{hint}")]
     Gadget {
@@ -63,9 +75,11 @@ impl Error {
         match self {
             Error::GadgetFailed(_) | Error::Io(..) => EXIT_RUNTIME,
             Error::BadCommand(_) => EXIT_USAGE,
-            Error::NoRawGadget(_) | Error::Gadget { .. } | Error::NoEndpoints(_) => {
-                EXIT_ENVIRONMENT
-            }
+            Error::NoRawGadget(_)
+            | Error::NoGadgetInterface(..)
+            | Error::NoFunctionFs(_)
+            | Error::Gadget { .. }
+            | Error::NoEndpoints(_) => EXIT_ENVIRONMENT,
             Error::Socket(..) | Error::SocketInUse(_) | Error::NotRunning(..) => EXIT_SOCKET,
             Error::Rejected(_) => EXIT_REJECTED,
         }

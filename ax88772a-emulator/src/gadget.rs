@@ -1,9 +1,10 @@
-//! The USB device: plug-in sessions on raw-gadget, the ep0 thread (standard requests,
-//! configuration, vendor requests) and the bulk IN/OUT threads.
+//! The USB device: plug-in sessions on a gadget backend (raw-gadget or FunctionFS,
+//! `backend.rs`), the ep0 thread (standard requests, configuration, vendor requests) and the
+//! bulk IN/OUT threads.
 //!
-//! A session is one open `/dev/raw-gadget`: INIT + RUN attach the device to the host; closing
-//! the fd detaches it, which the host handles like a physical unplug (port disconnect,
-//! `usb_disconnect`, asix unbind).
+//! A session is one attached backend (an open `/dev/raw-gadget` after INIT + RUN, or a
+//! FunctionFS gadget bound to the UDC); dropping it detaches the device, which the host handles
+//! like a physical unplug (port disconnect, `usb_disconnect`, asix unbind).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,18 +13,21 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::backend::{self, Kind, UsbBackend};
 use crate::descriptors::{self, BULK_MAXPACKET, CONFIG_VALUE, EndpointAddrs, MAX_POWER};
 use crate::emulator::{Emulator, UsbState, emit};
 use crate::error::Error;
-use crate::raw_gadget::{Event, IO_FLAGS_ZERO, IO_LENGTH_MAX, RawGadget, SPEED_HIGH};
+use crate::raw_gadget::{Event, IO_LENGTH_MAX};
 use crate::vendor::{Reply, Request, Setup};
 use crate::workers::{self, Workers};
 
 /// Which UDC to bind to and how.
 #[derive(Debug, Clone)]
 pub struct UdcConfig {
-    /// The raw-gadget device node.
-    pub device_node: std::path::PathBuf,
+    /// The backend (resolved: raw-gadget or FunctionFS).
+    pub backend: Kind,
+    /// Where the backends' kernel interfaces are.
+    pub paths: backend::Paths,
     /// The UDC driver name (`dummy_udc`).
     pub driver: String,
     /// The UDC device name (`dummy_udc.0`).
@@ -84,38 +88,12 @@ pub fn serve(emu: Arc<Emulator>, udc: &UdcConfig) -> Result<(), Error> {
     }
 }
 
-/// Opens raw-gadget, attaches the device and starts the ep0 thread.
+/// Attaches the device through the backend and starts the ep0 thread.
 fn start_session(
     emu: &Arc<Emulator>,
     udc: &UdcConfig,
 ) -> Result<Workers<Result<(), String>>, Error> {
-    let g = RawGadget::open(&udc.device_node)?;
-    let hint = " (is dummy_hcd loaded and its UDC dummy_udc.0 free?)";
-    g.init(&udc.driver, &udc.device, SPEED_HIGH)
-        .map_err(|source| Error::Gadget {
-            what: "INIT",
-            source,
-            hint,
-        })?;
-    g.run().map_err(|source| Error::Gadget {
-        what: "RUN",
-        source,
-        hint,
-    })?;
-    let eps = g.eps_info().map_err(|source| Error::Gadget {
-        what: "EPS_INFO",
-        source,
-        hint: "",
-    })?;
-    let addrs = EndpointAddrs::pick(&eps).ok_or_else(|| {
-        Error::NoEndpoints(
-            eps.iter()
-                .map(|e| e.name.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        )
-    })?;
-    let g = Arc::new(g);
+    let (g, addrs) = backend::attach(udc.backend, &udc.paths, &udc.driver, &udc.device)?;
     let mut w = Workers::new();
     let emu = Arc::clone(emu);
     w.spawn("ep0", move |stop| {
@@ -140,7 +118,7 @@ struct Bulk {
 
 /// The ep0 thread's state.
 struct Ep0 {
-    g: Arc<RawGadget>,
+    g: Arc<dyn UsbBackend>,
     emu: Arc<Emulator>,
     addrs: EndpointAddrs,
     stop: Arc<AtomicBool>,
@@ -175,6 +153,20 @@ impl Ep0 {
                     } else {
                         "bus:DISCONNECT"
                     });
+                    if self.emu.lock().usb == UsbState::Configured {
+                        self.emu.set_usb(UsbState::Attached);
+                    }
+                }
+                Event::Enable => {
+                    // FunctionFS: the kernel answered SET_CONFIGURATION and enabled the
+                    // endpoints.
+                    self.count("SET_CONFIGURATION");
+                    if let Err(e) = self.configured() {
+                        eprintln!("ax88772a-emulator: starting the endpoints: {e}");
+                    }
+                }
+                Event::Disable => {
+                    self.stop_bulk();
                     if self.emu.lock().usb == UsbState::Configured {
                         self.emu.set_usb(UsbState::Attached);
                     }
@@ -241,9 +233,7 @@ impl Ep0 {
                             self.start_bulk()?;
                         }
                         self.ack()?;
-                        self.emu.set_usb(UsbState::Configured);
-                        emit(json!({"event": "configured", "vid": "0b95", "pid": "772a",
-                                    "configurations": self.emu.lock().configurations}));
+                        self.configured_now();
                         Ok(())
                     }
                     _ => self.g.ep0_stall(),
@@ -312,6 +302,22 @@ impl Ep0 {
         }
     }
 
+    /// The endpoints the kernel enabled (FunctionFS) start carrying data.
+    fn configured(&mut self) -> std::io::Result<()> {
+        if self.bulk.is_none() {
+            self.start_bulk()?;
+        }
+        self.configured_now();
+        Ok(())
+    }
+
+    /// Reports the configuration: state and event.
+    fn configured_now(&self) {
+        self.emu.set_usb(UsbState::Configured);
+        emit(json!({"event": "configured", "vid": "0b95", "pid": "772a",
+                    "configurations": self.emu.lock().configurations}));
+    }
+
     /// Enables the endpoints (interrupt IN, bulk IN, bulk OUT), reports the configuration to
     /// the UDC and starts the bulk threads.
     fn start_bulk(&mut self) -> std::io::Result<()> {
@@ -327,13 +333,12 @@ impl Ep0 {
                 }
             }
         }
-        self.g.vbus_draw(u32::from(MAX_POWER))?;
-        self.g.configure()?;
+        self.g.configure(u32::from(MAX_POWER))?;
         let mut workers = Workers::new();
         let (g, emu, h_in) = (Arc::clone(&self.g), Arc::clone(&self.emu), handles[1]);
-        workers.spawn("bulk-in", move |stop| bulk_in(&g, &emu, h_in, &stop))?;
+        workers.spawn("bulk-in", move |stop| bulk_in(&*g, &emu, h_in, &stop))?;
         let (g, emu, h_out) = (Arc::clone(&self.g), Arc::clone(&self.emu), handles[2]);
-        workers.spawn("bulk-out", move |stop| bulk_out(&g, &emu, h_out, &stop))?;
+        workers.spawn("bulk-out", move |stop| bulk_out(&*g, &emu, h_out, &stop))?;
         self.bulk = Some(Bulk { workers, handles });
         Ok(())
     }
@@ -351,17 +356,13 @@ impl Ep0 {
 
 /// Bulk IN: queued frames to the host, one transfer each (a zero-length packet ends a transfer
 /// that fills whole packets, so the host's 2048-byte URB completes).
-fn bulk_in(g: &RawGadget, emu: &Emulator, handle: u16, stop: &AtomicBool) {
+fn bulk_in(g: &dyn UsbBackend, emu: &Emulator, handle: u16, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) {
         let Some(t) = emu.next_to_host(POLL) else {
             continue;
         };
-        let flags = if t.len().is_multiple_of(usize::from(BULK_MAXPACKET)) {
-            IO_FLAGS_ZERO
-        } else {
-            0
-        };
-        match g.ep_write(handle, flags, &t) {
+        let zero = t.len().is_multiple_of(usize::from(BULK_MAXPACKET));
+        match g.ep_write(handle, zero, &t) {
             Ok(_) => emu.lock().frames.to_host += 1,
             Err(e) if workers::interrupted(&e) => {}
             Err(_) => thread::sleep(RETRY),
@@ -370,7 +371,7 @@ fn bulk_in(g: &RawGadget, emu: &Emulator, handle: u16, stop: &AtomicBool) {
 }
 
 /// Bulk OUT: transfers from the host to the far end.
-fn bulk_out(g: &RawGadget, emu: &Emulator, handle: u16, stop: &AtomicBool) {
+fn bulk_out(g: &dyn UsbBackend, emu: &Emulator, handle: u16, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) {
         match g.ep_read(handle, IO_LENGTH_MAX) {
             Ok(buf) => emu.frames_from_host(&buf),

@@ -1,16 +1,19 @@
 //! `ax88772a-emulator`: an ASIX AX88772A USB Ethernet dongle emulated in userspace through
-//! raw-gadget on dummy_hcd, so that the kernel's own asix driver binds to it and drives its
+//! raw-gadget or FunctionFS on dummy_hcd, so that the kernel's own asix driver binds to it and drives its
 //! internal PHY over (emulated) MDIO. See docs/dongle.md.
 
+mod backend;
 mod cli;
 mod control;
 mod descriptors;
 mod emulator;
 mod error;
 mod frames;
+mod functionfs;
 mod gadget;
 mod phy;
 mod raw_gadget;
+mod shutdown;
 mod vendor;
 mod workers;
 
@@ -46,9 +49,11 @@ fn main() -> ExitCode {
 /// `run`: the dongle until killed (or a fatal error).
 fn run(a: RunArgs) -> Result<(), Error> {
     // Checked before anything starts, also when starting unplugged.
-    if !a.raw_gadget.exists() {
-        return Err(Error::NoRawGadget(a.raw_gadget.display().to_string()));
-    }
+    let paths = backend::Paths {
+        raw_gadget: a.raw_gadget.clone(),
+        configfs: a.configfs.clone(),
+    };
+    let kind = backend::choose(a.backend, &paths)?;
     let node_id = a.node_id;
     let peer_mac = a.peer_mac.unwrap_or_else(|| {
         let mut m = node_id;
@@ -72,18 +77,27 @@ fn run(a: RunArgs) -> Result<(), Error> {
             p.set_cable(!a.cable_out, Duration::ZERO);
         },
     ));
+    shutdown::block().map_err(|e| Error::Io("block SIGTERM and SIGINT".into(), e))?;
     workers::install_wake_handler().map_err(|e| Error::Io("install SIGUSR1 handler".into(), e))?;
     let listener = control::bind(&a.socket)?;
+    shutdown::spawn(Arc::clone(&emu), a.socket.clone())
+        .map_err(|e| Error::Io("spawn shutdown thread".into(), e))?;
     let served = Arc::clone(&emu);
     thread::Builder::new()
         .name("control".into())
         .spawn(move || control::serve(listener, served))
         .map_err(|e| Error::Io("spawn control thread".into(), e))?;
+    let backend_name = match kind {
+        backend::Kind::Functionfs => "functionfs",
+        _ => "raw-gadget",
+    };
     emit(
-        json!({"event": "started", "socket": a.socket.display().to_string(), "pid": std::process::id()}),
+        json!({"event": "started", "socket": a.socket.display().to_string(), "pid": std::process::id(),
+               "backend": backend_name}),
     );
     let udc = UdcConfig {
-        device_node: a.raw_gadget,
+        backend: kind,
+        paths,
         driver: a.udc_driver,
         device: a.udc_device,
     };

@@ -7,6 +7,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
+use crate::backend::UsbBackend;
 use crate::error::Error;
 
 /// The character device of the raw_gadget module.
@@ -82,6 +83,11 @@ pub enum Event {
     Reset,
     /// The host went away (or the UDC disconnected).
     Disconnect,
+    /// The host set the configuration and the kernel enabled the endpoints (FunctionFS, where
+    /// the kernel answers SET_CONFIGURATION itself).
+    Enable,
+    /// The configuration was reset and the endpoints disabled (FunctionFS).
+    Disable,
     /// A type this program does not know.
     Other(u32),
 }
@@ -293,6 +299,45 @@ impl RawGadget {
             .take(n.min(EPS_NUM_MAX))
             .map(EpInfo::decode)
             .collect())
+    }
+}
+
+impl UsbBackend for RawGadget {
+    fn event_fetch(&self) -> io::Result<Event> {
+        RawGadget::event_fetch(self)
+    }
+
+    fn ep0_write(&self, data: &[u8]) -> io::Result<usize> {
+        RawGadget::ep0_write(self, data)
+    }
+
+    fn ep0_read(&self, len: usize) -> io::Result<Vec<u8>> {
+        RawGadget::ep0_read(self, len)
+    }
+
+    fn ep0_stall(&self) -> io::Result<()> {
+        RawGadget::ep0_stall(self)
+    }
+
+    fn ep_enable(&self, desc: &[u8; 7]) -> io::Result<u16> {
+        RawGadget::ep_enable(self, desc)
+    }
+
+    fn ep_disable(&self, handle: u16) -> io::Result<()> {
+        RawGadget::ep_disable(self, handle)
+    }
+
+    fn ep_write(&self, handle: u16, zero: bool, data: &[u8]) -> io::Result<usize> {
+        RawGadget::ep_write(self, handle, if zero { IO_FLAGS_ZERO } else { 0 }, data)
+    }
+
+    fn ep_read(&self, handle: u16, len: usize) -> io::Result<Vec<u8>> {
+        RawGadget::ep_read(self, handle, len)
+    }
+
+    fn configure(&self, units_2ma: u32) -> io::Result<()> {
+        self.vbus_draw(units_2ma)?;
+        RawGadget::configure(self)
     }
 }
 

@@ -26,15 +26,27 @@ dongle_modules_load() {
     [[ $flavour == c ]] && other=${DRIVER_MOD[rust]}
     echo "blacklist $other" >"$ASIX_BLACKLIST"
     modprobe dummy_hcd || fail "modprobe dummy_hcd failed"
-    modprobe raw_gadget || fail "modprobe raw_gadget failed"
-    [[ -c /dev/raw-gadget ]] || wait_for 5 test -c /dev/raw-gadget || fail "/dev/raw-gadget did not appear"
+    if modprobe -q raw_gadget; then
+        [[ -c /dev/raw-gadget ]] || wait_for 5 test -c /dev/raw-gadget || fail "/dev/raw-gadget did not appear"
+        return 0
+    fi
+    # A kernel without raw-gadget (Debian's): the emulator's FunctionFS backend, on configfs.
+    if ! modprobe libcomposite || ! modprobe usb_f_fs; then
+        fail "neither raw_gadget nor libcomposite + usb_f_fs could be loaded"
+    fi
+    mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
+        fail "cannot mount configfs"
+    [[ -d /sys/kernel/config/usb_gadget ]] || fail "no /sys/kernel/config/usb_gadget"
 }
+
+# The emulator's backend on this kernel: raw-gadget or functionfs.
+dongle_backend() { if [[ -c /dev/raw-gadget ]]; then echo raw-gadget; else echo functionfs; fi; }
 
 # Removes what the dongle loaded (asix and its PHY driver included; phylink has a module_init
 # and no module_exit: it stays), and lets neither Asix PHY driver load by alias again.
 dongle_modules_unload() {
     local m
-    for m in asix usbnet mii ax88796b ax88796b_rust raw_gadget dummy_hcd; do
+    for m in asix usbnet mii ax88796b ax88796b_rust raw_gadget usb_f_fs libcomposite dummy_hcd; do
         module_loaded "$m" || continue
         rmmod "$m" ||
             echo "[$TEST_NAME] warning: cannot unload $m: $(lsmod | grep "^$m ")" >&2

@@ -18,7 +18,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::{arch::Arch, paths, run, setup};
+use crate::{arch::Arch, paths, run, setup, stock::StockKernel};
 
 /// Bump when the build steps below change in a way that changes the output.
 const RECIPE_VERSION: u32 = 1;
@@ -46,12 +46,38 @@ pub struct Kernel {
     pub key: String,
     /// The architecture it was built for.
     pub arch: Arch,
+    /// Debian's stock kernel instead of ours (`tree` is then its unpacked release directory).
+    pub stock: Option<StockKernel>,
 }
 
 impl Kernel {
-    /// The boot image QEMU loads (`bzImage` on x86_64, `Image` on arm64).
+    /// Our test kernel built in `tree`.
+    fn built(tree: PathBuf, key: String, arch: Arch) -> Self {
+        Self {
+            tree,
+            key,
+            arch,
+            stock: None,
+        }
+    }
+
+    /// Debian's stock kernel (x86_64), fetched and unpacked if needed (`stock.rs`).
+    pub fn stock() -> Result<Self> {
+        let stock = crate::stock::prepare()?;
+        Ok(Self {
+            tree: stock.dir(),
+            key: format!("stock-{:016x}", fnv1a(&[&stock.versions])),
+            arch: Arch::X86_64,
+            stock: Some(stock),
+        })
+    }
+
+    /// The boot image QEMU loads (`bzImage` on x86_64, `Image` on arm64; Debian's `vmlinuz`).
     pub fn image(&self) -> PathBuf {
-        self.tree.join(self.arch.boot_image().1)
+        match &self.stock {
+            Some(stock) => stock.image(),
+            None => self.tree.join(self.arch.boot_image().1),
+        }
     }
 }
 
@@ -143,7 +169,7 @@ pub fn locate(arch: Arch) -> Result<Kernel> {
             tree.display()
         );
         let key = format!("custom-{:016x}", fnv1a(&[tree.display().to_string()]));
-        return Ok(Kernel { tree, key, arch });
+        return Ok(Kernel::built(tree, key, arch));
     }
     let (version, key) = cache_key(arch)?;
     let dir = cache_root(arch).join(format!("{version}-{key}"));
@@ -157,11 +183,7 @@ pub fn locate(arch: Arch) -> Result<Kernel> {
             "the {arch} test kernel is not built for the current inputs: run `cargo xtask kernel{flag}` (about 6 minutes on idle cores)"
         );
     }
-    Ok(Kernel {
-        tree: dir.join(TREE_NAME),
-        key,
-        arch,
-    })
+    Ok(Kernel::built(dir.join(TREE_NAME), key, arch))
 }
 
 pub fn run(args: &KernelArgs) -> Result<Kernel> {
@@ -171,7 +193,7 @@ pub fn run(args: &KernelArgs) -> Result<Kernel> {
     let tree = dir.join(TREE_NAME);
     if dir.join(BUILT_STAMP).exists() && !args.force {
         eprintln!("==> kernel: cached ({})", tree.display());
-        return Ok(Kernel { tree, key, arch });
+        return Ok(Kernel::built(tree, key, arch));
     }
     let started = run::step(&format!(
         "kernel: building {SOURCE_PACKAGE} {version} for {arch} in {}",
@@ -187,7 +209,7 @@ pub fn run(args: &KernelArgs) -> Result<Kernel> {
     )?;
     prune_others(&dir, arch);
     run::done("kernel", started);
-    Ok(Kernel { tree, key, arch })
+    Ok(Kernel::built(tree, key, arch))
 }
 
 fn unpack(dir: &Path) -> Result<()> {

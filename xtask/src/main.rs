@@ -2,6 +2,7 @@
 
 mod arch;
 mod bench;
+mod btf_fixture;
 mod demo;
 mod dist;
 mod fuzz;
@@ -12,6 +13,7 @@ mod run;
 mod setup;
 mod shellcheck;
 mod soak;
+mod stock;
 mod test;
 mod twin;
 mod vm;
@@ -41,6 +43,12 @@ enum Command {
     ///
     /// Example: `cargo xtask kernel` (or `cargo xtask kernel --arch aarch64`)
     Kernel(kernel::KernelArgs),
+    /// Fetch Debian's stock 7.3 kernel (`linux-image-7.3.4+deb13-amd64`, unmodified) into the
+    /// cache: vmlinuz, modules (depmod'ed), config and its BTF. `cargo xtask vm --kernel stock`
+    /// boots it. `--btf-fixture` rewrites the BTF reader's test fixture from it.
+    ///
+    /// Example: `cargo xtask stock`
+    Stock(stock::StockArgs),
     /// Build the static release binaries for x86_64 and aarch64, with the man page and the
     /// completions, as target/dist/phytrace-VERSION-ARCH.tar.gz (+ .sha256).
     ///
@@ -89,6 +97,7 @@ fn main() -> ExitCode {
         Command::Setup => setup::run().map(|()| ExitCode::SUCCESS),
         Command::Kernel(args) => kernel::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Dist(args) => dist::run(&args).map(|_| ExitCode::SUCCESS),
+        Command::Stock(args) => stock::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Modules(args) => modules::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Vm(args) => vm::run(&args),
         Command::Test(args) => test::run(&args),

@@ -2,9 +2,11 @@
 //! summary.
 //!
 //! The VM suite boots the test kernel once and runs `tests/vm/run.sh`, which runs every
-//! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The arm64
-//! test then records the same scenario with the static `dist` binaries in an x86_64 and an
-//! arm64 guest and compares the captures on the host (`twin.rs`).
+//! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The stock
+//! kernel stage boots Debian's unmodified 7.3 (`stock.rs`) and runs `tests/stock/run.sh`: doctor
+//! and the dongle's plug-in recorded, checked against the kernel's own records and the shipped
+//! specs. The arm64 test then records the same scenario with the static `dist` binaries in an
+//! x86_64 and an arm64 guest and compares the captures on the host (`twin.rs`).
 
 use std::process::{Command, ExitCode};
 
@@ -29,6 +31,10 @@ pub struct TestArgs {
     /// the static `dist` binaries; not run with --filter).
     #[arg(long = "arch", value_enum, value_name = "ARCH")]
     pub arches: Vec<Arch>,
+    /// The x86_64 kernels to run VM tests on (default: both, or only ours with --filter): ours
+    /// runs tests/vm, stock (Debian's 7.3, unmodified) runs tests/stock.
+    #[arg(long = "kernel", value_enum, value_name = "KERNEL")]
+    pub kernels: Vec<vm::KernelChoice>,
     #[command(flatten)]
     pub vm: vm::VmOptions,
 }
@@ -64,8 +70,17 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             setup::run()?;
         }
         let all = args.arches.is_empty();
-        if all || args.arches.contains(&Arch::X86_64) {
+        let x86 = all || args.arches.contains(&Arch::X86_64);
+        let kernel = |choice| {
+            args.kernels.contains(&choice)
+                || (args.kernels.is_empty()
+                    && (choice == vm::KernelChoice::Ours || args.filter.is_none()))
+        };
+        if x86 && kernel(vm::KernelChoice::Ours) {
             outcomes.push(check("VM suite", vm_suite(args)));
+        }
+        if x86 && kernel(vm::KernelChoice::Stock) {
+            outcomes.push(check("stock kernel", stock_suite(args)));
         }
         if (all || args.arches.contains(&Arch::Aarch64)) && args.filter.is_none() {
             outcomes.push(check("arm64 test", arm64_test(args)));
@@ -138,6 +153,30 @@ fn arm64_test(args: &TestArgs) -> Result<()> {
     eprintln!("arm64: {passed} passed, {} failed", 1 - passed);
     result?;
     run::done("arm64 test", started);
+    Ok(())
+}
+
+/// Debian's stock 7.3 (fetched into the cache once): `tests/stock/run.sh` in one boot.
+fn stock_suite(args: &TestArgs) -> Result<()> {
+    let kernel = kernel::Kernel::stock()?;
+    // The tests run target/debug/phytrace and target/debug/ax88772a-emulator.
+    cargo(&[
+        "build",
+        "--package",
+        "phytrace",
+        "--package",
+        "ax88772a-emulator",
+    ])?;
+    let runner = paths::workspace().join("tests/stock/run.sh");
+    let mut command = vec!["/bin/bash".to_owned(), runner.display().to_string()];
+    command.extend(args.filter.clone());
+    let started = run::step("stock kernel: booting Debian's 7.3.4 (unmodified)");
+    let code = vm::boot(&kernel, &args.vm, &command)?;
+    run::done("stock kernel", started);
+    anyhow::ensure!(
+        code == 0,
+        "the stock kernel suite failed (exit status {code})"
+    );
     Ok(())
 }
 

@@ -39,6 +39,11 @@ pub struct VmArgs {
     /// binaries only, see docs/arm64.md).
     #[arg(long, value_enum, default_value_t = Arch::X86_64)]
     pub arch: Arch,
+    /// Which kernel to boot: ours (the test kernel `cargo xtask kernel` builds) or Debian's
+    /// stock 7.3 (`linux-image-7.3.4+deb13-amd64` as packaged, x86_64; fetched once into the
+    /// cache, docs/kernels.md).
+    #[arg(long, value_enum, default_value_t = KernelChoice::Ours)]
+    pub kernel: KernelChoice,
     #[command(flatten)]
     pub options: VmOptions,
     /// The command to run in the guest, as root (default: an interactive shell).
@@ -112,6 +117,15 @@ impl UsbHost {
     }
 }
 
+/// The kernel `cargo xtask vm` boots.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelChoice {
+    /// The test kernel built from Debian's linux-source-6.12 and kernel/phytrace.config.
+    Ours,
+    /// Debian's unmodified 7.3 (`linux-image-7.3.4+deb13-amd64`).
+    Stock,
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
     Auto,
@@ -120,7 +134,13 @@ pub enum Accel {
 }
 
 pub fn run(args: &VmArgs) -> Result<ExitCode> {
-    let kernel = crate::kernel::locate(args.arch)?;
+    let kernel = match args.kernel {
+        KernelChoice::Ours => crate::kernel::locate(args.arch)?,
+        KernelChoice::Stock if args.arch != Arch::X86_64 => {
+            bail!("--kernel stock: Debian's stock kernel is booted for x86_64 only")
+        }
+        KernelChoice::Stock => Kernel::stock()?,
+    };
     let command = if args.command.is_empty() && kernel.arch != Arch::X86_64 {
         vec!["sh".to_owned()]
     } else if args.command.is_empty() {
@@ -198,7 +218,7 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
         guest_script(command, &bin, interactive, arch)?,
     )?;
 
-    let initramfs = initramfs(arch)?;
+    let initramfs = initramfs(kernel)?;
     let native = Arch::host() == Some(arch);
     // Another architecture's guest is always emulated.
     let accel = match options.accel {
@@ -376,6 +396,10 @@ fn qemu_command(
                 "-M",
                 if options.usb_host.is_some() {
                     "microvm,acpi=on,usb=on,rtc=on"
+                } else if kernel.stock.is_some() {
+                    // Debian's build finds virtio-mmio devices through ACPI only (no
+                    // CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES).
+                    "microvm,acpi=on,rtc=on"
                 } else {
                     "microvm,acpi=off,rtc=on"
                 },
@@ -425,7 +449,8 @@ fn qemu_command(
     .arg("-append")
     .arg(format!(
         "console={} quiet panic=-1 oops=panic rdinit=/init {}\
-             PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={} PHYTRACE_VM_MODULES={}",
+             PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={} PHYTRACE_VM_MODULES={} \
+             PHYTRACE_VM_KERNEL={}",
         arch.console(),
         match arch {
             Arch::X86_64 => format!(
@@ -438,9 +463,16 @@ fn qemu_command(
         out.display(),
         run_dir.display(),
         kept_directories().join(","),
-        crate::modules::tree(kernel.arch)
-            .join("lib/modules")
-            .display()
+        match &kernel.stock {
+            Some(stock) => stock.modules.clone(),
+            None => crate::modules::tree(kernel.arch).join("lib/modules"),
+        }
+        .display(),
+        if kernel.stock.is_some() {
+            "stock"
+        } else {
+            "ours"
+        }
     ))
     .args([
         "-fsdev",
@@ -490,8 +522,10 @@ fn tsc_khz() -> Option<u64> {
     Some((mhz * 1000.0) as u64)
 }
 
-/// The initramfs (`arch`'s busybox + `/init`), cached by content.
-fn initramfs(arch: Arch) -> Result<PathBuf> {
+/// The initramfs (`arch`'s busybox + `/init`; for the stock kernel also the modules it loads
+/// before mounting the host root, in `/modules` with their load order), cached by content.
+fn initramfs(kernel: &Kernel) -> Result<PathBuf> {
+    let arch = kernel.arch;
     let source = match arch {
         Arch::X86_64 => PathBuf::from(BUSYBOX),
         _ => crate::setup::guest_busybox_path(),
@@ -502,12 +536,16 @@ fn initramfs(arch: Arch) -> Result<PathBuf> {
             source.display()
         )
     })?;
-    let key = crate::kernel::fnv1a(&[INIT_SCRIPT.as_bytes(), &busybox]);
+    let mut parts: Vec<&[u8]> = vec![INIT_SCRIPT.as_bytes(), &busybox];
+    if let Some(stock) = &kernel.stock {
+        parts.push(stock.versions.as_bytes());
+    }
+    let key = crate::kernel::fnv1a(&parts);
     let image = paths::cache().join(format!("initramfs-{key:016x}.cpio"));
     if image.exists() {
         return Ok(image);
     }
-    let stage = paths::cache().join("initramfs-stage");
+    let stage = paths::cache().join(format!("initramfs-stage-{}", std::process::id()));
     let _ = fs::remove_dir_all(&stage);
     for dir in ["bin", "dev", "proc", "sys", "host", "out"] {
         fs::create_dir_all(stage.join(dir))?;
@@ -520,12 +558,17 @@ fn initramfs(arch: Arch) -> Result<PathBuf> {
             .arg(stage.join("bin/busybox"))
             .arg(stage.join("init")),
     )?;
+    if let Some(stock) = &kernel.stock {
+        let names = crate::stock::unpack_modules(&stock.early_modules()?, &stage.join("modules"))?;
+        fs::write(stage.join("modules/order"), names.join("\n") + "\n")?;
+    }
     let list = run::output(Command::new("find").arg(".").current_dir(&stage))?;
+    let partial = image.with_extension(format!("partial-{}", std::process::id()));
     let mut cpio = Command::new("cpio")
         .args(["--quiet", "-o", "-H", "newc", "-R", "0:0"])
         .current_dir(&stage)
         .stdin(Stdio::piped())
-        .stdout(fs::File::create(&image)?)
+        .stdout(fs::File::create(&partial)?)
         .spawn()
         .context("could not start cpio: run `cargo xtask setup`")?;
     cpio.stdin
@@ -533,10 +576,12 @@ fn initramfs(arch: Arch) -> Result<PathBuf> {
         .context("cpio stdin")?
         .write_all(list.as_bytes())?;
     if !cpio.wait()?.success() {
-        let _ = fs::remove_file(&image);
+        let _ = fs::remove_file(&partial);
         bail!("cpio failed to build the initramfs");
     }
     let _ = fs::remove_dir_all(&stage);
+    // Whole or not at all, for a guest booting at the same time.
+    fs::rename(&partial, &image)?;
     Ok(image)
 }
 

@@ -10,6 +10,21 @@
 B=/bin/busybox
 $B mount -t proc proc /proc
 $B mount -t devtmpfs dev /dev
+# A distribution kernel (Debian's stock one) has virtio-mmio and 9p as modules: the initramfs
+# carries them, decompressed, in load order. The virtio-mmio devices then appear through ACPI.
+if [ -f /modules/order ]; then
+    $B mount -t sysfs sys /sys
+    while read -r module; do
+        $B insmod "/modules/$module.ko" || echo "phytrace-vm: insmod $module failed" >&2
+    done </modules/order
+    # The 9p transport binds once the ACPI-described devices have probed.
+    i=0
+    while ! $B grep -q hostroot /sys/bus/virtio/devices/*/mount_tag 2>/dev/null && [ $i -lt 100 ]; do
+        $B sleep 0.05
+        i=$((i + 1))
+    done
+    $B umount /sys
+fi
 $B mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /host || {
     echo "phytrace-vm: cannot mount the host root over 9p" >&2
     $B reboot -f
@@ -69,7 +84,13 @@ printf '#!/bin/busybox sh\nexec /bin/busybox chroot /host %s "$@"\n' "$MODPROBE"
 printf '#!/bin/busybox sh\n[ "$ACTION" = add ] && [ -n "$MODALIAS" ] && exec /bin/busybox chroot /host %s -q "$MODALIAS"\nexit 0\n' "$MODPROBE" >/bin/hotplug
 $B chmod 755 /bin/modprobe /bin/hotplug
 echo /bin/modprobe >/proc/sys/kernel/modprobe
-echo /bin/hotplug >/proc/sys/kernel/hotplug
+# Without CONFIG_UEVENT_HELPER (Debian's build) the kernel runs no helper on a uevent: busybox's
+# uevent applet hears them on netlink and runs the same helper, as udev would load modules.
+if [ -e /proc/sys/kernel/hotplug ]; then
+    echo /bin/hotplug >/proc/sys/kernel/hotplug
+else
+    $B uevent /bin/hotplug </dev/null >/dev/null 2>&1 &
+fi
 $B mkdir -p /host/run/modprobe.d
 printf 'blacklist ax88796b\nblacklist ax88796b_rust\n' >/host/run/modprobe.d/phytrace-asix.conf
 # busybox's modprobe reads /etc/modprobe.d only (and the host's files there are not the guest's).

@@ -1,4 +1,8 @@
-//! A lean reader of the BTF format (`include/uapi/linux/btf.h`, `Documentation/bpf/btf.rst`).
+//! A lean reader of the BTF format (`include/uapi/linux/btf.h`, `Documentation/bpf/btf.rst`),
+//! as Linux 7.3 defines it: a 7-bit kind and a 24-bit vlen in `btf_type.info`, and a header
+//! that may be longer than the original 24 bytes and then may name a layout section (one
+//! `struct btf_layout` per kind: the bytes following a record's fixed part), through which
+//! records of kinds newer than this reader are skipped instead of misread.
 //!
 //! [`Btf::parse`] walks the type section once, recording where each type's record starts and
 //! which struct, union, enum and forward declarations carry one of the names asked for.
@@ -14,14 +18,21 @@ use anyhow::{Context as _, Result, anyhow, bail};
 const MAGIC: u16 = 0xeb9f;
 /// The only BTF version there is.
 const VERSION: u8 = 1;
-/// Size of `struct btf_header` (version 1).
+/// Size of `struct btf_header` without the layout section's fields (before Linux 7.3).
 const HEADER_LEN: usize = 24;
+/// Size of `struct btf_header` with `layout_off` and `layout_len` (Linux 7.3).
+const HEADER_LAYOUT_LEN: usize = 32;
+/// Size of `struct btf_layout`: `info_sz` (u8), `elem_sz` (u8), `flags` (u16).
+const LAYOUT_LEN: usize = 4;
+/// `btf_type.info`: bits 24–30 are the kind, bits 0–23 the vlen.
+const KIND_MASK: u32 = 0x7f;
+const VLEN_MASK: u32 = 0xff_ffff;
 /// Size of `struct btf_type`, the part every type record starts with.
 const TYPE_LEN: usize = 12;
 /// Longest typedef/const/volatile chain followed before giving up (a loop in malformed input).
 const MAX_CHAIN: usize = 64;
 
-// The `BTF_KIND_*` values (bits 24–28 of `btf_type.info`).
+// The `BTF_KIND_*` values (bits 24–30 of `btf_type.info`).
 pub const INT: u32 = 1;
 const PTR: u32 = 2;
 const ARRAY: u32 = 3;
@@ -41,6 +52,10 @@ const FLOAT: u32 = 16;
 const DECL_TAG: u32 = 17;
 const TYPE_TAG: u32 = 18;
 pub const ENUM64: u32 = 19;
+
+/// What follows a type record's fixed part, per kind, from a layout section: (`info_sz`,
+/// `elem_sz`), indexed by kind.
+type Layout = Vec<(u8, u8)>;
 
 /// A BTF blob with an index of its type records.
 pub struct Btf {
@@ -94,18 +109,71 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(bytes.get(at..end)?.try_into().ok()?))
 }
 
-/// Bytes following the fixed part of a record of `kind` with `vlen` entries, `None` for a kind
-/// this reader does not know.
-fn trailing_len(kind: u32, vlen: u32) -> Option<usize> {
-    let vlen = vlen as usize;
+/// What follows the fixed part of a record of `kind`, as (bytes once, bytes per vlen entry),
+/// `None` for a kind this reader does not know.
+fn known_layout(kind: u32) -> Option<(u8, u8)> {
     Some(match kind {
-        INT | VAR | DECL_TAG => 4,
-        ARRAY => 12,
-        STRUCT | UNION | DATASEC | ENUM64 => 12 * vlen,
-        ENUM | FUNC_PROTO => 8 * vlen,
-        PTR | FWD | TYPEDEF | VOLATILE | CONST | RESTRICT | FUNC | FLOAT | TYPE_TAG => 0,
+        INT | VAR | DECL_TAG => (4, 0),
+        ARRAY => (12, 0),
+        STRUCT | UNION | DATASEC | ENUM64 => (0, 12),
+        ENUM | FUNC_PROTO => (0, 8),
+        PTR | FWD | TYPEDEF | VOLATILE | CONST | RESTRICT | FUNC | FLOAT | TYPE_TAG => (0, 0),
         _ => return None,
     })
+}
+
+/// Bytes following the fixed part of record `id` of `kind` with `vlen` entries: by this
+/// reader's knowledge of the kind, else by the blob's layout section; an error for a kind
+/// neither describes.
+fn trailing_len(id: usize, kind: u32, vlen: u32, layout: &Layout) -> Result<usize> {
+    let (once, each) = match known_layout(kind) {
+        Some(sizes) => sizes,
+        None => *layout.get(kind as usize).ok_or_else(|| {
+            anyhow!(
+                "BTF type {id} has unknown kind {kind}{}",
+                if layout.is_empty() {
+                    " (and the BTF has no layout section describing it)"
+                } else {
+                    ", which the BTF's layout section does not describe either"
+                }
+            )
+        })?,
+    };
+    Ok(usize::from(once) + usize::from(each) * vlen as usize)
+}
+
+/// The layout section `range` of `data`: one (`info_sz`, `elem_sz`) per kind. Sizes that are
+/// not whole words, or that contradict what this reader knows of a kind, are errors: such a
+/// blob is laid out differently from what this reader understands.
+fn parse_layout(data: &[u8], range: Range<usize>) -> Result<Layout> {
+    let bytes = data.get(range).unwrap_or_default();
+    if !bytes.len().is_multiple_of(LAYOUT_LEN) {
+        bail!(
+            "the BTF layout section is {} bytes, not a whole number of {LAYOUT_LEN}-byte entries",
+            bytes.len()
+        );
+    }
+    let layout: Layout = bytes
+        .chunks_exact(LAYOUT_LEN)
+        .map(|entry| (entry[0], entry[1]))
+        .collect();
+    for (kind, &(once, each)) in layout.iter().enumerate() {
+        if !once.is_multiple_of(4) || !each.is_multiple_of(4) {
+            bail!("the BTF layout section gives kind {kind} sizes {once}+{each}: not whole words");
+        }
+        // Kind 0 (`BTF_KIND_UNKN`) is listed with zero sizes and never used.
+        if let Some(known) = known_layout(kind as u32).filter(|_| kind != 0)
+            && known != (once, each)
+        {
+            bail!(
+                "the BTF layout section gives kind {kind} {once} bytes + {each} per entry, \
+                 this reader knows it as {} + {}",
+                known.0,
+                known.1
+            );
+        }
+    }
+    Ok(layout)
 }
 
 /// Whether the NUL-terminated string at `off` in `strings` is `want`.
@@ -155,7 +223,12 @@ fn section(data: &[u8], header_len: usize, off: u32, len: u32, what: &str) -> Re
 /// The single pass over the type section `types`: where each type's record starts (by id,
 /// from 1) and, for each `wanted` name, the ids of the structs, unions, enums, forward
 /// declarations and functions carrying it (names are in `strings`).
-fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Named)> {
+fn index(
+    types: &[u8],
+    strings: &[u8],
+    layout: &Layout,
+    wanted: &[&str],
+) -> Result<(Vec<u32>, Named)> {
     let mut records = Vec::with_capacity(types.len() / TYPE_LEN);
     let mut named: Named = wanted
         .iter()
@@ -168,10 +241,12 @@ fn index(types: &[u8], strings: &[u8], wanted: &[&str]) -> Result<(Vec<u32>, Nam
         let (Some(name_off), Some(info)) = (u32_at(types, at), u32_at(types, at + 4)) else {
             bail!("BTF type {id} is cut off by the end of the type section");
         };
-        let kind = (info >> 24) & 0x1f;
-        let trailing = trailing_len(kind, info & 0xffff)
-            .ok_or_else(|| anyhow!("BTF type {id} has unknown kind {kind}"))?;
-        let end = at + TYPE_LEN + trailing;
+        let kind = (info >> 24) & KIND_MASK;
+        let trailing = trailing_len(id, kind, info & VLEN_MASK, layout)?;
+        let end = at
+            .checked_add(TYPE_LEN)
+            .and_then(|end| end.checked_add(trailing))
+            .unwrap_or(usize::MAX);
         if end > types.len() {
             bail!("BTF type {id} is cut off by the end of the type section");
         }
@@ -221,9 +296,26 @@ impl Btf {
         }
         let types = section(&data, header_len, field(8), field(12), "type")?;
         let strings = section(&data, header_len, field(16), field(20), "string")?;
+        // A header long enough to have them names the layout section (Linux 7.3); a longer
+        // header's further fields are for later kernels and not needed to read the types.
+        let long_field = |at| u32_at(&data[..header_len], at).unwrap_or_default();
+        let layout = if header_len >= HEADER_LAYOUT_LEN && long_field(28) > 0 {
+            let (off, len) = (long_field(24), long_field(28));
+            let range = section(&data, header_len, off, len, "layout")?;
+            if range.start < types.end || range.end > strings.start || !off.is_multiple_of(4) {
+                bail!(
+                    "the BTF layout section ({len} bytes at {off}) does not lie aligned between \
+                     the type and string sections"
+                );
+            }
+            parse_layout(&data, range)?
+        } else {
+            Layout::new()
+        };
         let (records, named) = index(
             data.get(types.clone()).unwrap_or_default(),
             data.get(strings.clone()).unwrap_or_default(),
+            &layout,
             wanted,
         )?;
         Ok(Self {
@@ -233,6 +325,12 @@ impl Btf {
             records,
             named,
         })
+    }
+
+    /// How many types the blob has (ids 1 to this).
+    #[cfg(test)]
+    pub fn type_count(&self) -> usize {
+        self.records.len()
     }
 
     fn type_section(&self) -> &[u8] {
@@ -264,9 +362,9 @@ impl Btf {
         let info = field(1)?;
         Ok(Type {
             id,
-            kind: (info >> 24) & 0x1f,
+            kind: (info >> 24) & KIND_MASK,
             kflag: info >> 31 == 1,
-            vlen: info & 0xffff,
+            vlen: info & VLEN_MASK,
             name_off: field(0)?,
             size_or_type: field(2)?,
             body: at + TYPE_LEN,

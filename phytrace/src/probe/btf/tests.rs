@@ -44,7 +44,13 @@ fn fillers(b: &mut Builder, int: u32) {
 
 /// A BTF blob with the phylib types phytrace reads, laid out as [`expected`] says.
 fn phylib(variant: Variant) -> Vec<u8> {
+    phylib_after(variant, |_| {})
+}
+
+/// [`phylib`], with the types `first` adds before all others.
+fn phylib_after(variant: Variant, first: impl FnOnce(&mut Builder)) -> Vec<u8> {
     let mut b = Builder::new();
+    first(&mut b);
     let int = b.int("int", 4, 0, 32);
     let uint = b.int("unsigned int", 4, 0, 32);
     let char = b.int("char", 1, 0, 8);
@@ -583,4 +589,251 @@ fn the_kernels_btf_object_holds_the_sysfs_files_bytes() {
     let from_object = from_object.unwrap();
     assert_eq!(from_object, std::fs::read(VMLINUX_BTF).unwrap());
     assert!(KernelBtf::running().is_ok());
+}
+
+/// Debian 7.3.4's own vmlinux BTF (`linux-image-7.3.4+deb13-amd64`), cut down to the types
+/// phytrace looks up and what they embed: real 7.3 records, byte for byte but for renumbered
+/// ids and pointers to `void` (`cargo xtask stock --btf-fixture`, `xtask/src/btf_fixture.rs`).
+const DEBIAN_7_3: &[u8] =
+    include_bytes!("../../../tests/data/btf/debian-7.3.4+deb13-amd64-phylib.btf");
+
+/// Where `cargo xtask stock` leaves that kernel's whole BTF.
+fn debian_7_3_full() -> Option<std::path::PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    let path = cache.join("phytrace/stock/7.3.4+deb13-amd64/vmlinux.btf");
+    path.exists().then_some(path)
+}
+
+#[test]
+fn debian_7_3_btf_gives_the_offsets_its_machine_code_uses() {
+    let btf = KernelBtf::parse(DEBIAN_7_3.to_vec()).unwrap();
+    let offsets = btf.offsets().unwrap();
+    // In this kernel's phy_init_hw: `mov 0x360(%rbx),%rax` loads phydev->drv, then
+    // `mov 0xd0(%rax),%rax` drv->soft_reset (disassembled from its vmlinuz).
+    assert_eq!(offsets.phy_drv, 0x360);
+    assert_eq!(btf.offset("phy_driver", &["soft_reset"]).unwrap(), 0xd0);
+    // The rest as btf-rs reads them in the whole BTF (checked below when it is in the cache).
+    assert_eq!(
+        offsets,
+        KernelOffsets {
+            phy_bus: 792,
+            phy_addr: 824,
+            phy_id: 884,
+            phy_drv: 864,
+            phy_state: 1032,
+            phy_speed: 1056,
+            phy_duplex: 1060,
+            phy_link_byte: 1025,
+            phy_link_bit: 7,
+            drv_name: 168,
+            bus_id: 16,
+            bus_mdio_map: 1984,
+            mdio_flags: 828,
+            module_name: 24,
+            netdev_name: 288,
+            netdev_phydev: 2472,
+        }
+    );
+    assert_eq!(btf.phy_states().unwrap(), expected_states());
+    for function in [
+        "__mdiobus_read",
+        "__mdiobus_write",
+        "__mdiobus_c45_read",
+        "__mdiobus_c45_write",
+        "bpf_rdonly_cast",
+    ] {
+        btf.function_id(function).unwrap();
+    }
+    assert!(btf.types().is_ok());
+}
+
+#[test]
+fn debian_7_3_btf_names_what_it_lacks() {
+    let btf = KernelBtf::parse(DEBIAN_7_3.to_vec()).unwrap();
+    let err = format!(
+        "{:#}",
+        btf.offset("phy_device", &["mdio", "no_such"]).unwrap_err()
+    );
+    assert!(
+        err.contains("`struct phy_device` has no member `mdio.no_such`"),
+        "{err}"
+    );
+    let err = format!("{:#}", btf.function_id("__mdiobus_no_such").unwrap_err());
+    assert!(err.contains("no function `__mdiobus_no_such`"), "{err}");
+    // Not wanted when indexed: looked up as missing, not guessed.
+    let err = format!("{:#}", btf.struct_named("sk_buff").unwrap_err());
+    assert!(err.contains("`struct sk_buff`"), "{err}");
+}
+
+#[test]
+fn debian_7_3_full_btf_reads_as_the_fixture_and_btf_rs() {
+    let Some(path) = debian_7_3_full() else {
+        eprintln!(
+            "SKIPPED: no Debian 7.3 vmlinux BTF in the cache (`cargo xtask stock` fetches it); \
+             the committed cut-down fixture is tested on its own"
+        );
+        return;
+    };
+    let full = KernelBtf::open(&path).unwrap();
+    let cut = KernelBtf::parse(DEBIAN_7_3.to_vec()).unwrap();
+    assert_eq!(full.offsets().unwrap(), cut.offsets().unwrap());
+    assert_eq!(full.phy_states().unwrap(), cut.phy_states().unwrap());
+    let reference = btf_rs::Btf::from_file(&path).unwrap();
+    assert_eq!(
+        full.offsets().unwrap(),
+        btf_rs_reference::offsets(&reference).unwrap()
+    );
+    assert_eq!(full.btf.type_count(), 127_424);
+}
+
+/// `blob` (24-byte header, types then strings) with a Linux 7.3 layout section of `entries`
+/// (`info_sz`, `elem_sz` by kind) between the types and the strings, and the 32-byte header.
+fn with_layout(blob: &[u8], entries: &[(u8, u8)]) -> Vec<u8> {
+    let word = |at: usize| u32::from_ne_bytes(blob[at..at + 4].try_into().unwrap());
+    let (types_len, strings_len) = (word(12), word(20));
+    let layout: Vec<u8> = entries
+        .iter()
+        .flat_map(|&(info, elem)| [info, elem, 0, 0])
+        .collect();
+    let layout_len = layout.len() as u32;
+    let mut out = blob[..4].to_vec();
+    for value in [
+        32,
+        0,
+        types_len,
+        types_len + layout_len,
+        strings_len,
+        types_len,
+        layout_len,
+    ] {
+        out.extend_from_slice(&value.to_ne_bytes());
+    }
+    out.extend_from_slice(&blob[24..24 + types_len as usize]);
+    out.extend_from_slice(&layout);
+    out.extend_from_slice(&blob[24 + types_len as usize..]);
+    out
+}
+
+/// The layout libbpf writes for the kinds of Linux 7.3, and kind 36 (a kind from the future:
+/// its low five bits are those of STRUCT) with a 4-byte part and 8 bytes per entry.
+fn layout_with_kind_36() -> Vec<(u8, u8)> {
+    let mut entries = vec![
+        (0, 0),
+        (4, 0),
+        (0, 0),
+        (12, 0),
+        (0, 12),
+        (0, 12),
+        (0, 8),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 8),
+        (4, 0),
+        (0, 12),
+        (0, 0),
+        (4, 0),
+        (0, 0),
+        (0, 12),
+    ];
+    entries.resize(36, (0, 0));
+    entries.push((4, 8));
+    entries
+}
+
+/// A `phy_device` of kind 36 with two 8-byte entries before the real types: a reader masking
+/// the kind to five bits would take it for the struct.
+fn future_kind(b: &mut Builder) {
+    b.raw("phy_device", 36, false, 2, 96, &[7, 1, 2, 3, 4]);
+}
+
+#[test]
+fn a_7_3_layout_section_skips_kinds_this_reader_does_not_know() {
+    let blob = with_layout(
+        &phylib_after(Variant::Plain, future_kind),
+        &layout_with_kind_36(),
+    );
+    assert_eq!(read(blob).unwrap(), (expected(), expected_states()));
+    // Without the layout the record cannot be skipped: an error, not a guess.
+    let err = read_error(phylib_after(Variant::Plain, future_kind));
+    assert!(err.contains("type 1 has unknown kind 36"), "{err}");
+    assert!(err.contains("no layout section"), "{err}");
+    // A layout that does not describe it either.
+    let err = read_error(with_layout(
+        &phylib_after(Variant::Plain, future_kind),
+        &layout_with_kind_36()[..20],
+    ));
+    assert!(
+        err.contains("layout section does not describe either"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_7_3_layout_section_that_contradicts_a_known_kind_is_an_error() {
+    let mut entries = layout_with_kind_36();
+    entries[4] = (0, 16); // STRUCT members of 16 bytes: not the format this reader knows
+    let err = read_error(with_layout(&phylib(Variant::Plain), &entries));
+    assert!(err.contains("gives kind 4 0 bytes + 16 per entry"), "{err}");
+    entries[4] = (0, 12);
+    entries[36] = (2, 0);
+    let err = read_error(with_layout(&phylib(Variant::Plain), &entries));
+    assert!(err.contains("not whole words"), "{err}");
+    // The layout must lie between the types and the strings.
+    let good = with_layout(&phylib(Variant::Plain), &layout_with_kind_36());
+    let err = read_error(patched(good.clone(), 24, 0));
+    assert!(err.contains("does not lie aligned between"), "{err}");
+    let err = read_error(patched(good, 28, 7));
+    assert!(err.contains("layout section"), "{err}");
+}
+
+#[test]
+fn vlen_has_24_bits() {
+    // 65 537 enumerators: a 16-bit vlen would read 1 and lose its way in the type section.
+    let wide = |b: &mut Builder| {
+        let values: Vec<(String, i32)> = (0..65_537).map(|i| (format!("E{i}"), i)).collect();
+        let values: Vec<(&str, i32)> = values.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        b.enum32("wide", false, &values);
+    };
+    let blob = phylib_after(Variant::Plain, wide);
+    assert_eq!(read(blob.clone()).unwrap(), (expected(), expected_states()));
+    let btf = Btf::parse(blob, &["wide"]).unwrap();
+    let wide = btf.get(btf.named("wide")[0]).unwrap();
+    assert_eq!(wide.vlen, 65_537);
+    assert_eq!(btf.enumerators(&wide).unwrap().last().unwrap().1, 65_536);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    #[test]
+    fn damaged_7_3_blobs_do_not_panic(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+    ) {
+        let mut blob =
+            with_layout(&phylib_after(Variant::Plain, future_kind), &layout_with_kind_36());
+        for (at, byte) in edits {
+            let at = at.index(blob.len());
+            blob[at] = byte;
+        }
+        read_anything(blob);
+    }
+
+    #[test]
+    fn damaged_debian_7_3_blobs_do_not_panic(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+    ) {
+        let mut blob = DEBIAN_7_3.to_vec();
+        for (at, byte) in edits {
+            let at = at.index(blob.len());
+            blob[at] = byte;
+        }
+        read_anything(blob);
+    }
 }
