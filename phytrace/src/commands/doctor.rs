@@ -11,6 +11,7 @@ use crate::{
     output,
     probe::{
         attach, btf, call_site_probes,
+        callsites::Layout,
         error::{Cause, ProbeError},
         loader,
         mdio_probes::{self, MdioChoice},
@@ -343,7 +344,7 @@ fn call_site_kprobe() -> Check {
         .map_err(anyhow::Error::from)
         .and_then(|kallsyms| {
             let btf = btf::KernelBtf::running()?;
-            let (discovery, _) = call_site_probes::discover(&btf, &kallsyms)?;
+            let (discovery, _) = call_site_probes::discover(&Layout::from_btf(&btf)?, &kallsyms)?;
             let first = discovery.sites.first().context("no call site")?;
             let mut ebpf = loader::load(&loader::LoadOptions::new(4096, btf.offsets()?))?;
             attach::loaded_kprobe(&mut ebpf, call_site_probes::PROGRAMS[0])?

@@ -10,7 +10,7 @@ use crate::{
     output,
     probe::{
         btf, call_site_probes,
-        callsites::{OPS, Return},
+        callsites::{Layout, OPS, Return},
         mdio_probes, symbols,
     },
 };
@@ -22,8 +22,8 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
         out,
         "Call sites of phy_driver operations (decoded from the kernel text in /proc/kcore):"
     )?;
-    let found =
-        btf::KernelBtf::running().and_then(|btf| call_site_probes::discover(&btf, kallsyms));
+    let found = btf::KernelBtf::running()
+        .and_then(|btf| call_site_probes::discover(&Layout::from_btf(&btf)?, kallsyms));
     let (discovery, _) = match found {
         Ok(found) => found,
         Err(err) => {

@@ -6,7 +6,11 @@
 //! A hit names its callback by op and called address (`phytrace_common::call_site_key`);
 //! the address is named here, through kallsyms, the first time it is seen.
 
-use std::{fs, path::Path};
+use std::{
+    fs,
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context as _, Result};
 use aya::{Ebpf, maps::Array};
@@ -16,7 +20,6 @@ use phytrace_common::{
 };
 
 use super::{
-    btf::KernelBtf,
     callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
     decode::Decoder,
     driver_probes::DriverProbes,
@@ -58,13 +61,21 @@ impl CallbackProbes {
 /// The programs: the call's entry, the return after it, a tail call's return.
 pub const PROGRAMS: [&str; 3] = ["call_site_enter", "call_site_exit", "call_site_tail_exit"];
 
-/// Finds the running kernel's call sites (kallsyms text and `/proc/kcore`).
-pub fn discover(btf: &KernelBtf, kallsyms: &str) -> Result<(Discovery, TextSymbols)> {
+/// The call sites found, with the text symbols that name what they call.
+pub type Found = (Discovery, TextSymbols);
+
+/// Finds the running kernel's call sites of the ops at `layout` (kallsyms and `/proc/kcore`).
+pub fn find(layout: &Layout) -> Result<Found> {
+    let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
+    discover(layout, &kallsyms)
+}
+
+/// [`find`] on the call sites in kallsyms text `kallsyms`.
+pub fn discover(layout: &Layout, kallsyms: &str) -> Result<Found> {
     let symbols = TextSymbols::parse(kallsyms);
-    let layout = Layout::from_btf(btf)?;
     let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
         .map_err(|err| text_refused(&err))?;
-    let discovery = callsites::discover(&symbols, &mut kcore, &layout, Isa::native())
+    let discovery = callsites::discover(&symbols, &mut kcore, layout, Isa::native())
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
     if discovery.sites.is_empty() {
         return Err(ProbeError::unavailable(format!(
@@ -75,6 +86,33 @@ pub fn discover(btf: &KernelBtf, kallsyms: &str) -> Result<(Discovery, TextSymbo
         .into());
     }
     Ok((discovery, symbols))
+}
+
+/// Call sites being found on another thread (reading the kernel text takes about as long as
+/// loading the programs in a slow guest).
+pub struct Finding(std::thread::JoinHandle<Result<(Found, Duration)>>);
+
+impl Finding {
+    /// The call sites, and how long finding them took.
+    pub fn join(self) -> Result<(Found, Duration)> {
+        self.0
+            .join()
+            .map_err(|_| anyhow::anyhow!("the call-site reader stopped"))?
+    }
+}
+
+/// Starts [`find`] on another thread, for the ops at `layout` (an error in it is returned
+/// by [`Finding::join`]).
+pub fn find_meanwhile(layout: Result<Layout>) -> Result<Finding> {
+    std::thread::Builder::new()
+        .name("phytrace-sites".into())
+        .spawn(move || {
+            let started = Instant::now();
+            let found = find(&layout?)?;
+            Ok((found, started.elapsed()))
+        })
+        .map(Finding)
+        .context("starting a thread")
 }
 
 /// Reading the kernel text was refused: why, and the fix.
@@ -106,7 +144,7 @@ impl CallSiteProbes {
     pub fn arm(
         ebpf: &mut Ebpf,
         probes: &mut DriverProbes,
-        (discovery, symbols): (Discovery, TextSymbols),
+        (discovery, symbols): Found,
         notes: &mut Vec<String>,
     ) -> Result<Self> {
         let mut sites = discovery.sites;

@@ -200,22 +200,29 @@ impl DriverProbes {
     }
 
     /// Whether the kernel takes kprobes in Rust code: a probe on a Rust function of vmlinux
-    /// (the `kernel` crate) is defined and removed. Kernels built without
-    /// `CONFIG_KPROBE_EVENTS_ON_NOTRACE` refuse it (Rust code has no ftrace site), as do
-    /// kernels without Rust.
+    /// (the `kernel` crate's panic handler, else the first Rust function in kallsyms) is
+    /// defined and removed. Kernels built without `CONFIG_KPROBE_EVENTS_ON_NOTRACE` refuse it
+    /// (Rust code has no ftrace site), as do kernels without Rust.
     pub fn takes_rust_symbols(&mut self) -> bool {
-        let Some(symbol) = std::fs::read_to_string(super::symbols::KALLSYMS)
-            .ok()
-            .and_then(|text| first_rust_function(&text).map(str::to_owned))
-        else {
-            return false;
-        };
         let name = "rust_check";
-        let taken = self.group.define(name, Probe::Entry, None, &symbol).is_ok();
-        if taken {
+        let defined = match self
+            .group
+            .define(name, Probe::Entry, None, RUST_PANIC_HANDLER)
+        {
+            Err(err) if err.os_error() == Some(libc::ENOENT) => {
+                std::fs::read_to_string(super::symbols::KALLSYMS)
+                    .ok()
+                    .and_then(|text| first_rust_function(&text).map(str::to_owned))
+                    .is_some_and(|symbol| {
+                        self.group.define(name, Probe::Entry, None, &symbol).is_ok()
+                    })
+            }
+            defined => defined.is_ok(),
+        };
+        if defined {
             self.group.remove(name);
         }
-        taken
+        defined
     }
 
     /// Removes `module`'s probes.
@@ -251,6 +258,9 @@ impl DriverProbes {
         self.modules.iter()
     }
 }
+
+/// The Rust panic handler of the `kernel` crate: a Rust function of vmlinux with a fixed name.
+const RUST_PANIC_HANDLER: &str = "rust_begin_unwind";
 
 /// The first Rust function of vmlinux in kallsyms text.
 fn first_rust_function(kallsyms: &str) -> Option<&str> {

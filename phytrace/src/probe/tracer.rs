@@ -4,7 +4,6 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet, VecDeque},
-    fs,
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
@@ -21,7 +20,8 @@ use tokio::io::unix::AsyncFd;
 use super::{
     attach::{Programs, attach},
     btf::{self, PhyStates},
-    call_site_probes::{self, CallSiteProbes, CallbackChoice, CallbackProbes},
+    call_site_probes::{self, CallSiteProbes, CallbackChoice, CallbackProbes, Finding},
+    callsites::Layout,
     decode::{Decoder, c_string},
     driver_probes::{self, DriverProbes},
     error::Stage,
@@ -346,6 +346,15 @@ impl Tracer {
         let types = kernel_btf.types()?;
         let states = kernel_btf.phy_states()?;
         startup.btf = lap();
+        let mut probes = DriverProbes::new(options.max_active)?;
+        // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
+        let finding = match options.callbacks {
+            CallbackChoice::Callsite => true,
+            CallbackChoice::Symbol => false,
+            CallbackChoice::Auto => !probes.takes_rust_symbols(),
+        }
+        .then(|| call_site_probes::find_meanwhile(Layout::from_btf(&kernel_btf)))
+        .transpose()?;
         let defaults = LoadOptions::new(options.ring_size, offsets);
         let mut ebpf = loader::load(&LoadOptions {
             types,
@@ -381,7 +390,7 @@ impl Tracer {
             drops,
             decoder: Decoder::new(states.clone()),
             mdio,
-            probes: DriverProbes::new(options.max_active)?,
+            probes,
             options,
             live: BTreeSet::new(),
             ever_attached: BTreeSet::new(),
@@ -400,30 +409,22 @@ impl Tracer {
             callback_probes: None,
         };
         let built_in = prefetched.built_in.clone();
-        tracer.arm_callbacks(&kernel_btf, prefetched)?;
+        tracer.arm_callbacks(finding, prefetched)?;
         tracer.arm_mac(&built_in);
         tracer.startup.modules = lap();
         Ok(tracer)
     }
 
-    /// Arms the callback probes `options.callbacks` asks for. Callbacks that cannot be traced
-    /// are said in a note; MDIO and the MAC side are traced all the same.
-    fn arm_callbacks(&mut self, btf: &btf::KernelBtf, prefetched: Prefetched) -> Result<()> {
+    /// Arms the callback probes: at the call sites `finding` finds, else (or if it fails, unless
+    /// they were asked for) on the Rust symbols. Callbacks that cannot be traced are said in a
+    /// note; MDIO and the MAC side are traced all the same.
+    fn arm_callbacks(&mut self, finding: Option<Finding>, prefetched: Prefetched) -> Result<()> {
         let choice = self.options.callbacks;
-        let use_call_sites = match choice {
-            CallbackChoice::Callsite => true,
-            CallbackChoice::Symbol => false,
-            CallbackChoice::Auto => !self.probes.takes_rust_symbols(),
-        };
-        if use_call_sites {
-            let started = Instant::now();
-            let armed = fs::read_to_string(symbols::KALLSYMS)
-                .with_context(|| format!("reading {}", symbols::KALLSYMS))
-                .and_then(|text| call_site_probes::discover(btf, &text))
-                .and_then(|found| {
-                    self.startup.call_sites_found = started.elapsed();
-                    CallSiteProbes::arm(&mut self.ebpf, &mut self.probes, found, &mut self.notes)
-                });
+        if let Some(finding) = finding {
+            let armed = finding.join().and_then(|(found, took)| {
+                self.startup.call_sites_found = took;
+                CallSiteProbes::arm(&mut self.ebpf, &mut self.probes, found, &mut self.notes)
+            });
             match armed {
                 Ok(sites) => {
                     self.call_sites = Some(sites);

@@ -6,10 +6,7 @@
 use yaxpeax_arch::{Decoder as _, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
-use super::{Found, Layout, Return, Target};
-
-/// How far back from a call the load of its target and driver is looked for.
-const LOOKBACK: usize = 48;
+use super::{Found, Layout, Return, Target, flow::Flow};
 
 /// Byte offset of `xN` in `struct pt_regs` (`regs[N]`).
 fn pt_regs_offset(reg: u16) -> Option<u32> {
@@ -27,13 +24,9 @@ pub fn may_touch_driver(code: &[u8], layout: &Layout) -> bool {
 
 /// The call sites in `code`, one function's.
 pub fn scan(code: &[u8], layout: &Layout) -> Vec<Found> {
-    let decoder = InstDecoder::default();
-    let instructions: Vec<Option<Instruction>> = code
-        .chunks_exact(4)
-        .map(|word| decoder.decode(&mut U8Reader::new(word)).ok())
-        .collect();
+    let function = Function::decode(code);
     let mut found = Vec::new();
-    for (index, call) in instructions.iter().enumerate() {
+    for (at, call) in function.instructions.iter().enumerate() {
         let Some(call) = call else {
             continue;
         };
@@ -45,14 +38,15 @@ pub fn scan(code: &[u8], layout: &Layout) -> Vec<Found> {
         let Operand::Register(SizeCode::X, target) = call.operands[0] else {
             continue;
         };
-        let Some(op) = op_call(&instructions[..index], target, layout) else {
+        let (Some(reg), Some(op)) = (pt_regs_offset(target), function.op_call(at, target, layout))
+        else {
             continue;
         };
-        let offset = (index * 4) as u32;
+        let offset = (at * 4) as u32;
         found.push(Found {
             offset,
             op,
-            target: Target::Register(pt_regs_offset(target).unwrap_or_default()),
+            target: Target::Register(reg),
             ret: if tail {
                 Return::Tail
             } else {
@@ -63,35 +57,95 @@ pub fn scan(code: &[u8], layout: &Layout) -> Vec<Found> {
     found
 }
 
-/// The op a call through `xN` calls, if its target was loaded from a driver loaded from a
-/// `phy_device`.
-fn op_call(before: &[Option<Instruction>], target: u16, layout: &Layout) -> Option<u16> {
-    pt_regs_offset(target)?;
-    let at = last_write(before, target)?;
-    let (driver, offset) = load(before[at].as_ref()?)?;
-    let op = layout.op_at(offset)?;
-    loaded_driver(&before[..at], driver, layout).then_some(op)
+/// One function's instructions (`None`: a word that does not decode), the registers each
+/// writes, and its control flow.
+struct Function {
+    instructions: Vec<Option<Instruction>>,
+    /// Bit `n`: the instruction writes `xN` (or `wN`).
+    writes: Vec<u32>,
+    flow: Flow,
 }
 
-/// Whether `xN` holds a PHY's driver at the end of `before`.
-fn loaded_driver(mut before: &[Option<Instruction>], mut reg: u16, layout: &Layout) -> bool {
-    for _ in 0..4 {
-        let Some(at) = last_write(before, reg) else {
-            return false;
-        };
-        let Some(instruction) = before[at].as_ref() else {
-            return false;
-        };
-        if let Some((_, offset)) = load(instruction) {
-            return layout.loads_driver(offset);
+impl Function {
+    fn decode(code: &[u8]) -> Self {
+        let decoder = InstDecoder::default();
+        let instructions: Vec<Option<Instruction>> = code
+            .chunks_exact(4)
+            .map(|word| decoder.decode(&mut U8Reader::new(word)).ok())
+            .collect();
+        let writes = instructions
+            .iter()
+            .map(|instruction| instruction.as_ref().map_or(0, written))
+            .collect();
+        let flow = Flow::new(instructions.len(), |at| {
+            let Some(instruction) = &instructions[at] else {
+                return Vec::new();
+            };
+            let target = || {
+                instruction
+                    .operands
+                    .iter()
+                    .find_map(|operand| match operand {
+                        Operand::PCOffset(offset) => usize::try_from((at * 4) as i64 + offset)
+                            .ok()
+                            .map(|byte| byte / 4),
+                        _ => None,
+                    })
+            };
+            match instruction.opcode {
+                Opcode::B => target().into_iter().collect(),
+                Opcode::Bcc(_) | Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
+                    [Some(at + 1), target()].into_iter().flatten().collect()
+                }
+                Opcode::BR | Opcode::RET | Opcode::BRK => Vec::new(),
+                _ => vec![at + 1],
+            }
+        });
+        Self {
+            instructions,
+            writes,
+            flow,
         }
-        match copied_from(instruction) {
-            Some(from) => reg = from,
-            None => return false,
-        }
-        before = &before[..at];
     }
-    false
+
+    /// The instructions whose writes of `xN` reach instruction `at`.
+    fn writes_of(&self, at: usize, reg: u16) -> Option<Vec<usize>> {
+        let bit = 1u32.checked_shl(u32::from(reg)).filter(|_| reg < 31)?;
+        self.flow.reaching(at, |i| self.writes[i] & bit != 0)
+    }
+
+    /// The op a call through `xN` at `at` calls, if its target was loaded from a driver
+    /// loaded from a `phy_device`, on every path to it.
+    fn op_call(&self, at: usize, target: u16, layout: &Layout) -> Option<u16> {
+        let mut op = None;
+        for def in self.writes_of(at, target)? {
+            let (driver, offset) = load(self.instructions[def].as_ref()?)?;
+            let this = layout.op_at(offset)?;
+            if op.is_some_and(|op| op != this) || !self.holds_driver(def, driver, layout, 4) {
+                return None;
+            }
+            op = Some(this);
+        }
+        op
+    }
+
+    /// Whether `xN` holds a PHY's driver at `at` on every path (copied at most `copies` times).
+    fn holds_driver(&self, at: usize, reg: u16, layout: &Layout, copies: u32) -> bool {
+        let Some(defs) = self.writes_of(at, reg) else {
+            return false;
+        };
+        defs.into_iter().all(|def| {
+            let Some(instruction) = self.instructions[def].as_ref() else {
+                return false;
+            };
+            if let Some((_, offset)) = load(instruction) {
+                return layout.loads_driver(offset);
+            }
+            copies > 0
+                && copied_from(instruction)
+                    .is_some_and(|from| self.holds_driver(def, from, layout, copies - 1))
+        })
+    }
 }
 
 /// `mov xD, xS` (`orr xD, xzr, xS`): the source register.
@@ -126,42 +180,33 @@ fn load(instruction: &Instruction) -> Option<(u16, i64)> {
     }
 }
 
-/// Whether `instruction` writes `xN`.
-fn writes(instruction: &Instruction, reg: u16) -> bool {
-    if matches!(
-        instruction.opcode,
+/// The registers `instruction` writes, as bits: its first operand (unless it is a store or a
+/// compare-and-branch), a pair load's second, and what a call clobbers (`x0`–`x18`, `x30`).
+fn written(instruction: &Instruction) -> u32 {
+    const CALL_CLOBBERED: u32 = ((1 << 19) - 1) | (1 << 30);
+    let bit = |operand: Operand| match operand {
+        Operand::Register(_, reg) if reg < 31 => 1 << reg,
+        _ => 0,
+    };
+    match instruction.opcode {
         Opcode::STR
-            | Opcode::STRB
-            | Opcode::STRH
-            | Opcode::STUR
-            | Opcode::STURB
-            | Opcode::STURH
-            | Opcode::STP
-            | Opcode::STLR
-            | Opcode::CBZ
-            | Opcode::CBNZ
-            | Opcode::TBZ
-            | Opcode::TBNZ
-    ) {
-        return false;
+        | Opcode::STRB
+        | Opcode::STRH
+        | Opcode::STUR
+        | Opcode::STURB
+        | Opcode::STURH
+        | Opcode::STP
+        | Opcode::STLR
+        | Opcode::CBZ
+        | Opcode::CBNZ
+        | Opcode::TBZ
+        | Opcode::TBNZ
+        | Opcode::BR
+        | Opcode::RET => 0,
+        Opcode::BL | Opcode::BLR => CALL_CLOBBERED,
+        Opcode::LDP => bit(instruction.operands[0]) | bit(instruction.operands[1]),
+        _ => bit(instruction.operands[0]),
     }
-    let names = |operand: Operand| matches!(operand, Operand::Register(_, r) if r == reg);
-    names(instruction.operands[0])
-        || (instruction.opcode == Opcode::LDP && names(instruction.operands[1]))
-        || matches!(instruction.opcode, Opcode::BL | Opcode::BLR) && reg <= 18
-}
-
-/// The index of the last of `before` (at most [`LOOKBACK`] back) that writes `xN`; an
-/// undecodable word stops the search.
-fn last_write(before: &[Option<Instruction>], reg: u16) -> Option<usize> {
-    let start = before.len().saturating_sub(LOOKBACK);
-    for at in (start..before.len()).rev() {
-        let instruction = before[at].as_ref()?;
-        if writes(instruction, reg) {
-            return Some(at);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -184,10 +229,10 @@ mod tests {
 
     #[test]
     fn phy_init_hw_calls_soft_reset() {
-        // ldr x8, [x19, #0x250]; cbz x8, .+8; ldr x8, [x8, #0xc8]; mov x0, x19; blr x8;
-        // mov w20, w0
+        // ldr x8, [x19, #0x250]; ldr x8, [x8, #0xc8]; cbz x8, 1f; mov x0, x19; blr x8;
+        // 1: mov w20, w0
         let code = code(&[
-            0xf9412a68, 0xb4000048, 0xf9406508, 0xaa1303e0, 0xd63f0100, 0x2a0003f4,
+            0xf9412a68, 0xf9406508, 0xb4000068, 0xaa1303e0, 0xd63f0100, 0x2a0003f4,
         ]);
         assert!(may_touch_driver(&code, &layout()));
         assert_eq!(

@@ -11,6 +11,7 @@
 //! op), so a misread site reports nothing rather than something wrong.
 
 pub mod arm64;
+mod flow;
 pub mod kallsyms;
 pub mod text;
 pub mod x86;

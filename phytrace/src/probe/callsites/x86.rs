@@ -4,7 +4,7 @@
 //! through a retpoline thunk (`call __x86_indirect_thunk_REG`) on kernels built with them, or
 //! `call *OFF_OP(%drv)`; a `jmp` instead of the `call` is a tail call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use iced_x86::{
     Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess,
@@ -12,10 +12,7 @@ use iced_x86::{
 };
 use memchr::memmem;
 
-use super::{Found, Layout, Return, Target};
-
-/// How far back from a call the load of its target and driver is looked for.
-const LOOKBACK: usize = 48;
+use super::{Found, Layout, Return, Target, flow::Flow};
 
 /// Byte offset of `reg` (a 64-bit general register) in `struct pt_regs`.
 pub fn pt_regs_offset(reg: Register) -> Option<u32> {
@@ -79,16 +76,13 @@ pub fn may_touch_driver(code: &[u8], layout: &Layout) -> bool {
 /// The call sites in `code`, a function at `address`; `thunks` maps retpoline thunks to the
 /// register they call through.
 pub fn scan(code: &[u8], address: u64, layout: &Layout, thunks: &BTreeMap<u64, u32>) -> Vec<Found> {
-    let instructions: Vec<Instruction> = Decoder::with_ip(64, code, address, DecoderOptions::NONE)
-        .into_iter()
-        .collect();
-    let mut info = InstructionInfoFactory::new();
+    let function = Function::decode(code, address);
     let mut found = Vec::new();
-    for (index, call) in instructions.iter().enumerate() {
+    for (at, call) in function.instructions.iter().enumerate() {
         let Some((via, tail)) = indirect_call(call, thunks) else {
             continue;
         };
-        let Some((op, target)) = op_call(&instructions[..index], via, layout, &mut info) else {
+        let Some((op, target)) = function.op_call(at, via, layout) else {
             continue;
         };
         found.push(Found {
@@ -147,62 +141,121 @@ fn register_at(offset: u32) -> Option<Register> {
         .find(|&reg| pt_regs_offset(reg) == Some(offset))
 }
 
-/// The op a call through `via` calls, if its target was loaded from a `struct phy_driver` that
-/// was loaded from a `phy_device` (`before` are the instructions before the call).
-fn op_call(
-    before: &[Instruction],
-    via: Via,
-    layout: &Layout,
-    info: &mut InstructionInfoFactory,
-) -> Option<(u16, Target)> {
-    let (driver_reg, displacement, target, load_at) = match via {
-        Via::Register(reg) => {
-            let at = last_write(before, reg, info)?;
-            let (base, displacement) = load(&before[at])?;
-            (
-                base,
-                displacement,
-                Target::Register(pt_regs_offset(reg)?),
-                at,
-            )
-        }
-        Via::Memory { base, displacement } => (
-            base,
-            displacement,
-            Target::Memory(pt_regs_offset(base)?),
-            before.len(),
-        ),
-    };
-    let op = layout.op_at(displacement)?;
-    loaded_driver(&before[..load_at], driver_reg, layout, info).then_some((op, target))
+/// One function's instructions, the general registers each writes, and its control flow.
+struct Function {
+    instructions: Vec<Instruction>,
+    /// Bit `n`: the instruction writes `Register::RAX + n` (or a part of it).
+    writes: Vec<u16>,
+    flow: Flow,
 }
 
-/// Whether `reg` holds a PHY's driver at the end of `before`: loaded from `phy_device.drv` or
-/// the device's driver, possibly copied through other registers.
-fn loaded_driver(
-    mut before: &[Instruction],
-    mut reg: Register,
-    layout: &Layout,
-    info: &mut InstructionInfoFactory,
-) -> bool {
-    for _ in 0..4 {
-        let Some(at) = last_write(before, reg, info) else {
+impl Function {
+    fn decode(code: &[u8], address: u64) -> Self {
+        let instructions: Vec<Instruction> =
+            Decoder::with_ip(64, code, address, DecoderOptions::NONE)
+                .into_iter()
+                .collect();
+        let mut info = InstructionInfoFactory::new();
+        let writes = instructions
+            .iter()
+            .map(|instruction| {
+                info.info(instruction)
+                    .used_registers()
+                    .iter()
+                    .filter(|used| {
+                        matches!(
+                            used.access(),
+                            OpAccess::Write
+                                | OpAccess::ReadWrite
+                                | OpAccess::CondWrite
+                                | OpAccess::ReadCondWrite
+                        )
+                    })
+                    .filter_map(|used| gpr_bit(used.register()))
+                    .fold(0, |bits, bit| bits | bit)
+            })
+            .collect();
+        let index: HashMap<u64, usize> = instructions
+            .iter()
+            .enumerate()
+            .map(|(at, instruction)| (instruction.ip(), at))
+            .collect();
+        let flow = Flow::new(instructions.len(), |at| {
+            let instruction = &instructions[at];
+            let target = || index.get(&instruction.near_branch_target()).copied();
+            match instruction.flow_control() {
+                FlowControl::ConditionalBranch => {
+                    [Some(at + 1), target()].into_iter().flatten().collect()
+                }
+                FlowControl::UnconditionalBranch => target().into_iter().collect(),
+                FlowControl::IndirectBranch | FlowControl::Return | FlowControl::Exception => {
+                    Vec::new()
+                }
+                _ => vec![at + 1],
+            }
+        });
+        Self {
+            instructions,
+            writes,
+            flow,
+        }
+    }
+
+    /// The instructions whose writes of `reg` reach instruction `at`.
+    fn writes_of(&self, at: usize, reg: Register) -> Option<Vec<usize>> {
+        let bit = gpr_bit(reg)?;
+        self.flow.reaching(at, |i| self.writes[i] & bit != 0)
+    }
+
+    /// The op the call at `at` through `via` calls, if its target was loaded from a
+    /// `struct phy_driver` that was loaded from a `phy_device`, on every path to it.
+    fn op_call(&self, at: usize, via: Via, layout: &Layout) -> Option<(u16, Target)> {
+        match via {
+            Via::Register(reg) => {
+                let mut op = None;
+                for def in self.writes_of(at, reg)? {
+                    let (base, displacement) = load(&self.instructions[def])?;
+                    let this = layout.op_at(displacement)?;
+                    if op.is_some_and(|op| op != this) || !self.holds_driver(def, base, layout, 4) {
+                        return None;
+                    }
+                    op = Some(this);
+                }
+                Some((op?, Target::Register(pt_regs_offset(reg)?)))
+            }
+            Via::Memory { base, displacement } => {
+                let op = layout.op_at(displacement)?;
+                self.holds_driver(at, base, layout, 4)
+                    .then_some((op, Target::Memory(pt_regs_offset(base)?)))
+            }
+        }
+    }
+
+    /// Whether `reg` holds a PHY's driver at instruction `at` on every path: loaded from
+    /// `phy_device.drv` or the device's driver, or copied (up to `copies` times) from a
+    /// register that holds one.
+    fn holds_driver(&self, at: usize, reg: Register, layout: &Layout, copies: u32) -> bool {
+        let Some(defs) = self.writes_of(at, reg) else {
             return false;
         };
-        let instruction = &before[at];
-        if let Some((_, displacement)) = load(instruction) {
-            return layout.loads_driver(displacement);
-        }
-        if instruction.code() != Code::Mov_r64_rm64 && instruction.code() != Code::Mov_rm64_r64 {
-            return false;
-        }
-        if instruction.op1_kind() != OpKind::Register {
-            return false;
-        }
-        reg = instruction.op1_register();
-        before = &before[..at];
+        defs.into_iter().all(|def| {
+            let instruction = &self.instructions[def];
+            if let Some((_, displacement)) = load(instruction) {
+                return layout.loads_driver(displacement);
+            }
+            copies > 0
+                && matches!(instruction.code(), Code::Mov_r64_rm64 | Code::Mov_rm64_r64)
+                && instruction.op0_kind() == OpKind::Register
+                && instruction.op1_kind() == OpKind::Register
+                && self.holds_driver(def, instruction.op1_register(), layout, copies - 1)
+        })
     }
-    false
+}
+
+/// The bit of `reg`'s 64-bit register in [`Function::writes`].
+fn gpr_bit(reg: Register) -> Option<u16> {
+    let n = (reg.full_register() as u32).checked_sub(Register::RAX as u32)?;
+    (n < 16).then(|| 1 << n)
 }
 
 /// `mov OFF(%base),%reg`: the base register and the offset.
@@ -220,28 +273,6 @@ fn load(instruction: &Instruction) -> Option<(Register, i64)> {
         })
 }
 
-/// The index of the last of `before` (at most [`LOOKBACK`] back) that writes `reg`.
-fn last_write(
-    before: &[Instruction],
-    reg: Register,
-    info: &mut InstructionInfoFactory,
-) -> Option<usize> {
-    let full = reg.full_register();
-    let start = before.len().saturating_sub(LOOKBACK);
-    (start..before.len()).rev().find(|&at| {
-        info.info(&before[at]).used_registers().iter().any(|used| {
-            used.register().full_register() == full
-                && matches!(
-                    used.access(),
-                    OpAccess::Write
-                        | OpAccess::ReadWrite
-                        | OpAccess::CondWrite
-                        | OpAccess::ReadCondWrite
-                )
-        })
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,7 +284,7 @@ mod tests {
         Layout {
             ops,
             bound_driver: 0x360,
-            device_driver: 0x68 + 0x40,
+            device_driver: 0x68,
         }
     }
 
@@ -335,6 +366,30 @@ mod tests {
                 ret: Return::After(18)
             }]
         );
+    }
+
+    #[test]
+    fn a_driver_loaded_in_another_block_reaches_the_call_through_a_jump() {
+        // mov 0x68(%rdi),%r14 (the device's driver); jmp 1f; lea 0x360(%rbx),%r14 (another
+        // block); ret; 1: mov 0xd0(%r14),%rax; call *%rax
+        let code = [
+            0x4c, 0x8b, 0x77, 0x68, 0xeb, 0x08, 0x4c, 0x8d, 0xb3, 0x60, 0x03, 0x00, 0x00, 0xc3,
+            0x49, 0x8b, 0x86, 0xd0, 0x00, 0x00, 0x00, 0xff, 0xd0,
+        ];
+        assert_eq!(
+            scan(&code, BASE, &layout(), &BTreeMap::new()),
+            [Found {
+                offset: 21,
+                op: 2,
+                target: Target::Register(80),
+                ret: Return::After(23)
+            }]
+        );
+        // Without the jump, the other block's write is on the path: not a site.
+        let mut fallthrough = code;
+        fallthrough[4..6].copy_from_slice(&[0x66, 0x90]);
+        fallthrough[13] = 0x90;
+        assert!(scan(&fallthrough, BASE, &layout(), &BTreeMap::new()).is_empty());
     }
 
     #[test]
