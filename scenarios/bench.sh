@@ -8,6 +8,11 @@
 #      empty programs on the same attach points (the floors: bench-floor-fentry.bt,
 #      bench-floor-kprobe.bt);
 #   P2 start-to-attached: process start until the first event can be recorded, same probes;
+#   C1 cost per driver callback: N synchronous phy_resume() calls (each runs the Rust driver's
+#      resume through phylib, and its MDIO read of BMCR) untraced; with `phytrace record` probing
+#      callbacks at phylib's call sites and on the Rust symbols; with empty programs on the same
+#      attach points (bpftrace: kprobes on resume's call and return sites, kprobe+kretprobe on
+#      the driver's resume callback); start-to-attached with the call sites;
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture;
@@ -15,12 +20,12 @@
 #      phytrace, with the bpftrace kfunc script and with the empty fentry+fexit pair;
 #   TUI CPU share idle and at 10k / 100k events/s.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
-#   REPEATS=5 READS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
+#   REPEATS=5 READS=20000 CALLS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
 #   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN
 # (the last rate is beyond what a CPU can issue: the simulator then reads back to back)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-REPEATS=${REPEATS:-5} READS=${READS:-20000} SECS=${SECS:-3}
+REPEATS=${REPEATS:-5} READS=${READS:-20000} CALLS=${CALLS:-20000} SECS=${SECS:-3}
 RATES=${RATES:-10000 20000 50000 100000 200000 2000000}
 SAMPLE_READS=${SAMPLE_READS:-2000000}
 BIN=${BIN:-$PHYTRACE_BIN}
@@ -80,11 +85,15 @@ start_tracer() {
     # the time measured.
     t0=${EPOCHREALTIME/./}
     case $1 in
-    phytrace | phytrace-kprobe)
-        local probes=fentry
-        [[ $1 == phytrace-kprobe ]] && probes=kprobe
-        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" --status "$fifo" \
-            2>"$work/tracer.err" &
+    phytrace*)
+        local probes=fentry how=auto
+        case $1 in
+        phytrace-kprobe) probes=kprobe ;;
+        phytrace-callsite) how=callsite ;;
+        phytrace-symbol) how=symbol ;;
+        esac
+        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" --callback-probes "$how" \
+            --status "$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
         wait_line '*"status":"recording"*' || { cat "$work/tracer.err"; fail "phytrace did not attach"; }
         ;;
@@ -94,6 +103,8 @@ start_tracer() {
         bpftrace-kprobe) script=bench ;;
         bpftrace-floor-fentry) script=bench-floor-fentry ;;
         bpftrace-floor-kprobe) script=bench-floor-kprobe ;;
+        bpftrace-floor-callsite) script=bench-floor-callsite ;;
+        bpftrace-floor-symbol) script=bench-floor-symbol ;;
         esac
         bpftrace -B line "$work/$script.bt" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
@@ -127,6 +138,49 @@ for ((r = 1; r <= REPEATS; r++)); do
         ns=$(burst_ns)
         stop_tracer
         emit "{\"bench\":\"p1\",\"tracer\":\"$tracer\",\"round\":$r,\"ns_per_access\":$ns}"
+    done
+done
+
+# resume_ns: ns per call of one synchronous burst of CALLS phy_resume() calls.
+resume_ns() {
+    sim_set "$dev" load "resume $CALLS"
+    load_ns_per_read "$dev"
+}
+
+# The floors of the callback probes: empty programs on resume's call and return sites (from the
+# capture header of a call-site session: where phytrace attaches) and on the driver's resume
+# callback symbols.
+start_tracer phytrace-callsite
+stop_tracer
+mapfile -t sites < <(head -n 1 "$work/bench.ptrace" |
+    jq -r '.call_sites[] | select(.op == "resume") | "kprobe:\(.call)", if .ret then "kprobe:\(.ret)" else empty end')
+((${#sites[@]} > 0)) || fail "no call site of resume in the capture header"
+mapfile -t resumes < <(printf '%s\n' "${callbacks[@]}" | grep '_resume_callback')
+((${#resumes[@]} > 0)) || fail "no resume callback in /proc/kallsyms"
+{
+    printf '%s\n' 'BEGIN { printf("ready\n"); }'
+    echo "$(printf '%s, ' "${sites[@]}" | sed 's/, $//') {}"
+} >"$work/bench-floor-callsite.bt"
+{
+    printf '%s\n' 'BEGIN { printf("ready\n"); }'
+    echo "$(printf 'kprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
+    echo "$(printf 'kretprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
+} >"$work/bench-floor-symbol.bt"
+emit "{\"bench\":\"c1-probes\",\"calls\":$CALLS,\"call_sites\":$(head -n 1 "$work/bench.ptrace" | jq '.call_sites | length'),\"resume_sites\":$((${#sites[@]}))}"
+
+CB_TRACERS="phytrace-callsite phytrace-symbol bpftrace-floor-callsite bpftrace-floor-symbol"
+log "C1: $REPEATS rounds of $CALLS phy_resume() calls: untraced, then with each of $CB_TRACERS"
+resume_ns >/dev/null # warm-up
+for ((r = 1; r <= REPEATS; r++)); do
+    emit "{\"bench\":\"c1\",\"tracer\":\"none\",\"round\":$r,\"ns_per_call\":$(resume_ns)}"
+    for tracer in $CB_TRACERS; do
+        start_tracer "$tracer"
+        [[ $tracer == phytrace-callsite ]] &&
+            emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
+        resume_ns >/dev/null
+        ns=$(resume_ns)
+        stop_tracer
+        emit "{\"bench\":\"c1\",\"tracer\":\"$tracer\",\"round\":$r,\"ns_per_call\":$ns}"
     done
 done
 

@@ -112,6 +112,7 @@ struct sim_counters {
 struct sim_load {
 	struct task_struct *task;
 	bool running, threaded;
+	bool resume;		/* phy_resume() calls (a driver callback each), not reads */
 	int reg;
 	unsigned int rate, secs;
 	u64 done, errors, elapsed_ns;
@@ -518,7 +519,7 @@ static void sim_load_run(struct sim_phy *p, u64 n, struct sim_load *l)
 	u64 i;
 
 	for (i = 0; i < n; i++) {
-		if (mdiobus_read(bus, p->addr, l->reg) < 0)
+		if ((l->resume ? phy_resume(p->phydev) : mdiobus_read(bus, p->addr, l->reg)) < 0)
 			l->errors++;
 		l->done++;
 		if ((i & 1023) == 1023) {
@@ -969,18 +970,22 @@ static int sim_load_show(struct seq_file *m, struct sim_phy *p)
 	mutex_unlock(&p->ctl);
 	per = l.done ? div64_u64(l.elapsed_ns, l.done) : 0;
 	seq_printf(m, "mode=%s running=%d reg=%d rate=%u secs=%u reads=%llu errors=%llu elapsed_ns=%llu ns_per_read=%llu\n",
-		   l.threaded ? "rate" : "sync", READ_ONCE(p->load.running), l.reg,
+		   l.threaded ? "rate" : l.resume ? "resume" : "sync", READ_ONCE(p->load.running), l.reg,
 		   l.rate, l.secs, l.done, l.errors, l.elapsed_ns, per);
 	return 0;
 }
 
-/* "N [REG]": N reads now; "rate R SECS [REG]": R reads/s for SECS s; "stop" */
+/*
+ * "N [REG]": N reads now; "rate R SECS [REG]": R reads/s for SECS s; "resume N": N calls of
+ * phy_resume() now (each calls the driver's resume through phylib); "stop"
+ */
 static int sim_load_store(struct sim_phy *p, char *buf)
 {
 	char *a = sim_tok(&buf), *b = sim_tok(&buf), *c = sim_tok(&buf);
 	unsigned int n, rate, secs;
 	int reg = MII_BMSR;
 	struct task_struct *t;
+	bool resume;
 	u64 t0;
 
 	if (!a)
@@ -1012,11 +1017,16 @@ static int sim_load_store(struct sim_phy *p, char *buf)
 		mutex_unlock(&p->ctl);
 		return 0;
 	}
-	if (c || sim_parse_uint(a, 100000000, &n) || !n || (b && sim_parse_reg(b, &reg)))
+	resume = !strcmp(a, "resume");
+	if (resume) {
+		a = b;
+		b = NULL;
+	}
+	if (c || !a || sim_parse_uint(a, 100000000, &n) || !n || (b && sim_parse_reg(b, &reg)))
 		return -EINVAL;
 	mutex_lock(&p->ctl);
 	sim_load_stop(p);
-	p->load = (struct sim_load){ .reg = reg };
+	p->load = (struct sim_load){ .reg = reg, .resume = resume };
 	t0 = ktime_get_ns();
 	sim_load_run(p, n, &p->load);
 	p->load.elapsed_ns = ktime_get_ns() - t0;
@@ -1045,7 +1055,7 @@ static const struct sim_attr sim_attrs[SIM_NATTRS] = {
 	  "\"REG ERRNO COUNT [r|w|rw]\" (REG: 0..31 or a name such as BMSR; COUNT: a number or forever) or \"clear\"" },
 	{ "counters", 0644, sim_counters_show, sim_counters_store, "0|reset" },
 	{ "load", 0644, sim_load_show, sim_load_store,
-	  "\"N [REG]\" (N reads now), \"rate R SECS [REG]\" (R reads/s in a kernel thread) or \"stop\"" },
+	  "\"N [REG]\" (N reads now), \"rate R SECS [REG]\" (R reads/s in a kernel thread), \"resume N\" (N phy_resume() calls now) or \"stop\"" },
 };
 
 /* --- debugfs: plumbing --- */

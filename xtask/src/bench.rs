@@ -379,6 +379,83 @@ const P1_TRACERS: &[(&str, &str)] = &[
     ("bpftrace-floor-kprobe", "empty kprobe+kretprobe pair"),
 ];
 
+/// The tracers of the callback benchmark (C1), as `bench.sh` names them, and what they are.
+const C1_TRACERS: &[(&str, &str)] = &[
+    (
+        "phytrace-callsite",
+        "phytrace record --callback-probes callsite",
+    ),
+    (
+        "phytrace-symbol",
+        "phytrace record --callback-probes symbol",
+    ),
+    (
+        "bpftrace-floor-callsite",
+        "empty kprobes on resume's call and return sites (floor)",
+    ),
+    (
+        "bpftrace-floor-symbol",
+        "empty kprobe+kretprobe on the driver's resume callback",
+    ),
+];
+
+/// C1, the cost per driver callback, and the start with call-site probes against bpftrace's
+/// (`bpftrace_attach_ms`, P2's median): the report's section and its JSON.
+fn callback_section(
+    md: &mut String,
+    rows: &[serde_json::Value],
+    bpftrace_attach_ms: f64,
+) -> Result<serde_json::Value> {
+    let probes = rows
+        .iter()
+        .find(|r| r["bench"] == "c1-probes")
+        .context("the results have no `c1-probes` row: rerun `cargo xtask bench`")?;
+    let spread = |bench, tracer, field| {
+        Spread::of(series(rows, bench, tracer, field))
+            .with_context(|| format!("no {bench} results for {tracer}"))
+    };
+    let none = spread("c1", "none", "ns_per_call")?;
+    let mut added = BTreeMap::new();
+    writeln!(md, "## C1: cost per driver callback\n")?;
+    writeln!(
+        md,
+        "Synchronous bursts of {} `phy_resume()` calls in the simulator (`load` control, `resume N`):\neach runs the Rust driver's `resume` through phylib (`__phy_resume` calls `drv->resume`), which\nreads BMCR once. phytrace traces the MDIO access too, the same in both of its rows: the\ndifference between them is the callback probes'. The floors are empty bpftrace programs on the\nsame attach points: kprobes on the {} call and return sites of `resume` phytrace attaches to\n(from its capture header), and a kprobe+kretprobe on the driver's resume callback.\n",
+        probes["calls"], probes["resume_sites"]
+    )?;
+    writeln!(md, "| tracing | ns per call | added ns |\n|---|---|---|")?;
+    writeln!(md, "| none | {} | – |", none.cell())?;
+    for (tracer, what) in C1_TRACERS {
+        let s = spread("c1", tracer, "ns_per_call")?;
+        let extra = s.median - none.median;
+        writeln!(md, "| {what} (`{tracer}`) | {} | {extra:.0} |", s.cell())?;
+        added.insert(*tracer, extra);
+    }
+    let pair = added["phytrace-callsite"] - added["phytrace-symbol"];
+    let floors = added["bpftrace-floor-callsite"] / added["bpftrace-floor-symbol"];
+    writeln!(
+        md,
+        "\nProbing callbacks at the call sites instead of the Rust symbols changes phytrace's cost per\ncallback by **{pair:+.0} ns** (goal: no more than the symbol pair: {}); the empty call-site pair\ncosts {floors:.2} × the empty kprobe+kretprobe pair.\n",
+        if pair <= 0.0 { "met" } else { "missed" }
+    )?;
+    let attach = spread("p2", "phytrace-callsite", "attach_ms")?;
+    let ratio = bpftrace_attach_ms / attach.median;
+    writeln!(
+        md,
+        "Start to attached with the call sites ({} of them, found by decoding the kernel text as\nphytrace starts): {} ms, **{ratio:.1} ×** faster than bpftrace's P2 start (goal ≥ 5: {}).\n",
+        probes["call_sites"],
+        attach.cell(),
+        if ratio >= 5.0 { "met" } else { "missed" }
+    )?;
+    Ok(serde_json::json!({
+        "c1_ns_per_call": C1_TRACERS.iter().map(|(t, _)| (t.to_string(), spread("c1", t, "ns_per_call").map(|s| s.json()).unwrap_or_default()))
+            .chain([("none".to_owned(), none.json())]).collect::<BTreeMap<_, _>>(),
+        "c1_added_ns": added,
+        "c1_callsite_minus_symbol_ns": pair,
+        "p2_attach_ms_callsite": attach.json(),
+        "p2_bpftrace_over_phytrace_callsite": ratio,
+    }))
+}
+
 fn series(rows: &[serde_json::Value], bench: &str, tracer: &str, field: &str) -> Vec<f64> {
     rows.iter()
         .filter(|r| r["bench"] == bench && r["tracer"] == tracer)
@@ -453,7 +530,7 @@ fn report(
     let release = release.trim();
     let host = run::output(Command::new("uname").arg("-srm"))?;
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "date": date, "host": host, "host_cpus": cpus, "guest_kernel": release,
         "accel": "see `xtask vm` output (TCG when KVM does not work)",
         "repeats": repeats, "reads_per_burst": reads,
@@ -527,6 +604,7 @@ fn report(
         added("bpftrace-floor-fentry"),
     )?;
     samples_section(&mut md, rows, added("bpftrace-floor-fentry"))?;
+    let callbacks_json = callback_section(&mut md, rows, attach_bpftrace.median)?;
     writeln!(md, "## P2: start to attached\n")?;
     writeln!(
         md,
@@ -613,6 +691,11 @@ fn report(
     writeln!(md, "| events/s | CPU % |\n|---|---|")?;
     for (rate, cpu) in &tui {
         writeln!(md, "| {rate} | {cpu} |")?;
+    }
+    if let (Some(json), serde_json::Value::Object(callbacks)) =
+        (json.as_object_mut(), callbacks_json)
+    {
+        json.extend(callbacks);
     }
     Ok((json, md))
 }

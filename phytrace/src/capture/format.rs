@@ -76,6 +76,10 @@ pub struct CallSiteEntry {
     pub call: String,
     /// The `phy_driver` op called there.
     pub op: String,
+    /// Where its return is seen, `function+0xOFF`; absent for a tail call (at the function's
+    /// return).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ret: Option<String>,
 }
 
 /// How a capture stores its records after the header line.

@@ -10,7 +10,7 @@ use crate::{
     output,
     probe::{
         btf, call_site_probes,
-        callsites::{Layout, OPS, Return},
+        callsites::{Layout, OPS},
         mdio_probes, symbols,
     },
 };
@@ -33,10 +33,9 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
     };
     writeln!(out, "  {:<44} {:<20} RETURN SEEN AT", "CALL", "OP")?;
     for site in &discovery.sites {
-        let ret = match site.found.ret {
-            Return::After(offset) => format!("{}+{offset:#x}", site.function),
-            Return::Tail => format!("{} returning (a tail call)", site.function),
-        };
+        let ret = site
+            .return_place()
+            .unwrap_or_else(|| format!("{} returning (a tail call)", site.function));
         writeln!(out, "  {:<44} {:<20} {ret}", site.place(), site.op())?;
     }
     writeln!(

@@ -20,7 +20,7 @@ use phytrace_common::{
 };
 
 use super::{
-    callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
+    callsites::{self, CallSite, Discovery, Isa, Layout, Target, kallsyms::TextSymbols},
     decode::Decoder,
     driver_probes::DriverProbes,
     error::ProbeError,
@@ -237,12 +237,9 @@ fn arm_site(
     cookie: u64,
 ) -> Result<()> {
     let name = format!("site_{}", site.op());
-    match site.found.ret {
-        Return::After(offset) => {
-            let place = format!("{}+{offset:#x}", site.function);
-            probes.arm_site(ebpf, PROGRAMS[1], &name, false, &place, cookie)?;
-        }
-        Return::Tail => probes.arm_site(ebpf, PROGRAMS[2], &name, true, &site.function, cookie)?,
+    match site.return_place() {
+        Some(place) => probes.arm_site(ebpf, PROGRAMS[1], &name, false, &place, cookie)?,
+        None => probes.arm_site(ebpf, PROGRAMS[2], &name, true, &site.function, cookie)?,
     }
     probes.arm_site(ebpf, PROGRAMS[0], &name, false, &site.place(), cookie)
 }

@@ -40,6 +40,7 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
             .map(|site| CallSiteEntry {
                 call: site.place(),
                 op: site.op().to_owned(),
+                ret: site.return_place(),
             })
             .collect()
     });

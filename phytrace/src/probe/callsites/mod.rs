@@ -132,6 +132,15 @@ impl CallSite {
     pub fn place(&self) -> String {
         format!("{}+{:#x}", self.function, self.found.offset)
     }
+
+    /// Where the call's return is seen, as [`Self::place`] spells it; `None` for a tail call
+    /// (the function's own return).
+    pub fn return_place(&self) -> Option<String> {
+        match self.found.ret {
+            Return::After(offset) => Some(format!("{}+{offset:#x}", self.function)),
+            Return::Tail => None,
+        }
+    }
 }
 
 /// The instruction set of the running kernel.
