@@ -23,7 +23,6 @@ kernel::module_phy_driver! {
         DeviceId::new_with_driver::<PhyAX88796B>(),
     ],
     name: "ax88796b_rust",
-    author: "phytrace developers",
     description: "Asix PHY driver (Rust)",
     license: "GPL",
 }

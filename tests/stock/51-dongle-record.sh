@@ -5,7 +5,7 @@
 # before the plug-in through link up, a cable flap and link down; its MDIO accesses must equal,
 # register by register, the kernel's own mdio:mdio_access tracepoint and the emulator's
 # counters; the MAC side (phylink, asix, carrier) must follow the link; the shipped specs must
-# hold. Callbacks are checked when record traced them on this kernel (else said as SKIP).
+# hold on the dongle's PHY. Callbacks are checked when record traced them on this kernel (else said as SKIP).
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
 . "$(dirname "$0")/../vm/record_lib.sh"
@@ -85,9 +85,13 @@ else
     ok "$callbacks callbacks of the dongle's PHY recorded"
     specs=(ax88796b dongle)
 fi
+# The shipped specs, their rules scoped to the dongle's PHY: phylink_resolve and carrier events
+# recorded before phylink has a PHY (`phy: null`) would otherwise make a PHY of their own in
+# `check`, on which "up, down and up again" fails (seen on this kernel, depending on timing).
 for spec in "${specs[@]}"; do
-    "$PHYTRACE_BIN" check --spec "$PHYTRACE_ROOT/specs/$spec.spec" "$cap" || fail "specs/$spec.spec fails on the capture"
-    ok "specs/$spec.spec holds"
+    sed -E "s/^(rule \"[^\"]*\"):/\1 for phy \"$bus:10\":/" "$PHYTRACE_ROOT/specs/$spec.spec" >"$cap.$spec.spec"
+    "$PHYTRACE_BIN" check --spec "$cap.$spec.spec" "$cap" || fail "specs/$spec.spec fails on the dongle's PHY"
+    ok "specs/$spec.spec holds on $bus:10"
 done
 expect_eq "requests the emulator did not know" 0 "$(dongle_status '["unknown"]')"
 dongle_stop

@@ -36,6 +36,22 @@ pub struct KernelArgs {
     /// The architecture to build for (arm64 is cross-built with LLVM).
     #[arg(long, value_enum, default_value_t = Arch::X86_64)]
     pub arch: Arch,
+    /// The kernel source: Debian's linux-source-6.12 (the test kernel) or linux-source-7.3
+    /// (x86_64; `kernel73.rs`).
+    #[arg(long, value_enum, default_value_t = Source::V6_12)]
+    pub source: Source,
+}
+
+/// The kernel sources the test kernel can be built from.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Source {
+    /// Debian's linux-source-6.12 (bookworm): the test kernel.
+    #[default]
+    #[value(name = "6.12")]
+    V6_12,
+    /// Debian's linux-source-7.3 (trixie-backports).
+    #[value(name = "7.3")]
+    V7_3,
 }
 
 /// A built test kernel.
@@ -48,16 +64,20 @@ pub struct Kernel {
     pub arch: Arch,
     /// Debian's stock kernel instead of ours (`tree` is then its unpacked release directory).
     pub stock: Option<StockKernel>,
+    /// Where its out-of-tree modules are collected (`.ko` files, and the guest's module tree
+    /// in `tree/`): `target/modules` (x86_64), `target/modules-ARCH`, `target/modules-7.3`.
+    pub modules: PathBuf,
 }
 
 impl Kernel {
     /// Our test kernel built in `tree`.
-    fn built(tree: PathBuf, key: String, arch: Arch) -> Self {
+    pub(crate) fn built(tree: PathBuf, key: String, arch: Arch) -> Self {
         Self {
             tree,
             key,
             arch,
             stock: None,
+            modules: crate::modules::dir(arch),
         }
     }
 
@@ -69,6 +89,8 @@ impl Kernel {
             key: format!("stock-{:016x}", fnv1a(&[&stock.versions])),
             arch: Arch::X86_64,
             stock: Some(stock),
+            // None of ours: they would have to be built with Debian's compiler.
+            modules: paths::target().join("modules-stock"),
         })
     }
 
@@ -112,7 +134,7 @@ pub fn fnv1a<T: AsRef<[u8]>>(parts: &[T]) -> u64 {
     hash
 }
 
-fn tool_version(program: &str, args: &[&str]) -> String {
+pub(crate) fn tool_version(program: &str, args: &[&str]) -> String {
     run::probe(program, args)
         .and_then(|text| text.lines().next().map(str::to_owned))
         .unwrap_or_else(|| format!("{program}: missing"))
@@ -187,6 +209,12 @@ pub fn locate(arch: Arch) -> Result<Kernel> {
 }
 
 pub fn run(args: &KernelArgs) -> Result<Kernel> {
+    if args.source == Source::V7_3 {
+        if args.arch != Arch::X86_64 {
+            bail!("--source 7.3: built for x86_64 only");
+        }
+        return crate::kernel73::run(args.force);
+    }
     let arch = args.arch;
     let (version, key) = cache_key(arch)?;
     let dir = cache_root(arch).join(format!("{version}-{key}"));
@@ -245,11 +273,15 @@ pub fn make(tree: &Path, arch: Arch) -> Result<Command> {
     }
     cmd.env("RUSTUP_TOOLCHAIN", setup::workspace_toolchain()?)
         .env("LIBCLANG_PATH", setup::LIBCLANG_PATH);
+    // A 7.3 tree needs a newer bindgen than 6.12's (`kernel73.rs`).
+    if tree.ends_with(crate::kernel73::TREE_NAME) {
+        crate::kernel73::use_bindgen(&mut cmd);
+    }
     Ok(cmd)
 }
 
 /// The options the fragment asks for: `CONFIG_X` → `Some(value)` or `None` for "is not set".
-fn requested_options(fragment: &str) -> BTreeMap<String, Option<String>> {
+pub(crate) fn requested_options(fragment: &str) -> BTreeMap<String, Option<String>> {
     fragment
         .lines()
         .filter_map(|line| {
@@ -266,7 +298,10 @@ fn requested_options(fragment: &str) -> BTreeMap<String, Option<String>> {
 }
 
 /// Options of `requested` that `.config` does not have as asked, with what it has instead.
-fn dropped_options(requested: &BTreeMap<String, Option<String>>, config: &str) -> Vec<String> {
+pub(crate) fn dropped_options(
+    requested: &BTreeMap<String, Option<String>>,
+    config: &str,
+) -> Vec<String> {
     let actual: BTreeMap<&str, &str> = config
         .lines()
         .filter_map(|line| line.split_once('='))
@@ -328,11 +363,15 @@ fn is_step(line: &str) -> bool {
     line.starts_with("  ") && line.split_whitespace().count() >= 2
 }
 
-fn build(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
+pub(crate) fn build(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let image = arch.boot_image().0;
     let started = run::step(&format!("kernel: make -j{jobs} {image} modules"));
-    let expected_file = cache_root(arch).join("last-build-steps");
+    // The kernel's cache root (`dir` is one build in it).
+    let expected_file = dir
+        .parent()
+        .map_or_else(|| cache_root(arch), Path::to_path_buf)
+        .join("last-build-steps");
     let expected: Option<u64> = fs::read_to_string(&expected_file)
         .ok()
         .and_then(|text| text.trim().parse().ok());

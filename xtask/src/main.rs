@@ -7,6 +7,7 @@ mod demo;
 mod dist;
 mod fuzz;
 mod kernel;
+mod kernel73;
 mod modules;
 mod paths;
 mod run;

@@ -21,11 +21,18 @@ pub struct ModulesArgs {
     /// The architecture of the test kernel to build against.
     #[arg(long, value_enum, default_value_t = Arch::X86_64)]
     pub arch: Arch,
+    /// The kernel source (7.3: the kernel `cargo xtask kernel --source 7.3` built; modules in
+    /// target/modules-7.3).
+    #[arg(long, value_enum, default_value_t = kernel::Source::V6_12)]
+    pub source: kernel::Source,
 }
 
 /// Builds every `driver/<name>/` that has a Kbuild file; returns the modules directory.
 pub fn run(args: &ModulesArgs) -> Result<PathBuf> {
-    let kernel = kernel::locate(args.arch)?;
+    let kernel = match args.source {
+        kernel::Source::V7_3 => crate::kernel73::locate()?,
+        kernel::Source::V6_12 => kernel::locate(args.arch)?,
+    };
     build(&kernel)
 }
 
@@ -42,7 +49,7 @@ pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
         "modules: building driver/* against the {} test kernel",
         kernel.arch
     ));
-    let out = dir(kernel.arch);
+    let out = kernel.modules.clone();
     let build_root = out.join("build");
     // A module built against another kernel fails to load ("failed to validate module BTF").
     let key_file = out.join(KERNEL_KEY_FILE);
@@ -87,15 +94,16 @@ pub fn build(kernel: &kernel::Kernel) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// The guest's module tree (`lib/modules/RELEASE` below it), which the VM mounts over
-/// `/lib/modules`: the kernel's modules, ours in `extra/`, indexed by depmod, so that modprobe
-/// and the kernel's own `request_module` find drivers by name and by alias as on a real system.
-pub fn tree(arch: Arch) -> PathBuf {
-    dir(arch).join("tree")
+/// The guest's module tree of the kernel whose modules are collected in `modules`
+/// (`lib/modules/RELEASE` below it), which the VM mounts over `/lib/modules`: the kernel's
+/// modules, ours in `extra/`, indexed by depmod, so that modprobe and the kernel's own
+/// `request_module` find drivers by name and by alias as on a real system.
+pub fn tree(modules: &Path) -> PathBuf {
+    modules.join("tree")
 }
 
 fn install_tree(kernel: &kernel::Kernel, out: &Path) -> Result<()> {
-    let root = tree(kernel.arch);
+    let root = tree(&kernel.modules);
     let _ = fs::remove_dir_all(&root);
     run::output(
         kernel::make(&kernel.tree, kernel.arch)?

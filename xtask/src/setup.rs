@@ -62,11 +62,21 @@ pub fn run() -> Result<()> {
     toolchains()?;
     rust_targets()?;
     cargo_tools()?;
+    bindgen_for_7_3()?;
     guest_busybox()?;
+    stock_kernel()?;
     fs::create_dir_all(paths::cache())
         .with_context(|| format!("creating the cache {}", paths::cache().display()))?;
     module_tree_mount_point()?;
     run::done("setup", started);
+    Ok(())
+}
+
+/// Debian's stock 7.3 in the cache (`stock.rs`): the kernel of `tests/stock`, and the BTF the
+/// reader's host tests compare their fixture with.
+fn stock_kernel() -> Result<()> {
+    crate::stock::prepare()?;
+    eprintln!("    stock kernel {}: present", crate::stock::RELEASE);
     Ok(())
 }
 
@@ -302,6 +312,31 @@ fn guest_busybox() -> Result<()> {
     let _ = fs::remove_dir_all(&download);
     eprintln!("    {}", target.display());
     Ok(())
+}
+
+/// The bindgen Linux 7.3 needs (0.71.1; 6.12's is 0.69.5), in its own directory of the cache
+/// so that the 6.12 kernel's inputs stay as they are (`kernel73.rs`).
+fn bindgen_for_7_3() -> Result<()> {
+    let (krate, version) = crate::kernel73::BINDGEN;
+    let root = crate::kernel73::bindgen_dir();
+    let binary = root.join("bin/bindgen");
+    let current = run::probe(&binary.display().to_string(), ["--version"]).unwrap_or_default();
+    if current.split_whitespace().any(|word| word == version) {
+        eprintln!("    bindgen {version} (for 7.3): present");
+        return Ok(());
+    }
+    eprintln!(
+        "    cargo install {krate}@{version} into {} (for 7.3)",
+        root.display()
+    );
+    run::status(
+        Command::new("cargo")
+            .env("LIBCLANG_PATH", LIBCLANG_PATH)
+            .args(["install", "--locked", "--root"])
+            .arg(&root)
+            .arg(format!("{krate}@{version}")),
+    )
+    .with_context(|| format!("installing {krate} {version} failed: see the compiler output above"))
 }
 
 fn cargo_tools() -> Result<()> {

@@ -99,7 +99,8 @@ fn generated_guest_scripts() -> Result<Vec<PathBuf>> {
         .into_iter()
         .map(|arch| {
             let path = dir.join(format!("guest-run-{}.sh", arch.name()));
-            let script = vm::guest_script(&command, Path::new("phytrace"), false, arch)?;
+            let modules = crate::modules::dir(arch);
+            let script = vm::guest_script(&command, Path::new("phytrace"), &modules, false, arch)?;
             fs::write(&path, script).with_context(|| format!("writing {}", path.display()))?;
             Ok(path)
         })

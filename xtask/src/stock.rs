@@ -118,7 +118,7 @@ pub fn prepare() -> Result<StockKernel> {
     let started = run::step(&format!(
         "stock kernel: fetching Debian's {RELEASE} from {SUITE} (once)"
     ));
-    let debs = download(&root)?;
+    let debs = download(&root, &PACKAGES)?;
     let unpacked = root.join("root");
     let _ = fs::remove_dir_all(&unpacked);
     let mut versions = Vec::new();
@@ -174,9 +174,9 @@ fn mirror_and_keyring() -> (String, String) {
     )
 }
 
-/// `apt-get update` + `download` of [`PACKAGES`] in a private apt state under `root`; returns
-/// the `.deb` files.
-fn download(root: &Path) -> Result<Vec<PathBuf>> {
+/// `apt-get update` + `download` of `packages` from [`SUITE`] in a private apt state under
+/// `root`; returns the `.deb` files.
+pub fn download(root: &Path, packages: &[&str]) -> Result<Vec<PathBuf>> {
     let apt = root.join("apt");
     let lists = apt.join("lists");
     let cache = apt.join("cache");
@@ -213,20 +213,20 @@ fn download(root: &Path) -> Result<Vec<PathBuf>> {
     );
     run::output(&mut apt_get(&["update"]))
         .context("apt-get update of the private trixie-backports state")?;
-    eprintln!("    apt-get download {}", PACKAGES.join(" "));
-    run::output(&mut apt_get(&[&["download"][..], &PACKAGES[..]].concat()))
-        .context("apt-get download of the stock kernel's packages")?;
+    eprintln!("    apt-get download {}", packages.join(" "));
+    run::output(&mut apt_get(&[&["download"][..], packages].concat()))
+        .with_context(|| format!("apt-get download of {}", packages.join(" ")))?;
     let found: Vec<PathBuf> = fs::read_dir(&debs)?
         .flatten()
         .map(|entry| entry.path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "deb"))
         .collect();
-    if found.len() != PACKAGES.len() {
+    if found.len() != packages.len() {
         bail!(
             "apt-get download left {} .deb files in {}, expected {}",
             found.len(),
             debs.display(),
-            PACKAGES.len()
+            packages.len()
         );
     }
     Ok(found)

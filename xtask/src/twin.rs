@@ -39,7 +39,11 @@ pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
     dist::build_all(&Arch::ALL)?;
     let mut kernels = Vec::new();
     for arch in Arch::ALL {
-        let kernel = kernel::run(&kernel::KernelArgs { force: false, arch })?;
+        let kernel = kernel::run(&kernel::KernelArgs {
+            force: false,
+            arch,
+            source: Default::default(),
+        })?;
         modules::build(&kernel)?;
         kernels.push(kernel);
     }

@@ -124,6 +124,10 @@ pub enum KernelChoice {
     Ours,
     /// Debian's unmodified 7.3 (`linux-image-7.3.4+deb13-amd64`).
     Stock,
+    /// Linux 7.3 built from Debian's linux-source-7.3 with our fragment (`cargo xtask kernel
+    /// --source 7.3`, `cargo xtask modules --source 7.3`).
+    #[value(name = "7.3")]
+    Source73,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +144,10 @@ pub fn run(args: &VmArgs) -> Result<ExitCode> {
             bail!("--kernel stock: Debian's stock kernel is booted for x86_64 only")
         }
         KernelChoice::Stock => Kernel::stock()?,
+        KernelChoice::Source73 if args.arch != Arch::X86_64 => {
+            bail!("--kernel 7.3: built for x86_64 only")
+        }
+        KernelChoice::Source73 => crate::kernel73::locate()?,
     };
     let command = if args.command.is_empty() && kernel.arch != Arch::X86_64 {
         vec!["sh".to_owned()]
@@ -168,6 +176,7 @@ pub fn prepare_release(options: &VmOptions) -> Result<(Kernel, VmOptions)> {
     let kernel = crate::kernel::run(&crate::kernel::KernelArgs {
         force: false,
         arch: crate::arch::Arch::X86_64,
+        source: Default::default(),
     })?;
     crate::modules::build(&kernel)?;
     let started = run::step("building phytrace (release)");
@@ -215,7 +224,7 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
     });
     fs::write(
         run_dir.join("run.sh"),
-        guest_script(command, &bin, interactive, arch)?,
+        guest_script(command, &bin, &kernel.modules, interactive, arch)?,
     )?;
 
     let initramfs = initramfs(kernel)?;
@@ -317,6 +326,7 @@ const GUEST_BIN: &str = "/run/phytrace-guest/bin";
 pub fn guest_script(
     command: &[String],
     bin: &Path,
+    modules: &Path,
     interactive: bool,
     arch: Arch,
 ) -> Result<String> {
@@ -340,10 +350,7 @@ pub fn guest_script(
             env::var("TERM").unwrap_or_else(|_| "linux".to_owned()),
         ),
         ("PHYTRACE_ROOT", workspace.display().to_string()),
-        (
-            "PHYTRACE_MODULES",
-            crate::modules::dir(arch).display().to_string(),
-        ),
+        ("PHYTRACE_MODULES", modules.display().to_string()),
         ("PHYTRACE_ARCH", arch.name().to_owned()),
         ("PHYTRACE_OUT", paths::vm_out().display().to_string()),
         ("PHYTRACE_BIN", bin.display().to_string()),
@@ -465,7 +472,7 @@ fn qemu_command(
         kept_directories().join(","),
         match &kernel.stock {
             Some(stock) => stock.modules.clone(),
-            None => crate::modules::tree(kernel.arch).join("lib/modules"),
+            None => crate::modules::tree(&kernel.modules).join("lib/modules"),
         }
         .display(),
         if kernel.stock.is_some() {
@@ -681,6 +688,7 @@ mod tests {
         let script = guest_script(
             &["echo".into(), "a'b".into()],
             Path::new("/bin/phytrace"),
+            Path::new("/modules"),
             false,
             Arch::X86_64,
         )
