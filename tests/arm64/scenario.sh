@@ -5,7 +5,10 @@
 # the cable is unplugged (phylib NOLINK: link_change_notify re-initialises the PHY) and
 # replugged, then unplugged again with the next BMCR write failing (-EIO) and replugged.
 # `phytrace doctor` must find the kernel traceable first.
-# `phytrace record` ($PHYTRACE_BIN) captures it all to $PHYTRACE_OUT/twin-ARCH.ptrace.
+# `phytrace record` ($PHYTRACE_BIN) captures it all to $PHYTRACE_OUT/twin-ARCH.ptrace; a second
+# one, probing callbacks at phylib's call sites, to twin-ARCH-callsite.ptrace, beside the
+# kernel's own kprobe and kretprobe events on the driver's callbacks (tracefs group `truth`,
+# copied to twin-ARCH-callsite.ptrace.truth), which the host compares it with.
 #
 # POSIX sh only, no program but busybox's applets and phytrace: the arm64 guest runs static
 # arm64 binaries only (busybox sh and `cargo xtask dist`'s phytrace).
@@ -13,8 +16,11 @@ set -eu
 : "${PHYTRACE_BIN:?}" "${PHYTRACE_MODULES:?}" "${PHYTRACE_OUT:?}"
 ARCH=${PHYTRACE_ARCH:-$(uname -m)}
 CAPTURE="$PHYTRACE_OUT/twin-$ARCH.ptrace"
+SITES="$PHYTRACE_OUT/twin-$ARCH-callsite.ptrace"
 SIM=/sys/kernel/debug/phy_sim/sim0
-RECORD_PID=
+TRACEFS=/sys/kernel/tracing
+RECORD_PID=''
+SITES_PID=''
 
 say() { echo "[twin $ARCH] $*"; }
 fail() {
@@ -23,8 +29,17 @@ fail() {
     dmesg | tail -n 20 >&2
     exit 1
 }
+# remove_truth: disables and removes the `truth` kprobe events.
+remove_truth() {
+    [ ! -e "$TRACEFS/events/truth/enable" ] || echo 0 >"$TRACEFS/events/truth/enable"
+    for event in $(grep -o '^[pr][0-9]*:truth/[^ ]*' "$TRACEFS/kprobe_events" || true); do
+        echo "-:${event#*:}" >>"$TRACEFS/kprobe_events"
+    done
+}
 cleanup() {
     [ -z "$RECORD_PID" ] || kill -9 "$RECORD_PID" 2>/dev/null || true
+    [ -z "$SITES_PID" ] || kill -9 "$SITES_PID" 2>/dev/null || true
+    remove_truth
     [ ! -e /sys/class/net/sim0 ] || ip link set dev sim0 down 2>/dev/null || true
     for module in phy_sim ax88796b_rust; do rmmod "$module" 2>/dev/null || true; done
 }
@@ -50,19 +65,35 @@ at_least() { [ "$($1 "$2")" -ge "$3" ]; }
 link_is_up() { is carrier 1 && is phy_speed 100 && is phy_duplex full && is state RUNNING; }
 link_is_down() { is carrier 0 && is state NOLINK; }
 # record's --status file (JSON lines; busybox has no jq: the line's fixed key and value).
-recording() { grep -q '"status":"recording"' "$CAPTURE.status" 2>/dev/null; }
+recording() { grep -q '"status":"recording"' "$1.status" 2>/dev/null; }
 resets_done() { at_least total resets "$1" && [ "$(sed -n 's/^0x00 BMCR *//p' "$SIM/regs")" = 0x3100 ]; }
 
 cleanup
 mkdir -p "$PHYTRACE_OUT"
-rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.status" "$CAPTURE.doctor"
+rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.status" "$CAPTURE.doctor" "$SITES" "$SITES".*
 "$PHYTRACE_BIN" doctor >"$CAPTURE.doctor" 2>&1 || { cat "$CAPTURE.doctor"; fail "phytrace doctor"; }
 say "ok: $(tail -n 1 "$CAPTURE.doctor")"
 insmod "$PHYTRACE_MODULES/ax88796b_rust.ko"
+# The ground truth of the call-site session: the kernel's own events on every callback.
+n=0
+: >"$SITES.truth-names"
+awk '$4 == "[ax88796b_rust]" && $2 ~ /^[tT]$/ && $3 ~ /_callback$/ { print $3 }' /proc/kallsyms >"$SITES.symbols"
+while read -r symbol; do
+    n=$((n + 1))
+    echo "p:truth/cb$n ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
+    echo "r:truth/cb${n}r ax88796b_rust:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
+    echo "cb$n $(echo "$symbol" | sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/')" >>"$SITES.truth-names"
+done <"$SITES.symbols"
+[ "$n" -gt 0 ] || fail "no callbacks of ax88796b_rust in /proc/kallsyms"
+echo >"$TRACEFS/trace"
+echo 1 >"$TRACEFS/events/truth/enable"
 "$PHYTRACE_BIN" record -o "$CAPTURE" --status "$CAPTURE.status" 2>"$CAPTURE.stderr" &
 RECORD_PID=$!
-wait_until 60 "phytrace record started" recording
-say "recording with $("$PHYTRACE_BIN" --version)"
+"$PHYTRACE_BIN" record --callback-probes callsite -o "$SITES" --status "$SITES.status" 2>"$SITES.stderr" &
+SITES_PID=$!
+wait_until 60 "phytrace record started" recording "$CAPTURE"
+wait_until 60 "phytrace record --callback-probes callsite started" recording "$SITES"
+say "recording with $("$PHYTRACE_BIN" --version), callbacks at call sites too ($n ground-truth callbacks)"
 
 insmod "$PHYTRACE_MODULES/phy_sim.ko" phys=ax88772a@1 aneg_delay_ms=50 reset_delay_ms=5
 wait_until 10 "phy_sim's debugfs" test -e "$SIM/info"
@@ -101,10 +132,18 @@ say "ok: replugged, link up"
 
 ip link set dev sim0 down
 wait_until 20 "PHY halted" is state HALTED
-kill -INT "$RECORD_PID"
+kill -INT "$RECORD_PID" "$SITES_PID"
 wait "$RECORD_PID" || fail "phytrace record exited with status $?"
 RECORD_PID=
-cat "$CAPTURE.stderr"
+wait "$SITES_PID" || fail "phytrace record --callback-probes callsite exited with status $?"
+SITES_PID=
+echo 0 >"$TRACEFS/events/truth/enable"
+for stats in "$TRACEFS"/per_cpu/cpu*/stats; do
+    grep -q '^overrun: 0$' "$stats" || fail "the ftrace buffer overran ($stats): the ground truth is incomplete"
+done
+cp "$TRACEFS/trace" "$SITES.truth"
+remove_truth
+cat "$CAPTURE.stderr" "$SITES.stderr"
 events=$("$PHYTRACE_BIN" dump --format json "$CAPTURE" | wc -l)
 [ "$events" -gt 20 ] || fail "only $events events in $CAPTURE"
 "$PHYTRACE_BIN" dump --format json "$CAPTURE" | grep -q '"op":"write".*"error":-5' ||

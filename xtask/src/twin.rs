@@ -5,7 +5,9 @@
 //! "The same story": the check verdicts are equal rule by rule; the decoded events are equal
 //! once timing is taken out (timestamps, latencies, CPUs and thread ids) and so are the reads
 //! and `read_status` polls, whose number depends on how fast the guest runs; `diff
-//! --ignore-reads` finds the MDIO sequences equal.
+//! --ignore-reads` finds the MDIO sequences equal. In each guest a second `record` probes the
+//! callbacks at phylib's call sites: its callbacks must equal, in each thread's order and with
+//! their return values, the kernel's own kprobe events on the driver's callbacks of that run.
 
 use std::{
     collections::BTreeSet,
@@ -68,7 +70,46 @@ pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
         host_phytrace,
         &capture(Arch::X86_64),
         &capture(Arch::Aarch64),
-    )
+    )?;
+    for arch in Arch::ALL {
+        compare_call_sites(host_phytrace, arch)?;
+    }
+    Ok(())
+}
+
+/// The call-site capture of `arch`'s guest against the kernel's own kprobe and kretprobe
+/// events on the driver's callbacks in the same run (`tests/vm/callsite_truth.py`): the same
+/// calls, in each thread's order, with the same return values.
+fn compare_call_sites(phytrace: &Path, arch: Arch) -> Result<()> {
+    let capture = paths::vm_out().join(format!("twin-{arch}-callsite.ptrace"));
+    let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", capture.display()));
+    let json = run::output(
+        Command::new(phytrace)
+            .args(["dump", "--format", "json"])
+            .arg(&capture),
+    )?;
+    std::fs::write(with(".json"), json)
+        .with_context(|| format!("writing {}", with(".json").display()))?;
+    let out = Command::new("python3")
+        .arg(paths::workspace().join("tests/vm/callsite_truth.py"))
+        .args([with(".truth-names"), with(".truth"), with(".json")])
+        .args(["ax88796b_rust::", "op"])
+        .output()
+        .context("running tests/vm/callsite_truth.py")?;
+    let report = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success(),
+        "{arch}: the call-site capture differs from the kernel's kprobes:\n{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!(
+        "    {arch} call sites: {} comparisons with the kernel's kprobes, all equal",
+        report.lines().count()
+    );
+    for line in report.lines().filter(|line| !line.contains("thread ")) {
+        eprintln!("      {line}");
+    }
+    Ok(())
 }
 
 /// `check`, `dump` and `diff` of the two captures agree.
