@@ -8,6 +8,7 @@
 
 use std::{
     fs,
+    os::fd::AsFd as _,
     path::Path,
     time::{Duration, Instant},
 };
@@ -20,12 +21,14 @@ use phytrace_common::{
 };
 
 use super::{
-    callsites::{self, CallSite, Discovery, Isa, Layout, Target, kallsyms::TextSymbols},
+    attach::loaded_kprobe,
+    callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
     decode::Decoder,
     driver_probes::DriverProbes,
     error::ProbeError,
     raw::Record,
     symbols::{self, KALLSYMS},
+    trace_events::{self, EventLink},
 };
 use crate::event::Callback;
 
@@ -136,6 +139,8 @@ fn text_refused(err: &std::io::Error) -> anyhow::Error {
 pub struct CallSiteProbes {
     sites: Vec<CallSite>,
     symbols: TextSymbols,
+    /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
+    links: Vec<EventLink>,
 }
 
 impl CallSiteProbes {
@@ -162,8 +167,9 @@ impl CallSiteProbes {
                 table.set(index as u32, record(site), 0)?;
             }
         }
+        let mut links = Vec::with_capacity(2 * sites.len());
         for (index, site) in sites.iter().enumerate() {
-            if let Err(err) = arm_site(ebpf, probes, site, index as u64) {
+            if let Err(err) = arm_site(ebpf, probes, &mut links, site, index as u64) {
                 // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
                 // single-step): the site's calls are not traced, the others are.
                 notes.push(format!(
@@ -173,7 +179,16 @@ impl CallSiteProbes {
                 ));
             }
         }
-        Ok(Self { sites, symbols })
+        Ok(Self {
+            sites,
+            symbols,
+            links,
+        })
+    }
+
+    /// Detaches every site's probes (the tail calls' return probes go with `probes`).
+    pub fn disarm(&mut self) {
+        self.links.clear();
     }
 
     /// The sites armed.
@@ -229,19 +244,31 @@ impl CallSiteProbes {
 }
 
 /// Arms `site`'s return probe, then its entry probe (carrying `cookie`, its index in the site
-/// table): a return armed without its entry finds no frame and reports nothing.
+/// table): a return armed without its entry finds no frame and reports nothing. The kprobes are
+/// the kprobe PMU's (added to `links`); a tail call's return probe is a tracefs event of
+/// `probes`, which can give it room for more calls in flight and counts its misses.
 fn arm_site(
     ebpf: &mut Ebpf,
     probes: &mut DriverProbes,
+    links: &mut Vec<EventLink>,
     site: &CallSite,
     cookie: u64,
 ) -> Result<()> {
-    let name = format!("site_{}", site.op());
-    match site.return_place() {
-        Some(place) => probes.arm_site(ebpf, PROGRAMS[1], &name, false, &place, cookie)?,
-        None => probes.arm_site(ebpf, PROGRAMS[2], &name, true, &site.function, cookie)?,
+    let mut kprobe = |ebpf: &mut Ebpf, program: &str, offset: u32| -> Result<()> {
+        let fd = loaded_kprobe(ebpf, program)?.fd()?.try_clone()?;
+        let link =
+            trace_events::attach_kprobe(fd.as_fd(), &site.function, u64::from(offset), cookie)?;
+        links.push(link);
+        Ok(())
+    };
+    match site.found.ret {
+        Return::After(offset) => kprobe(ebpf, PROGRAMS[1], offset)?,
+        Return::Tail => {
+            let name = format!("site_{}", site.op());
+            probes.arm_site(ebpf, PROGRAMS[2], &name, true, &site.function, cookie)?;
+        }
     }
-    probes.arm_site(ebpf, PROGRAMS[0], &name, false, &site.place(), cookie)
+    kprobe(ebpf, PROGRAMS[0], site.found.offset)
 }
 
 /// The programs' record of `site`.

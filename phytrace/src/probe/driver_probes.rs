@@ -155,8 +155,8 @@ impl DriverProbes {
         Ok(())
     }
 
-    /// Attaches kprobe program `program` to `place` (`function+0xOFF` or a function of
-    /// vmlinux), on return if `on_return`, with `cookie`.
+    /// Attaches kprobe program `program` to `place` (a function of vmlinux, or
+    /// `function+0xOFF`), on return if `on_return`, with `cookie`.
     pub fn arm_site(
         &mut self,
         ebpf: &mut Ebpf,

@@ -267,7 +267,7 @@ const BPF_LINK_CREATE: libc::c_long = 28;
 /// `BPF_PERF_EVENT`.
 const BPF_PERF_EVENT: u32 = 41;
 
-/// The first `PERF_ATTR_SIZE_VER0` bytes of `struct perf_event_attr`.
+/// The first `PERF_ATTR_SIZE_VER1` bytes of `struct perf_event_attr`.
 #[repr(C)]
 #[derive(Default)]
 struct PerfEventAttr {
@@ -280,7 +280,10 @@ struct PerfEventAttr {
     flags: u64,
     wakeup_events: u32,
     bp_type: u32,
+    /// `kprobe_func` for the kprobe PMU.
     config1: u64,
+    /// `probe_offset` for the kprobe PMU.
+    config2: u64,
 }
 
 /// The `link_create` member of `union bpf_attr`, for a perf event with a cookie.
@@ -303,20 +306,63 @@ pub fn attach(
 ) -> Result<EventLink, TraceEventError> {
     let attr = PerfEventAttr {
         kind: PERF_TYPE_TRACEPOINT,
-        size: size_of::<PerfEventAttr>() as u32,
         config: id,
-        sample_period: 1,
-        wakeup_events: 1,
         ..PerfEventAttr::default()
     };
-    let perf_error = |source| TraceEventError::PerfOpen {
-        event: event.to_owned(),
+    link(program, open_perf(attr, event)?, cookie, event)
+}
+
+/// Attaches `program` (a kprobe program) to a kprobe of the kprobe PMU at `offset` into
+/// `function` of vmlinux (no tracefs event: nothing is left behind by a killed process, and
+/// nothing is created in tracefs), handing it `cookie` on every hit.
+pub fn attach_kprobe(
+    program: BorrowedFd<'_>,
+    function: &str,
+    offset: u64,
+    cookie: u64,
+) -> Result<EventLink, TraceEventError> {
+    let event = format!("{function}+{offset:#x}");
+    let pmu_error = |source| TraceEventError::PerfOpen {
+        event: event.clone(),
         source,
     };
-    // SAFETY: `attr` is a valid perf_event_attr of the size it declares; pid -1 with cpu 0
-    // opens a system-wide event on a tracepoint (the program runs on every CPU); the
-    // returned descriptor is checked and then owned.
-    let perf = unsafe {
+    let kind = fs::read_to_string(Path::new(super::attach::KPROBE_PMU).join("type"))
+        .and_then(|text| {
+            text.trim()
+                .parse()
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not a number"))
+        })
+        .map_err(pmu_error)?;
+    let name = std::ffi::CString::new(function).map_err(|_| {
+        pmu_error(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a NUL in the name",
+        ))
+    })?;
+    let attr = PerfEventAttr {
+        kind,
+        config1: name.as_ptr() as u64,
+        config2: offset,
+        ..PerfEventAttr::default()
+    };
+    let perf = open_perf(attr, &event)?;
+    // The kernel copied the name in the call: `name` lived until it returned.
+    drop(name);
+    link(program, perf, cookie, &event)
+}
+
+/// Opens a system-wide perf event of `attr` (sampling every hit), named `event` in errors.
+fn open_perf(attr: PerfEventAttr, event: &str) -> Result<OwnedFd, TraceEventError> {
+    let attr = PerfEventAttr {
+        size: size_of::<PerfEventAttr>() as u32,
+        sample_period: 1,
+        wakeup_events: 1,
+        ..attr
+    };
+    // SAFETY: `attr` is a valid perf_event_attr of the size it declares (its pointers, if any,
+    // valid for the call); pid -1 with cpu 0 opens a system-wide event (the program runs on
+    // every CPU); the returned descriptor is checked and then owned.
+    unsafe {
         let fd = libc::syscall(
             libc::SYS_perf_event_open,
             &attr as *const PerfEventAttr,
@@ -326,10 +372,22 @@ pub fn attach(
             PERF_FLAG_FD_CLOEXEC,
         );
         if fd < 0 {
-            return Err(perf_error(io::Error::last_os_error()));
+            return Err(TraceEventError::PerfOpen {
+                event: event.to_owned(),
+                source: io::Error::last_os_error(),
+            });
         }
-        OwnedFd::from_raw_fd(fd as i32)
-    };
+        Ok(OwnedFd::from_raw_fd(fd as i32))
+    }
+}
+
+/// Links `program` to the perf event `perf` with `cookie` and enables the event.
+fn link(
+    program: BorrowedFd<'_>,
+    perf: OwnedFd,
+    cookie: u64,
+    event: &str,
+) -> Result<EventLink, TraceEventError> {
     let link_attr = LinkCreatePerfEvent {
         prog_fd: program.as_raw_fd() as u32,
         target_fd: perf.as_raw_fd() as u32,
@@ -357,7 +415,10 @@ pub fn attach(
     };
     // SAFETY: an ioctl without argument on the perf event descriptor we own.
     if unsafe { libc::ioctl(perf.as_fd().as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) } < 0 {
-        return Err(perf_error(io::Error::last_os_error()));
+        return Err(TraceEventError::PerfOpen {
+            event: event.to_owned(),
+            source: io::Error::last_os_error(),
+        });
     }
     Ok(EventLink {
         _link: link,
@@ -399,8 +460,8 @@ mod tests {
     }
 
     #[test]
-    fn perf_attr_is_the_first_abi_version() {
-        // PERF_ATTR_SIZE_VER0
-        assert_eq!(size_of::<PerfEventAttr>(), 64);
+    fn perf_attr_is_the_second_abi_version() {
+        // PERF_ATTR_SIZE_VER1: config2, the kprobe PMU's offset.
+        assert_eq!(size_of::<PerfEventAttr>(), 72);
     }
 }

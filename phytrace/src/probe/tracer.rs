@@ -660,6 +660,9 @@ impl Tracer {
     /// Ends the session: detaches every program (none runs any more once this returns), then
     /// hands `out` every record left in the ring and the last lost-event counts.
     pub fn finish(&mut self, out: &mut impl Sink) -> Result<()> {
+        if let Some(sites) = &mut self.call_sites {
+            sites.disarm();
+        }
         self.probes.disarm_all();
         for (_, program) in self.ebpf.programs_mut() {
             // Unloading detaches its links; one that fails to unload is detached when the
