@@ -141,6 +141,8 @@ pub struct CallSiteProbes {
     symbols: TextSymbols,
     /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
+    /// The sites said to be disabled (see [`Self::newly_disabled`]).
+    disabled: Vec<bool>,
 }
 
 impl CallSiteProbes {
@@ -180,6 +182,7 @@ impl CallSiteProbes {
             }
         }
         Ok(Self {
+            disabled: vec![false; sites.len()],
             sites,
             symbols,
             links,
@@ -228,18 +231,30 @@ impl CallSiteProbes {
         );
     }
 
-    /// Sites the programs disabled because a hit failed the check, with their failed hits.
-    pub fn disabled(&self, ebpf: &Ebpf) -> Result<Vec<(&CallSite, u32)>> {
+    /// Says, once per site, which sites the programs disabled since the last call because a
+    /// hit failed the check (its called address was not the PHY's driver's op): their calls
+    /// are not traced from then on.
+    pub fn newly_disabled(&mut self, ebpf: &Ebpf) -> Result<Vec<String>> {
         let table: Array<_, SiteRecord> =
             Array::try_from(ebpf.map("CALL_SITES").context("CALL_SITES map")?)?;
-        let mut disabled = Vec::new();
+        let mut notes = Vec::new();
         for (index, site) in self.sites.iter().enumerate() {
+            if self.disabled.get(index).copied().unwrap_or(true) {
+                continue;
+            }
             let record = table.get(&(index as u32), 0)?;
             if record.flags & SITE_DISABLED != 0 {
-                disabled.push((site, record.mismatches));
+                self.disabled[index] = true;
+                notes.push(format!(
+                    "the call site {} ({}) is no longer traced: a call there was not to the PHY's driver's {} ({} failed checks)",
+                    site.place(),
+                    site.op(),
+                    site.op(),
+                    record.mismatches
+                ));
             }
         }
-        Ok(disabled)
+        Ok(notes)
     }
 }
 

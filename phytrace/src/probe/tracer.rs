@@ -839,7 +839,12 @@ impl Tracer {
         Ok(lost)
     }
 
+    /// Hands `out` the losses counted since the last call, and notes the call sites disabled
+    /// since.
     fn report_drops(&mut self, out: &mut impl Sink) -> Result<()> {
+        if let Some(sites) = &mut self.call_sites {
+            self.notes.extend(sites.newly_disabled(&self.ebpf)?);
+        }
         let lost = self.lost_by_cause()?;
         for (i, cause) in LossCause::ALL.into_iter().enumerate() {
             if lost[i] > self.lost_reported[i] {
