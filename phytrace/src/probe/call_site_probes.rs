@@ -316,3 +316,51 @@ fn callback(op: &str, function: Option<(&str, Option<&str>)>, target: u64) -> Ca
         driver_type: implementation.into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rust_adapter_is_named_by_its_driver_type_a_c_function_by_itself() {
+        let rust = "_RNvMs_NtNtCs1234567890a_6kernel3net3phyINtB4_7AdapterNtCs0987654321b_13ax88796b_rust11PhyAX88772AE20read_status_callback";
+        let named = callback("read_status", Some((rust, Some("ax88796b_rust"))), 1);
+        assert_eq!(&*named.name, "read_status");
+        assert_eq!(&*named.driver_type, "ax88796b_rust::PhyAX88772A");
+        let named = callback("soft_reset", Some(("asix_soft_reset", Some("ax88796b"))), 1);
+        assert_eq!(&*named.driver_type, "asix_soft_reset");
+        let named = callback("suspend", None, 0xffff_ffff_a000_0010);
+        assert_eq!(&*named.driver_type, "0xffffffffa0000010");
+    }
+
+    #[test]
+    fn a_site_is_checked_against_the_bound_driver() {
+        let site = CallSite {
+            function: "phy_init_hw".to_owned(),
+            found: callsites::Found {
+                offset: 0x2f,
+                op: 2,
+                target: Target::Register(80),
+                ret: Return::After(0x31),
+            },
+            op_offset: 0xd0,
+        };
+        let record = record(&site);
+        assert_eq!(
+            (record.flags, record.target_reg, record.op_offset),
+            (SITE_CHECK_BOUND_DRIVER, 80, 0xd0)
+        );
+        let in_memory = CallSite {
+            found: callsites::Found {
+                target: Target::Memory(24),
+                ..site.found
+            },
+            ..site
+        };
+        let record = super::record(&in_memory);
+        assert_eq!(
+            (record.flags, record.base_reg),
+            (SITE_CHECK_BOUND_DRIVER | SITE_TARGET_IN_MEMORY, 24)
+        );
+    }
+}
