@@ -95,30 +95,38 @@ accounted() {
 }
 
 # --- too deep ---
-setup rust
-a=$(simdev ax88772a)
-define_truth
-cap=$PHYTRACE_OUT/loss-too-deep.ptrace
-start_record "$cap" --module ax88796b_rust --callback-depth 1
-link_up "$a"
-wait_mode "$a" 100 full
-for _ in 1 2 3; do
-    sim_set "$a" cable 0
-    wait_carrier "$a" 0
-    sim_set "$a" cable 1
+# too_deep PROBES: the too-deep losses with callbacks probed as PROBES (symbol, callsite).
+too_deep() {
+    local probes=$1 cap too_deep unclosed
+    setup rust
+    a=$(simdev ax88772a)
+    define_truth
+    cap=$PHYTRACE_OUT/loss-too-deep-$probes.ptrace
+    start_record "$cap" --module ax88796b_rust --callback-depth 1 --callback-probes "$probes"
+    link_up "$a"
     wait_mode "$a" 100 full
-done
-link_down "$a"
-end_truth
-stop_record "$cap"
-events_json "$cap"
-too_deep=$(lost "$cap" too_deep)
-((too_deep >= 3)) || fail "the nested soft_resets were not counted as too deep ($too_deep)"
-accounted "$cap" too_deep
-expect_eq "too_deep: other losses" "0 0 0" "$(lost "$cap" ring_full) $(lost "$cap" map_full) $(lost "$cap" missed_return)"
-unclosed=$(well_nested "$cap") || fail "records mis-nested after too-deep callbacks"
-expect_eq "too_deep: entries without their return" 0 "$unclosed"
-ok "too deep: $too_deep nested callbacks counted, their returns consumed the count, the rest right"
+    for _ in 1 2 3; do
+        sim_set "$a" cable 0
+        wait_carrier "$a" 0
+        sim_set "$a" cable 1
+        wait_mode "$a" 100 full
+    done
+    link_down "$a"
+    end_truth
+    stop_record "$cap"
+    events_json "$cap"
+    too_deep=$(lost "$cap" too_deep)
+    ((too_deep >= 3)) || fail "$probes: the nested soft_resets were not counted as too deep ($too_deep)"
+    accounted "$cap" too_deep
+    expect_eq "too_deep: other losses" "0 0 0" "$(lost "$cap" ring_full) $(lost "$cap" map_full) $(lost "$cap" missed_return)"
+    unclosed=$(well_nested "$cap") || fail "$probes: records mis-nested after too-deep callbacks"
+    expect_eq "too_deep: entries without their return" 0 "$unclosed"
+    ok "too deep ($probes probes): $too_deep nested callbacks counted, their returns consumed the count, the rest right"
+}
+too_deep symbol
+# At call sites, a return site is also reached without the call: only the return at a
+# too-deep call's own stack pointer consumes the count.
+too_deep callsite
 
 # --- missed returns: four PHYs whose callbacks overlap on a slow bus ---
 # start CAPTURE ARGS...: four AX88772As (one read_status symbol) links up on a 30 ms bus,
