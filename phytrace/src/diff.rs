@@ -2,7 +2,9 @@
 //!
 //! Each PHY's accesses become tokens `(op, register, value or error)`; the two token lists are
 //! aligned with a sequence diff (Myers, from the `similar` crate), and the differing stretches
-//! are shown decoded, with the callback that made each access.
+//! are shown decoded, with the callback that made each access. Where both captures name the
+//! callbacks that made a PHY's accesses, the callback is compared too: two drivers are then
+//! compared callback by callback (each access made in the same op).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -134,6 +136,8 @@ pub enum PhyDiff {
         b: String,
         /// The alignment (equal, deleted, inserted and replaced stretches).
         ops: Vec<DiffOp>,
+        /// Whether the callback that made each access was compared (both captures name them).
+        by_callback: bool,
     },
     /// Found in A only.
     OnlyA(String),
@@ -174,19 +178,30 @@ pub fn compare(
     let mut diffs: Vec<PhyDiff> = pairs
         .into_iter()
         .map(|(ka, kb)| {
-            let ta: Vec<Token> = a[ka].accesses.iter().map(|x| x.token).collect();
-            let tb: Vec<Token> = b[kb].accesses.iter().map(|x| x.token).collect();
+            let named = |phy: &PhyAccesses<'_>| phy.accesses.iter().any(|x| x.caller.is_some());
+            let by_callback = named(&a[ka]) && named(&b[kb]);
+            let (ta, tb) = (compared(&a[ka], by_callback), compared(&b[kb], by_callback));
             let deadline = Instant::now() + DEADLINE;
             PhyDiff::Both {
                 a: ka.clone(),
                 b: kb.clone(),
                 ops: capture_diff_slices_deadline(Algorithm::Myers, &ta, &tb, Some(deadline)),
+                by_callback,
             }
         })
         .collect();
     diffs.extend(only_a);
     diffs.extend(rest_b.into_iter().map(|k| PhyDiff::OnlyB(k.clone())));
     diffs
+}
+
+/// What is compared of each of `phy`'s accesses: its token, and the callback that made it if
+/// `by_callback`.
+fn compared<'a>(phy: &PhyAccesses<'a>, by_callback: bool) -> Vec<(Token, Option<&'a str>)> {
+    phy.accesses
+        .iter()
+        .map(|x| (x.token, x.caller.filter(|_| by_callback)))
+        .collect()
 }
 
 /// `phy_sim-0:01 (Asix Electronics AX88772A)`.
@@ -225,7 +240,7 @@ pub fn render(
     b: &BTreeMap<String, PhyAccesses<'_>>,
 ) -> String {
     let mut out = String::new();
-    let (ka, kb, ops) = match diff {
+    let (ka, kb, ops, by_callback) = match diff {
         PhyDiff::OnlyA(k) => {
             return format!(
                 "{}: only in A ({} accesses)\n",
@@ -240,7 +255,12 @@ pub fn render(
                 b[k].accesses.len()
             );
         }
-        PhyDiff::Both { a: ka, b: kb, ops } => (ka, kb, ops),
+        PhyDiff::Both {
+            a: ka,
+            b: kb,
+            ops,
+            by_callback,
+        } => (ka, kb, ops, *by_callback),
     };
     let (pa, pb) = (&a[ka], &b[kb]);
     let name = if ka == kb {
@@ -249,7 +269,12 @@ pub fn render(
         format!("{} ↔ {}", label(ka, pa), label(kb, pb))
     };
     if !diff.differs() {
-        let _ = writeln!(out, "{name}: equal ({} accesses)", pa.accesses.len());
+        let how = if by_callback {
+            ", each made in the same callback"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "{name}: equal ({} accesses{how})", pa.accesses.len());
         return out;
     }
     let groups = group_diff_ops(ops.clone(), CONTEXT);
@@ -405,6 +430,42 @@ mod tests {
             text.contains("  + write BMCR      0x8200  [ANRESTART RESET]  in read_status"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn accesses_are_compared_callback_by_callback_where_both_name_them() {
+        let a = stream("bus", 0x786d, false);
+        let mut b = a.clone();
+        let EventKind::Mdio { caller, .. } = &mut b[1].kind else {
+            unreachable!("stream makes MDIO events")
+        };
+        *caller = Some(Callback {
+            name: "soft_reset".into(),
+            driver_type: "y".into(),
+        });
+        let (pa, pb) = (
+            accesses(&a, &Options::default()),
+            accesses(&b, &Options::default()),
+        );
+        assert!(
+            compare(&pa, &pb)[0].differs(),
+            "BMSR read in another callback"
+        );
+        let equal = compare(&pa, &pa);
+        assert!(
+            render(&equal[0], &pa, &pa)
+                .contains("equal (3 accesses, each made in the same callback)")
+        );
+        // A capture without callbacks (the C driver under symbol probes): MDIO only.
+        for event in &mut b {
+            if let EventKind::Mdio { caller, .. } = &mut event.kind {
+                *caller = None;
+            }
+        }
+        let pb = accesses(&b, &Options::default());
+        let diffs = compare(&pa, &pb);
+        assert!(!diffs[0].differs());
+        assert!(render(&diffs[0], &pa, &pb).contains("equal (3 accesses)"));
     }
 
     #[test]
