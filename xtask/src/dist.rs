@@ -173,13 +173,15 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         .any(|(at, _)| haystack[at..].starts_with(needle))
 }
 
-/// The `pt_regs` offsets of a kprobe's argument registers, in order: x86_64 `di si dx cx r8 r9`,
-/// arm64 `regs[0..8]` (x0…x7). The two sets are disjoint, so a program's first argument load
-/// tells which architecture it was built for.
+/// The `pt_regs` offsets of the registers a kprobe program reads first: the argument registers,
+/// in order (x86_64 `di si dx cx r8 r9`, arm64 `regs[0..8]`, x0…x7), then the stack pointer
+/// (which the callback programs read to pair a return with its entry; x86_64 `sp`, arm64 `sp`
+/// after `regs[30]`). The two sets are disjoint, so a program's first register load tells which
+/// architecture it was built for.
 fn argument_offsets(arch: Arch) -> Vec<u64> {
     match arch {
-        Arch::X86_64 => vec![0x70, 0x68, 0x60, 0x58, 0x48, 0x40],
-        Arch::Aarch64 => (0..8).map(|n| n * 8).collect(),
+        Arch::X86_64 => vec![0x70, 0x68, 0x60, 0x58, 0x48, 0x40, 0x98],
+        Arch::Aarch64 => (0..8).map(|n| n * 8).chain([0xf8]).collect(),
     }
 }
 
