@@ -301,14 +301,12 @@ fn bpf_events_check(kallsyms: std::io::Result<String>) -> Check {
     }
 }
 
-/// A Rust function of the kernel crate or a Rust module, to try a kprobe on.
+/// A Rust function of the kernel crate, to try a kprobe on.
 fn any_rust_symbol() -> Option<String> {
-    let text = fs::read_to_string(symbols::KALLSYMS).ok()?;
-    text.lines().find_map(|line| {
-        let mut fields = line.split_whitespace();
-        let (_, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
-        (kind.eq_ignore_ascii_case("t") && name.starts_with("_R")).then(|| name.to_owned())
-    })
+    let file = fs::File::open(symbols::KALLSYMS).ok()?;
+    symbols::first_rust_function(std::io::BufReader::new(file))
+        .ok()
+        .flatten()
 }
 
 /// Name of the check that attaches a kprobe to a Rust function.

@@ -14,7 +14,7 @@ use super::error::ProbeError;
 use super::{
     attach::loaded_kprobe,
     decode::Decoder,
-    symbols::CallbackSymbol,
+    symbols::{CallbackSymbol, KALLSYMS, first_rust_function},
     trace_events::{self, EventGroup, EventLink, Probe, TraceEventError},
     tracer::monotonic_ns,
 };
@@ -199,26 +199,18 @@ impl DriverProbes {
         Ok(ArmedEvent { name, link })
     }
 
-    /// Whether the kernel takes kprobes in Rust code: a probe on a Rust function of vmlinux
-    /// (the `kernel` crate's panic handler, else the first Rust function in kallsyms) is
-    /// defined and removed. Kernels built without `CONFIG_KPROBE_EVENTS_ON_NOTRACE` refuse it
-    /// (Rust code has no ftrace site), as do kernels without Rust.
+    /// Whether the kernel takes kprobes in Rust code: a probe on the first Rust function of
+    /// vmlinux (the `kernel` crate's) is defined and removed. Kernels built without
+    /// `CONFIG_KPROBE_EVENTS_ON_NOTRACE` refuse it (Rust code has no ftrace site), as do
+    /// kernels without Rust.
     pub fn takes_rust_symbols(&mut self) -> bool {
-        let name = "rust_check";
-        let defined = match self
-            .group
-            .define(name, Probe::Entry, None, RUST_PANIC_HANDLER)
-        {
-            Err(err) if err.os_error() == Some(libc::ENOENT) => {
-                std::fs::read_to_string(super::symbols::KALLSYMS)
-                    .ok()
-                    .and_then(|text| first_rust_function(&text).map(str::to_owned))
-                    .is_some_and(|symbol| {
-                        self.group.define(name, Probe::Entry, None, &symbol).is_ok()
-                    })
-            }
-            defined => defined.is_ok(),
+        let Ok(Some(symbol)) = std::fs::File::open(KALLSYMS)
+            .and_then(|file| first_rust_function(std::io::BufReader::new(file)))
+        else {
+            return false;
         };
+        let name = "rust_check";
+        let defined = self.group.define(name, Probe::Entry, None, &symbol).is_ok();
         if defined {
             self.group.remove(name);
         }
@@ -257,19 +249,6 @@ impl DriverProbes {
     pub fn modules(&self) -> impl Iterator<Item = (&String, &ArmedModule)> {
         self.modules.iter()
     }
-}
-
-/// The Rust panic handler of the `kernel` crate: a Rust function of vmlinux with a fixed name.
-const RUST_PANIC_HANDLER: &str = "rust_begin_unwind";
-
-/// The first Rust function of vmlinux in kallsyms text.
-fn first_rust_function(kallsyms: &str) -> Option<&str> {
-    kallsyms.lines().find_map(|line| {
-        let mut fields = line.split_whitespace();
-        let (_, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
-        (kind.eq_ignore_ascii_case("t") && name.starts_with("_R") && fields.next().is_none())
-            .then_some(name)
-    })
 }
 
 /// A trace event the kernel refused, as the failure phytrace exits with.

@@ -29,6 +29,24 @@ pub struct CallbackSymbol {
     pub demangled: String,
 }
 
+/// The first Rust function of vmlinux (the `kernel` crate's, v0-mangled `_R…`) in kallsyms text
+/// read from `kallsyms`, which is read no further.
+pub fn first_rust_function(kallsyms: impl io::BufRead) -> io::Result<Option<String>> {
+    for line in kallsyms.lines() {
+        let line = line?;
+        let mut fields = line.split_whitespace();
+        let (Some(_), Some(kind), Some(name), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if kind.eq_ignore_ascii_case("t") && name.starts_with("_R") {
+            return Ok(Some(name.to_owned()));
+        }
+    }
+    Ok(None)
+}
+
 /// Reads `/proc/kallsyms` (or another file in its format).
 pub fn read_kallsyms(path: &Path) -> io::Result<Vec<CallbackSymbol>> {
     Ok(parse_kallsyms(&fs::read_to_string(path)?))
@@ -102,6 +120,23 @@ mod tests {
 
     /// `<kernel::net::phy::Adapter<ax88796b_rust::PhyAX88772A>>::read_status_callback`.
     const MANGLED: &str = "_RNvMs_NtNtCs1234567890a_6kernel3net3phyINtB4_7AdapterNtCs0987654321b_13ax88796b_rust11PhyAX88772AE20read_status_callback";
+
+    #[test]
+    fn the_first_rust_function_of_vmlinux_is_found() {
+        let text = "ffffffff81000000 T _stext\n\
+                    ffffffffa0000000 t _RNvCs1_3foo3bar\t[some_module]\n\
+                    ffffffff81200000 D _RNvCs1_6kernel4DATA\n\
+                    ffffffff81300000 t _RNvCs1_6kernel5print\n\
+                    ffffffff81400000 t _RNvCs1_6kernel5later\n";
+        assert_eq!(
+            first_rust_function(text.as_bytes()).unwrap().as_deref(),
+            Some("_RNvCs1_6kernel5print")
+        );
+        assert_eq!(
+            first_rust_function(&b"ffffffff81000000 T _stext\n"[..]).unwrap(),
+            None
+        );
+    }
 
     #[test]
     fn adapter_paths_are_split() {
