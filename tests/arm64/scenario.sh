@@ -77,7 +77,7 @@ insmod "$PHYTRACE_MODULES/ax88796b_rust.ko"
 # The ground truth of the call-site session: the kernel's own events on every callback.
 n=0
 : >"$SITES.truth-names"
-awk '$4 == "[ax88796b_rust]" && $2 ~ /^[tT]$/ && $3 ~ /_callback$/ { print $3 }' /proc/kallsyms >"$SITES.symbols"
+awk '$4 == "[ax88796b_rust]" && $2 ~ /^[tT]$/ && $3 ~ /^_R.*Adapter.*_callback/ { print $3 }' /proc/kallsyms >"$SITES.symbols"
 while read -r symbol; do
     n=$((n + 1))
     echo "p:truth/cb$n ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
