@@ -27,8 +27,12 @@ use crate::raw_gadget::Event;
 pub const CONFIGFS: &str = "/sys/kernel/config/usb_gadget";
 /// Where the FunctionFS instances are mounted.
 const MOUNT_ROOT: &str = "/run/ax88772a-emulator";
-/// Prefix of our gadgets' configfs directories (and FunctionFS instance names): + the pid.
+/// Prefix of our gadgets' configfs directories (and FunctionFS instance names): + the pid, `-`
+/// and the plug-in's number.
 const NAME_PREFIX: &str = "ax88772a-";
+
+/// Plug-ins so far in this process, to name each gadget afresh.
+static ATTACHED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// `FUNCTIONFS_DESCRIPTORS_MAGIC_V2`, `FUNCTIONFS_STRINGS_MAGIC`.
 const DESCRIPTORS_MAGIC_V2: u32 = 3;
@@ -104,7 +108,8 @@ fn decode_event(raw: &[u8; EVENT_SIZE]) -> Event {
 pub struct FunctionFs {
     gadget: PathBuf,
     mount: PathBuf,
-    ep0: File,
+    /// `None` once closed (on the way to removing the gadget).
+    ep0: Option<File>,
     /// ep1 (interrupt IN), ep2 (bulk IN), ep3 (bulk OUT), as in the descriptors.
     eps: Vec<File>,
     /// Their descriptors, to map [`UsbBackend::ep_enable`] to a file.
@@ -182,7 +187,10 @@ fn remove_stale(configfs: &Path) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(NAME_PREFIX) else {
+        let Some(pid) = name
+            .strip_prefix(NAME_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+        else {
             continue;
         };
         if Path::new("/proc").join(pid).exists() {
@@ -200,7 +208,8 @@ impl FunctionFs {
     /// `udc`: the host sees the dongle plugged in.
     pub fn attach(configfs: &Path, udc: &str) -> Result<(FunctionFs, EndpointAddrs), Error> {
         remove_stale(configfs);
-        let name = format!("{NAME_PREFIX}{}", std::process::id());
+        let plug_in = ATTACHED.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{NAME_PREFIX}{}-{plug_in}", std::process::id());
         let function = format!("ffs.{name}");
         let gadget = configfs.join(&name);
         let mount = Path::new(MOUNT_ROOT).join(&name);
@@ -270,7 +279,7 @@ impl FunctionFs {
             Ok(FunctionFs {
                 gadget: gadget.clone(),
                 mount: mount.clone(),
-                ep0,
+                ep0: Some(ep0),
                 eps,
                 descs: addrs.descriptors(),
                 setup_in: AtomicBool::new(false),
@@ -294,6 +303,12 @@ impl FunctionFs {
         Ok((ffs, addrs))
     }
 
+    fn ep0(&self) -> io::Result<&File> {
+        self.ep0
+            .as_ref()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "ep0 is closed"))
+    }
+
     fn ep(&self, handle: u16) -> io::Result<&File> {
         self.eps
             .get(usize::from(handle))
@@ -313,7 +328,7 @@ fn stalled(result: io::Result<usize>) -> io::Result<()> {
 impl UsbBackend for FunctionFs {
     fn event_fetch(&self) -> io::Result<Event> {
         let mut raw = [0u8; EVENT_SIZE];
-        let n = (&self.ep0).read(&mut raw)?;
+        let n = self.ep0()?.read(&mut raw)?;
         if n != EVENT_SIZE {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -328,12 +343,12 @@ impl UsbBackend for FunctionFs {
     }
 
     fn ep0_write(&self, data: &[u8]) -> io::Result<usize> {
-        (&self.ep0).write(data)
+        self.ep0()?.write(data)
     }
 
     fn ep0_read(&self, len: usize) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; len];
-        let n = (&self.ep0).read(&mut buf)?;
+        let n = self.ep0()?.read(&mut buf)?;
         buf.truncate(n);
         Ok(buf)
     }
@@ -341,9 +356,9 @@ impl UsbBackend for FunctionFs {
     fn ep0_stall(&self) -> io::Result<()> {
         // I/O in the direction opposite to the request's stalls it.
         if self.setup_in.load(Ordering::SeqCst) {
-            stalled((&self.ep0).read(&mut [0u8; 1]))
+            stalled(self.ep0()?.read(&mut [0u8; 1]))
         } else {
-            stalled((&self.ep0).write(&[0u8; 1]))
+            stalled(self.ep0()?.write(&[0u8; 1]))
         }
     }
 
@@ -392,8 +407,9 @@ impl Drop for FunctionFs {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // Every file closed before the instance is removed: FunctionFS lets go of it then.
         self.eps.clear();
-        // ep0 closes with self; the mount goes lazily once it has.
+        self.ep0 = None;
         umount(&self.mount);
         let _ = fs::remove_dir(&self.mount);
         remove_gadget(&self.gadget, &format!("ffs.{name}"));

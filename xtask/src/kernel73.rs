@@ -199,3 +199,21 @@ fn configure(tree: &Path, dir: &Path) -> Result<()> {
     run::done("configure", started);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_7_3_fragment_renames_proc_sysctl() {
+        let options = kernel::requested_options(&fragment().unwrap());
+        assert_eq!(options["CONFIG_SYSCTL"].as_deref(), Some("y"));
+        // The common part asks for it; 7.3 has no such option any more: "not set" wins.
+        assert_eq!(options["CONFIG_PROC_SYSCTL"], None);
+        assert_eq!(options["CONFIG_RUST"].as_deref(), Some("y"));
+        assert_eq!(
+            options["CONFIG_KPROBE_EVENTS_ON_NOTRACE"].as_deref(),
+            Some("y")
+        );
+    }
+}
