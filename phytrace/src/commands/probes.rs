@@ -46,6 +46,13 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
         discovery.functions_decoded,
         discovery.text_bytes / 1024
     )?;
+    if !discovery.rewritten.is_empty() {
+        writeln!(
+            out,
+            "  kprobes of another tracer rewrote {}: a call site there may be missing",
+            discovery.rewritten.join(", ")
+        )?;
+    }
     let missing = discovery.ops_without_sites();
     if !missing.is_empty() {
         writeln!(

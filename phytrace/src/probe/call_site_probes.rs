@@ -73,12 +73,29 @@ pub fn find(layout: &Layout) -> Result<Found> {
     discover(layout, &kallsyms)
 }
 
+/// Where the kernel lists its kprobes (debugfs).
+const KPROBES_LIST: &str = "/sys/kernel/debug/kprobes/list";
+
+/// The addresses of the kprobes in `list` (the format of [`KPROBES_LIST`]) that rewrote their
+/// instruction: not those on ftrace (at a function's entry, through its ftrace call) or
+/// disabled (their instruction restored).
+fn rewritten_addresses(list: &str) -> Vec<u64> {
+    list.lines()
+        .filter(|line| !line.contains("[FTRACE]") && !line.contains("[DISABLED]"))
+        .filter_map(|line| u64::from_str_radix(line.split_whitespace().next()?, 16).ok())
+        .collect()
+}
+
 /// [`find`] on the call sites in kallsyms text `kallsyms`.
 pub fn discover(layout: &Layout, kallsyms: &str) -> Result<Found> {
     let symbols = TextSymbols::parse(kallsyms);
     let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
         .map_err(|err| text_refused(&err))?;
-    let discovery = callsites::discover(&symbols, &mut kcore, layout, Isa::native())
+    // Unreadable (no debugfs): other tracers' kprobes are not known, nor said.
+    let probed = fs::read_to_string(KPROBES_LIST)
+        .map(|list| rewritten_addresses(&list))
+        .unwrap_or_default();
+    let discovery = callsites::discover(&symbols, &mut kcore, layout, Isa::native(), &probed)
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
     if discovery.sites.is_empty() {
         return Err(ProbeError::unavailable(format!(
@@ -154,6 +171,14 @@ impl CallSiteProbes {
         (discovery, symbols): Found,
         notes: &mut Vec<String>,
     ) -> Result<Self> {
+        if !discovery.rewritten.is_empty() {
+            notes.push(format!(
+                "kprobes of another tracer rewrote {} of the functions searched for call sites \
+                 ({}): a call site there may be missing; start phytrace before other tracers",
+                discovery.rewritten.len(),
+                discovery.rewritten.join(", ")
+            ));
+        }
         let mut sites = discovery.sites;
         if sites.len() > MAX_CALL_SITES as usize {
             notes.push(format!(
@@ -331,6 +356,19 @@ mod tests {
         assert_eq!(&*named.driver_type, "asix_soft_reset");
         let named = callback("suspend", None, 0xffff_ffff_a000_0010);
         assert_eq!(&*named.driver_type, "0xffffffffa0000010");
+    }
+
+    #[test]
+    fn only_kprobes_that_rewrote_an_instruction_count() {
+        let list = "ffffffff81320df5  k  phy_remove+0x45    \n\
+                    ffffffff813196d1  k  phy_request_interrupt+0xa1    [OPTIMIZED]\n\
+                    ffffffff81319600  r  phy_disable_interrupts+0x0    [DISABLED][FTRACE]\n\
+                    ffffffff81318ec0  r  phy_config_aneg+0x0    [FTRACE]\n\
+                    ffffffff8131cff0  k  phy_save_page+0x10    [DISABLED]\n";
+        assert_eq!(
+            rewritten_addresses(list),
+            [0xffff_ffff_8132_0df5, 0xffff_ffff_8131_96d1]
+        );
     }
 
     #[test]

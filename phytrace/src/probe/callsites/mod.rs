@@ -193,6 +193,9 @@ pub struct Discovery {
     pub functions_decoded: usize,
     /// Bytes of kernel text searched.
     pub text_bytes: usize,
+    /// Decoded functions whose code another tracer's kprobes had rewritten (a breakpoint or a
+    /// jump over an instruction): a call site there may have been missed.
+    pub rewritten: Vec<String>,
 }
 
 impl Discovery {
@@ -206,12 +209,14 @@ impl Discovery {
     }
 }
 
-/// Finds every call site of a [`OPS`] op in the core kernel's text, read through `text`.
+/// Finds every call site of a [`OPS`] op in the core kernel's text, read through `text`, where
+/// kprobes sit at `probed` (addresses whose instruction they rewrote).
 pub fn discover(
     symbols: &TextSymbols,
     text: &mut impl text::KernelMemory,
     layout: &Layout,
     isa: Isa,
+    probed: &[u64],
 ) -> Result<Discovery> {
     let (start, end) = symbols
         .core_text()
@@ -232,6 +237,12 @@ pub fn discover(
             continue;
         }
         discovery.functions_decoded += 1;
+        if probed
+            .iter()
+            .any(|&at| (function.address..function.end).contains(&at))
+        {
+            discovery.rewritten.push(function.name.to_owned());
+        }
         for found in isa.scan(body, function.address, layout, symbols.thunks()) {
             discovery.sites.push(CallSite {
                 function: function.name.to_owned(),
