@@ -75,16 +75,16 @@ rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.status" "$CAPTURE.doctor" "$SITES" 
 say "ok: $(tail -n 1 "$CAPTURE.doctor")"
 insmod "$PHYTRACE_MODULES/ax88796b_rust.ko"
 # The ground truth of the call-site session: the kernel's own events on every callback.
-n=0
+callbacks=0
 : >"$SITES.truth-names"
 awk '$4 == "[ax88796b_rust]" && $2 ~ /^[tT]$/ && $3 ~ /^_R.*Adapter.*_callback/ { print $3 }' /proc/kallsyms >"$SITES.symbols"
 while read -r symbol; do
-    n=$((n + 1))
-    echo "p:truth/cb$n ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
-    echo "r:truth/cb${n}r ax88796b_rust:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
-    echo "cb$n $(echo "$symbol" | sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/')" >>"$SITES.truth-names"
+    callbacks=$((callbacks + 1))
+    echo "p:truth/cb$callbacks ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
+    echo "r:truth/cb${callbacks}r ax88796b_rust:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
+    echo "cb$callbacks $(echo "$symbol" | sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/')" >>"$SITES.truth-names"
 done <"$SITES.symbols"
-[ "$n" -gt 0 ] || fail "no callbacks of ax88796b_rust in /proc/kallsyms"
+[ "$callbacks" -gt 0 ] || fail "no callbacks of ax88796b_rust in /proc/kallsyms"
 echo >"$TRACEFS/trace"
 echo 1 >"$TRACEFS/events/truth/enable"
 "$PHYTRACE_BIN" record -o "$CAPTURE" --status "$CAPTURE.status" 2>"$CAPTURE.stderr" &
@@ -93,7 +93,7 @@ RECORD_PID=$!
 SITES_PID=$!
 wait_until 60 "phytrace record started" recording "$CAPTURE"
 wait_until 60 "phytrace record --callback-probes callsite started" recording "$SITES"
-say "recording with $("$PHYTRACE_BIN" --version), callbacks at call sites too ($n ground-truth callbacks)"
+say "recording with $("$PHYTRACE_BIN" --version), callbacks at call sites too (the kernel's own events on its $callbacks callbacks)"
 
 insmod "$PHYTRACE_MODULES/phy_sim.ko" phys=ax88772a@1 aneg_delay_ms=50 reset_delay_ms=5
 wait_until 10 "phy_sim's debugfs" test -e "$SIM/info"
