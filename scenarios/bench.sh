@@ -155,7 +155,7 @@ stop_tracer
 mapfile -t sites < <(head -n 1 "$work/bench.ptrace" |
     jq -r '.call_sites[] | select(.op == "resume") | "kprobe:\(.call)", if .ret then "kprobe:\(.ret)" else empty end')
 ((${#sites[@]} > 0)) || fail "no call site of resume in the capture header"
-mapfile -t resumes < <(printf '%s\n' "${callbacks[@]}" | grep '_resume_callback')
+mapfile -t resumes < <(printf '%s\n' "${callbacks[@]}" | grep -E '[0-9]resume_callback')
 ((${#resumes[@]} > 0)) || fail "no resume callback in /proc/kallsyms"
 {
     printf '%s\n' 'BEGIN { printf("ready\n"); }'
