@@ -147,6 +147,23 @@ sim_story() {
     log "story done"
 }
 
+# Sets this terminal's size to what the terminal itself says: a serial console, as the VM's,
+# knows only the size it was told at boot. The cursor is sent as far down and right as it goes
+# and the terminal is asked where it is (a cursor position report, as `resize` does).
+learn_terminal_size() {
+    local saved reply=
+    [[ -t 0 && -t 1 ]] || return 0
+    saved=$(stty -g)
+    stty raw -echo
+    printf '\e7\e[999;999H\e[6n\e8'
+    IFS= read -r -s -d R -t 1 reply || true
+    stty "$saved"
+    # The answer: ESC [ ROW ; COLUMN R
+    if [[ $reply =~ \[([0-9]+)\;([0-9]+)$ ]]; then
+        stty rows "${BASH_REMATCH[1]}" cols "${BASH_REMATCH[2]}"
+    fi
+}
+
 case $MODE in
 headless)
     "$BIN" record -o "$OUT" &
@@ -166,7 +183,14 @@ tui)
     fi
     story >"$PHYTRACE_OUT/demo-story.log" 2>&1 &
     story_pid=$!
+    # The kernel's console may be this terminal: while the TUI owns it, only emergencies are
+    # printed there. The other lines are not lost: they are in the TUI's kernel messages pane
+    # (and in dmesg).
+    read -r console_level _ </proc/sys/kernel/printk
+    echo 1 >/proc/sys/kernel/printk
+    learn_terminal_size
     "$BIN" tui || true
+    echo "$console_level" >/proc/sys/kernel/printk
     kill "$story_pid" 2>/dev/null || true
     wait "$story_pid" 2>/dev/null || true
     ;;

@@ -231,6 +231,34 @@ pub enum EventKind {
         /// What happened.
         change: MacChange,
     },
+    /// A line of the kernel's log (`printk`), where it was printed (version 5). The PHY is the
+    /// one whose PHY, bus or MAC device the line names, when known.
+    Kmsg {
+        /// Syslog level, 0 (`emerg`) to 7 (`debug`); absent when the kernel's log could not be
+        /// read for it (see [`KmsgLevel`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<u8>,
+        /// The line, without its level and time.
+        text: Text,
+    },
+}
+
+/// The syslog levels of kernel messages (`KERN_EMERG` … `KERN_DEBUG`).
+pub struct KmsgLevel;
+
+impl KmsgLevel {
+    /// Names by level, as `dmesg` and reports spell them.
+    pub const NAMES: [&'static str; 8] = [
+        "emerg", "alert", "crit", "err", "warn", "notice", "info", "debug",
+    ];
+
+    /// The name of `level` (`unknown` when absent or out of range).
+    pub fn name(level: Option<u8>) -> &'static str {
+        level
+            .and_then(|l| Self::NAMES.get(usize::from(l)))
+            .copied()
+            .unwrap_or("unknown")
+    }
 }
 
 /// Why the kernel side lost records.

@@ -9,7 +9,8 @@
 use std::fmt::Write as _;
 
 use crate::event::{
-    Duplex, Event, EventKind, Guarantee, LinkState, LossCause, MacChange, MdioOp, PhyState,
+    Duplex, Event, EventKind, Guarantee, KmsgLevel, LinkState, LossCause, MacChange, MdioOp,
+    PhyState,
 };
 use crate::model::Applied;
 use crate::registers;
@@ -206,8 +207,32 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
         EventKind::Mac { change } => {
             let _ = write!(line, "  MAC {}", mac_change(change));
         }
+        EventKind::Kmsg { level, text } => {
+            let _ = write!(
+                line,
+                "  KERN {:<6} {}",
+                KmsgLevel::name(*level),
+                printable(text)
+            );
+        }
     }
     line
+}
+
+/// `text` with its control characters (a message's newlines) shown as `\n` and `\xNN`, so that
+/// one event stays one line on a terminal.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `mac_link_up 100/full pause tx+rx`, `carrier_off eth0`, `phylink_resolve 52.1µs`.

@@ -206,3 +206,78 @@ fn help_has_an_example() {
         "{help}"
     );
 }
+
+#[test]
+fn kernel_messages_in_every_view() {
+    let path = temp("kmsg.jsonl");
+    let mut events: Vec<_> = Synth::new(3).take(50).collect();
+    let last = events.last().unwrap().clone();
+    let mii = "asix 1-1:1.0 eth0: Failed to enable software MII access";
+    for (i, (level, text)) in [(Some(3), mii), (None, "multi\nline")]
+        .into_iter()
+        .enumerate()
+    {
+        events.push(Event {
+            ts_ns: last.ts_ns + 1 + i as u64,
+            cpu: last.cpu,
+            tid: 41,
+            phy: (i == 0).then(|| last.phy.clone()).flatten(),
+            kind: EventKind::Kmsg {
+                level,
+                text: text.into(),
+            },
+        });
+    }
+    let mut header = synth::header();
+    header.kmsg = Some(phytrace::capture::format::KmsgHeader {
+        scope: "related".to_owned(),
+        unavailable: None,
+        restricted: true,
+    });
+    let mut w = Writer::create(&path, &header).unwrap();
+    for e in &events {
+        w.write(e).unwrap();
+    }
+    let trailer = w.finish(last.ts_ns + 10, 0).unwrap();
+    assert_eq!(trailer.counts.kmsg, 2);
+
+    let (code, out, _) = run(&[path.to_str().unwrap(), "--kind", "kmsg"]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let lines: Vec<_> = out.lines().collect();
+    assert!(
+        lines[0].ends_with(&format!("KERN err    {mii}")),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with("KERN unknown multi\\nline"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        out.contains("# kernel messages: restricted on the traced machine"),
+        "{out}"
+    );
+    let (_, json, _) = run(&[path.to_str().unwrap(), "--kind", "kmsg", "--format", "json"]);
+    let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(first["kind"], "kmsg");
+    assert_eq!(first["level"], 3);
+    assert_eq!(first["text"], mii);
+    assert_eq!(first["tid"], 41);
+
+    let capture = phytrace::capture::Capture::read(&path).unwrap();
+    let stats = phytrace::stats::of_capture(&capture);
+    let counts: Vec<_> = stats.kmsg.iter().map(|k| (k.level, k.count)).collect();
+    assert_eq!(counts, [("err", 1), ("unknown", 1)]);
+    let trace = phytrace::export::perfetto::trace(&capture);
+    let logged: Vec<_> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kmsg")
+        .collect();
+    assert_eq!(logged.len(), 2);
+    assert_eq!(logged[0]["name"], mii);
+    assert_eq!(logged[0]["args"]["level"], "err");
+    std::fs::remove_file(&path).unwrap();
+}

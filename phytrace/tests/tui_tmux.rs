@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,10 @@ impl Tmux {
             version.is_ok_and(|o| o.status.success()),
             "this test needs tmux (apt-get install tmux); it drives the TUI in a real terminal"
         );
-        let socket = format!("phytrace-test-{}", std::process::id());
+        // One server per test: the tests of this file run in parallel.
+        static SERVERS: AtomicUsize = AtomicUsize::new(0);
+        let n = SERVERS.fetch_add(1, Ordering::Relaxed);
+        let socket = format!("phytrace-test-{}-{n}", std::process::id());
         let tmux = Self { socket };
         tmux.run(&[
             "new-session",
@@ -121,4 +125,36 @@ fn replay_in_tmux_shows_phys_registers_help_and_quits_cleanly() {
         "the terminal was left in raw mode:\n{screen}"
     );
     assert_eq!(tmux.run(&["display", "-p", "#{alternate_on}"]).trim(), "0");
+}
+
+#[test]
+fn ctrl_l_draws_the_screen_anew_after_a_foreign_write() {
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rust-plug-unplug.ptrace");
+    let command = format!(
+        "{} tui --replay {} --speed 1000; echo \"exit=$?\"; sleep 60",
+        env!("CARGO_BIN_EXE_phytrace"),
+        capture.display()
+    );
+    let tmux = Tmux::start(100, 30, &command);
+    let clean = tmux.wait_for(&["phy_sim-0:01", "end"]);
+    // What a kernel console sharing the terminal prints, where it happens to be.
+    let tty = tmux.run(&["display", "-p", "#{pane_tty}"]);
+    let foreign = "asix 1-1:1.0 eth0: Failed to enable software MII access\r\n";
+    std::fs::write(tty.trim(), foreign.repeat(3)).unwrap();
+    tmux.wait_for(&["Failed to enable software MII access"]);
+    tmux.keys(&["C-l"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let screen = tmux.screen();
+        if screen == clean {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Ctrl-L left the screen as:\n{screen}\nnot as before:\n{clean}"
+        );
+        sleep(Duration::from_millis(100));
+    }
+    tmux.keys(&["q"]);
+    tmux.wait_for(&["exit=0"]);
 }

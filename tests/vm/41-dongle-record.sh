@@ -90,12 +90,16 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     tui_shows() { screen | grep -q -- "$1:10 .*003b1861"; }
     tui_running() { [[ ! -e $PHYTRACE_OUT/tui-dongle-exit ]] && tmux -S "$sock" has-session 2>/dev/null; }
     wait_for 30 tui_shows "$bus" || { screen; fail "the TUI does not show the dongle's PHY $bus:10"; }
+    unplug_mark="phytrace-test: unplug $CUR_DRIVER $$ $RANDOM"
+    echo "$unplug_mark" >/dev/kmsg
+    unplug_unix=$(date +%s%N)
     dongle_ctl unplug >/dev/null
     wait_for 15 no_dongle_netdev || fail "the netdev is still there after unplug"
     wait_for 5 eval '! has_dongle_phy' || fail "PHY $bus:10 still on the MDIO bus after unplug"
     tui_running || fail "the TUI ended when the dongle was unplugged"
     tui_shows "$bus" || { screen; fail "the TUI lost the unplugged PHY $bus:10"; }
     ok "the TUI runs on after the unplug and still shows $bus:10"
+    plug_unix=$(date +%s%N)
     dongle_ctl plug >/dev/null
     wait_dongle_netdev 30
     dev=$(dongle_netdev)
@@ -118,6 +122,27 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     dongle_stop
     stop_record "$cap2"
     events_json "$cap2"
+
+    # asix's complaint at the unplug, in the capture: as often as the kernel logged it, between
+    # the unplug and the replug, on the unplugged dongle's PHY.
+    mii='Failed to enable software MII access'
+    logged=$(dmesg | awk -v m="$unplug_mark" 'found { print } index($0, m) { found = 1 }' |
+        grep -cF "$mii" || true)
+    ((logged >= 1)) || fail "the kernel did not log '$mii' at the unplug"
+    # The header pairs the monotonic clock of the events with the wall clock.
+    clock=$(head -n 1 "$cap2" | jq -r '"\(.clock.mono_ns) \(.clock.unix_ns)"')
+    mono() { echo $(($1 - ${clock#* } + ${clock% *})); }
+    captured=$(jq -c --arg t "$mii" 'select(.kind == "kmsg" and (.text | contains($t)))' "$cap2.json")
+    expect_eq "'$mii' in the capture, count for count with the kernel's log" \
+        "$logged" "$(grep -c . <<<"$captured" || true)"
+    placed=$(jq -r --argjson from "$(mono "$unplug_unix")" --argjson to "$(mono "$plug_unix")" \
+        --arg bus "$bus" 'select(.ts_ns > $from and .ts_ns < $to and .phy.bus == $bus and .phy.addr == 16
+            and .level == 3) | 1' <<<"$captured" | wc -l)
+    expect_eq "'$mii' at level err, after the unplug, before the replug, on $bus:10" "$logged" "$placed"
+    "$PHYTRACE_BIN" check --spec <(echo "rule \"no MII failure\" for phy \"$bus\": never kmsg \"Failed to\"") "$cap2" \
+        >"$cap2.kmsg-check" && fail "check: 'never kmsg \"Failed to\"' holds on the unplug capture"
+    grep -qF "$mii" "$cap2.kmsg-check" || { cat "$cap2.kmsg-check"; fail "check does not name asix's line"; }
+    ok "asix's '$mii' is in the capture ($logged), in its place, on $bus:10, and check sees it"
 
     # The plug-in capture, per register, against the emulator's counters.
     first=$(jq -c --arg bus "$bus" 'select(.phy.bus == $bus and .phy.addr == 16)' "$cap.json")

@@ -209,6 +209,11 @@ pub(crate) fn write_event(
                 }
             }
         }
+        EventKind::Kmsg { level, text } => {
+            o.raw(r#""kind":"#, r#""kmsg""#);
+            o.opt_int(r#""level":"#, *level);
+            o.string(r#""text":"#, text)?;
+        }
     }
     o.end();
     Ok(())
@@ -355,6 +360,8 @@ mod tests {
                 (texts(), any::<bool>()).prop_map(|(netdev, up)| MacChange::Carrier { netdev, up }),
             ]
             .prop_map(|change| EventKind::Mac { change }),
+            (any::<Option<u8>>(), texts())
+                .prop_map(|(level, text)| EventKind::Kmsg { level, text }),
         ]
     }
 

@@ -28,7 +28,9 @@ pub const FORMAT_NAME: &str = "phytrace-capture";
 /// tracer could not read (`discarded`).
 /// Version 4: the header's `encoding`; `binary` captures (framed records, driver events as the
 /// kernel's ring buffer held them, `probe` records naming their keys).
-pub const FORMAT_VERSION: u32 = 4;
+/// Version 5: `kmsg` events (the kernel's log lines, in their place), the header's `kmsg`,
+/// `callback_probes` and `call_sites`.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// First record: what was traced, where, and how to read the timestamps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +69,39 @@ pub struct Header {
     /// The call sites probed (`callsite` only): `function+0xOFF` and the op it calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_sites: Vec<CallSiteEntry>,
+    /// Which kernel messages the capture holds (absent before version 5: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmsg: Option<KmsgHeader>,
+}
+
+impl KmsgHeader {
+    /// What a reader should know of the capture's kernel messages, if anything: none could be
+    /// taken, or they are hidden from unprivileged readers where they were recorded.
+    pub fn note(&self) -> Option<String> {
+        match (&self.unavailable, self.restricted) {
+            (Some(why), _) => Some(format!("kernel messages: none recorded ({why})")),
+            (None, true) => Some(
+                "kernel messages: restricted on the traced machine (kernel.dmesg_restrict=1: \
+                 unprivileged users may not read them there)"
+                    .to_owned(),
+            ),
+            (None, false) => None,
+        }
+    }
+}
+
+/// What a capture holds of the kernel's log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KmsgHeader {
+    /// `related` (lines about the traced PHYs, buses, MAC devices and driver modules) or `all`.
+    pub scope: String,
+    /// Why no line could be taken, if so (no tracefs, no access).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// `kernel.dmesg_restrict` was set: the lines are hidden from unprivileged readers on the
+    /// traced machine (`dmesg` needs `CAP_SYSLOG` there).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restricted: bool,
 }
 
 /// A call site of a driver op probed by the session.
@@ -154,6 +189,7 @@ impl Header {
             encoding: Encoding::Jsonl,
             callback_probes: None,
             call_sites: Vec::new(),
+            kmsg: None,
         }
     }
 
@@ -251,6 +287,9 @@ pub struct KindCounts {
     /// `mac` records (version 2).
     #[serde(default)]
     pub mac: u64,
+    /// `kmsg` records (version 5).
+    #[serde(default)]
+    pub kmsg: u64,
 }
 
 impl KindCounts {
@@ -264,6 +303,7 @@ impl KindCounts {
             EventKind::Detached { .. } => &mut self.detached,
             EventKind::Lost { .. } => &mut self.lost,
             EventKind::Mac { .. } => &mut self.mac,
+            EventKind::Kmsg { .. } => &mut self.kmsg,
         };
         *slot += 1;
     }
@@ -397,6 +437,10 @@ pub(crate) struct WireEvent<'a> {
     pub tx_pause: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_pause: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<Cow<'a, str>>,
 }
 
 /// The ids of the PHY and the callback `event` refers to; the definitions and states it needs
@@ -433,7 +477,8 @@ pub(crate) fn intern(
         EventKind::Attached { .. }
         | EventKind::Detached { .. }
         | EventKind::Lost { .. }
-        | EventKind::Mac { .. } => None,
+        | EventKind::Mac { .. }
+        | EventKind::Kmsg { .. } => None,
     };
     (phy, callback.map(|c| ids.callback(c, new)))
 }
@@ -540,6 +585,11 @@ impl<'a> WireEvent<'a> {
                 }
                 "mac"
             }
+            EventKind::Kmsg { level, text } => {
+                w.level = *level;
+                w.text = Some(Cow::Borrowed(text));
+                "kmsg"
+            }
         };
         w.kind = Cow::Borrowed(kind);
         w
@@ -628,6 +678,10 @@ impl<'a> WireEvent<'a> {
                     },
                     other => return Err(format!("unknown MAC change `{other}`")),
                 },
+            },
+            "kmsg" => EventKind::Kmsg {
+                level: self.level,
+                text: need(self.text.clone(), "text")?.as_ref().into(),
             },
             other => return Err(format!("unknown event kind `{other}`")),
         };

@@ -87,7 +87,7 @@ fn records_are_tagged_lines() {
         ]
     );
     assert!(
-        lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":4"#)
+        lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":5"#)
     );
     assert!(lines[0].contains(r#""address":"0xffffffffc0800000""#));
     assert_eq!(
@@ -196,7 +196,7 @@ fn bad_headers_are_fatal() {
         "{e}"
     );
     let mut newer = String::from_utf8(write_capture(&[], true)).unwrap();
-    newer = newer.replace("\"format_version\":4", "\"format_version\":99");
+    newer = newer.replace("\"format_version\":5", "\"format_version\":99");
     assert!(matches!(
         Reader::new(newer.as_bytes(), "x"),
         Err(OpenError::Unsupported { found: 99, .. })

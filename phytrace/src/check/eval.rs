@@ -508,6 +508,10 @@ pub fn matches(p: &Pattern, f: &Fact) -> bool {
         }
         (Atom::Link(up), FactKind::Link(u)) => up == u,
         (Atom::Mac(name), FactKind::Mac(n)) => name == n,
+        (Atom::Kmsg { text, level }, FactKind::Kmsg { text: t, level: l }) => {
+            text.as_deref().is_none_or(|text| t.contains(text))
+                && level.is_none_or(|level| l.is_some_and(|l| l <= level))
+        }
         (Atom::Error, FactKind::Exit { ret, .. }) => *ret < 0,
         (Atom::Error, FactKind::Mdio { error, .. }) => error.is_some(),
         _ => false,

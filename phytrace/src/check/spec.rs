@@ -12,7 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::lexer::{Spanned, Tok, tokenize};
-use crate::event::MdioOp;
+use crate::event::{KmsgLevel, MdioOp};
 use crate::registers;
 
 /// A parse error, with the 1-based line and column it was found at.
@@ -283,6 +283,14 @@ pub enum Atom {
     /// `mac_link_up`, `mac_link_down`, `carrier up|down`, `phylink_resolve`: the MAC side
     /// (named as [`crate::event::MacChange::name`] names them).
     Mac(&'static str),
+    /// `kmsg "TEXT"|any [level NAME]`: a kernel message about the PHY, containing TEXT, at
+    /// level NAME or more severe.
+    Kmsg {
+        /// Text the message contains (`None` for `any`).
+        text: Option<String>,
+        /// Least severe level matched (syslog number: 3 for `err`).
+        level: Option<u8>,
+    },
     /// `error`: a callback returned a negative value or an MDIO access failed.
     Error,
 }
@@ -678,7 +686,7 @@ impl Parser<'_> {
     }
 
     fn atom(&mut self) -> Result<Atom, SpecError> {
-        const EVENTS: &str = "an event (`enter`, `exit`, `read`, `write`, `mdio`, `state`, `link`, `mac_link_up`, `mac_link_down`, `carrier`, `phylink_resolve` or `error`)";
+        const EVENTS: &str = "an event (`enter`, `exit`, `read`, `write`, `mdio`, `state`, `link`, `mac_link_up`, `mac_link_down`, `carrier`, `phylink_resolve`, `kmsg` or `error`)";
         let Some(word) = self.peek_word().map(str::to_owned) else {
             return Err(self.expected(EVENTS));
         };
@@ -756,12 +764,47 @@ impl Parser<'_> {
                 }
                 _ => return Err(self.expected("`up` or `down`")),
             },
+            "kmsg" => {
+                let text = if self.eat_word("any") {
+                    None
+                } else {
+                    Some(self.string("the text of a kernel message, or `any`")?)
+                };
+                let level = if self.eat_word("level") {
+                    Some(self.level()?)
+                } else {
+                    None
+                };
+                Atom::Kmsg { text, level }
+            }
             "error" => Atom::Error,
             _ => {
                 self.pos -= 1;
                 return Err(self.expected(EVENTS));
             }
         })
+    }
+
+    /// A syslog level name (`err`, `warn`, …), as its number.
+    fn level(&mut self) -> Result<u8, SpecError> {
+        const LEVELS: &str =
+            "a level (`emerg`, `alert`, `crit`, `err`, `warn`, `notice`, `info` or `debug`)";
+        let Some(word) = self.peek_word().map(str::to_ascii_lowercase) else {
+            return Err(self.expected(LEVELS));
+        };
+        let word = match word.as_str() {
+            "error" => "err",
+            "warning" => "warn",
+            other => other,
+        };
+        let level = KmsgLevel::NAMES.iter().position(|n| *n == word);
+        match level.and_then(|l| u8::try_from(l).ok()) {
+            Some(level) => {
+                self.pos += 1;
+                Ok(level)
+            }
+            None => Err(self.expected(LEVELS)),
+        }
     }
 
     fn callback(&mut self) -> Result<Name, SpecError> {

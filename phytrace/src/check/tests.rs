@@ -408,3 +408,56 @@ rule \"errors\": never exit any error
             .all(|v| v.message.contains("exit any error"))
     );
 }
+
+#[test]
+fn kernel_messages() {
+    let mii = "asix 1-1:1.0 eth0: Failed to enable software MII access";
+    let mut s = Stream::a();
+    s.soft_reset()
+        .push(EventKind::Kmsg {
+            level: Some(3),
+            text: mii.into(),
+        })
+        .push(EventKind::Kmsg {
+            level: Some(6),
+            text: "asix 1-1:1.0 eth0: link down".into(),
+        });
+    let o = one("never kmsg \"Failed to\"", &s.events);
+    assert_eq!(o.violations.len(), 1);
+    assert_eq!(o.violations[0].offending, [s.events.len() - 2]);
+    assert!(holds("never kmsg \"timed out\"", &s.events));
+    assert!(holds("count kmsg any exactly 2", &s.events));
+    assert!(holds("count kmsg any level err exactly 1", &s.events));
+    assert!(holds("count kmsg any level warning exactly 1", &s.events));
+    assert!(holds(
+        "count kmsg \"link\" level info at least 1",
+        &s.events
+    ));
+    assert!(holds(
+        "exit soft_reset before first kmsg \"Failed\"",
+        &s.events
+    ));
+    // Scoped by PHY: a message of no PHY, or of another, is not this PHY's.
+    let mut other = Stream::new(2, 0x003b_1841, "Asix Electronics AX88796B");
+    other.push(EventKind::Kmsg {
+        level: Some(3),
+        text: mii.into(),
+    });
+    let mut orphan = other.events[0].clone();
+    orphan.phy = None;
+    let events = [s.events.clone(), other.events.clone(), vec![orphan]].concat();
+    let outcomes = run(
+        "rule \"r\" for phy \"sim:01\": count kmsg \"Failed to\" exactly 1",
+        &events,
+    );
+    assert!(outcomes[0].passed(), "{:?}", outcomes[0].violations);
+    // Spelled wrong: the spec says what it expected.
+    let err = parse("rule \"r\": never kmsg Failed")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the text of a kernel message"), "{err}");
+    let err = parse("rule \"r\": never kmsg any level loud")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a level"), "{err}");
+}

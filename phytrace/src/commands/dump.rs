@@ -73,6 +73,8 @@ pub enum Kind {
     Lost,
     /// The MAC side: phylink_resolve, mac_link_up/down, carrier.
     Mac,
+    /// Kernel messages (the kernel's log lines).
+    Kmsg,
 }
 
 impl Kind {
@@ -86,6 +88,7 @@ impl Kind {
                 | (Self::Detached, EventKind::Detached { .. })
                 | (Self::Lost, EventKind::Lost { .. })
                 | (Self::Mac, EventKind::Mac { .. })
+                | (Self::Kmsg, EventKind::Kmsg { .. })
         )
     }
 }
@@ -187,6 +190,12 @@ pub fn dump(
         if !output::to_stdout(&mut out, summary.as_bytes())? {
             return Ok(ExitCode::SUCCESS);
         }
+    }
+    if args.format == Format::Text
+        && let Some(note) = reader.header().kmsg.as_ref().and_then(|k| k.note())
+        && !output::to_stdout(&mut out, format!("# {note}\n").as_bytes())?
+    {
+        return Ok(ExitCode::SUCCESS);
     }
     output::flush_stdout(&mut out)?;
     if damaged > 0 && reader.events_read() == 0 {

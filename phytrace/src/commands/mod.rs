@@ -14,7 +14,8 @@ pub mod tui;
 use std::path::PathBuf;
 
 use crate::probe::{
-    call_site_probes::CallbackChoice, mdio_probes::MdioChoice, tracer::TracerOptions,
+    call_site_probes::CallbackChoice, kmsg::KmsgScope, mdio_probes::MdioChoice,
+    tracer::TracerOptions,
 };
 
 /// Which driver modules a live session follows and where their callbacks are read before the
@@ -50,6 +51,11 @@ pub struct FollowArgs {
     /// Callbacks kept open per thread (1–4); deeper nested ones are counted as `too_deep`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4), help_heading = "Tuning")]
     pub callback_depth: Option<u32>,
+    /// Which of the kernel's log lines to take, each in its place among the events:
+    /// `related` (about the traced PHYs, their buses, MAC devices and driver modules), `all`,
+    /// or `off`.
+    #[arg(long, value_enum, default_value_t = KmsgScope::Related, value_name = "WHICH")]
+    pub kmsg: KmsgScope,
 }
 
 impl FollowArgs {
@@ -64,6 +70,7 @@ impl FollowArgs {
             callbacks: self.callback_probes,
             max_active: self.max_active,
             callback_depth: self.callback_depth,
+            kmsg: self.kmsg,
         }
     }
 }

@@ -107,6 +107,7 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
         );
         app.phy_filter = args.phy.clone();
         app.paused = args.paused;
+        app.console_shared = args.replay.is_none() && tui::console::is_shared();
         tui::run(&mut app, &mut source).await?;
         Ok(ExitCode::SUCCESS)
     })

@@ -4,7 +4,8 @@
 //! (`X`) slices with their return value, states and link as arguments; the MDIO accesses they
 //! make are `X` slices inside them with the register decoded; `phy_state` and the link are
 //! counter (`C`) tracks, and state changes also instant (`i`) events. Module attach, detach and
-//! lost events are global instants of a `phytrace` process. Each PHY also has an `mdio/s`
+//! lost events are global instants of a `phytrace` process. Kernel messages are instants on a
+//! `kernel log` thread of their PHY's process (of `phytrace`'s when they name no PHY). Each PHY also has an `mdio/s`
 //! counter track (accesses per one-second window up to a day, then one sample per change),
 //! and `otherData.stats` carries the `phytrace stats` report (`docs/stats.md`). Times are
 //! microseconds since the capture's start.
@@ -14,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use crate::capture::Capture;
-use crate::event::{EventKind, MacChange, MdioOp};
+use crate::event::{EventKind, KmsgLevel, MacChange, MdioOp};
 use crate::model::{ClosedCallback, Model};
 use crate::registers;
 use crate::render;
@@ -26,6 +27,21 @@ const PHYTRACE_PID: u32 = 1;
 /// Most `mdio/s` windows sampled one by one (a day); a longer capture gets a sample where the
 /// rate changes only (the counter draws the same), which `otherData.limits` says.
 pub const MAX_RATE_SAMPLES: u64 = 86_400;
+
+/// Thread of a process whose track holds the kernel's log lines.
+const KMSG_TID: u32 = 0x6b6d_7367;
+
+/// A kernel message as a log entry: an instant on the `kernel log` track of process `pid`.
+fn kmsg_entry(level: Option<u8>, text: &str, pid: u32, ts: u64, us: &impl Fn(u64) -> f64) -> Entry {
+    let level = KmsgLevel::name(level);
+    Entry {
+        ts_ns: ts,
+        dur_ns: 0,
+        value: json!({"ph": "i", "s": "t", "cat": "kmsg", "name": render::printable(text),
+                      "ts": us(ts), "pid": pid, "tid": KMSG_TID,
+                      "args": {"level": level, "text": text}}),
+    }
+}
 
 /// A trace event and the keys it is sorted by.
 struct Entry {
@@ -74,6 +90,10 @@ pub fn trace(capture: &Capture) -> Value {
                     json!({"count": count, "cause": cause.map(|c| c.name())}),
                 ),
                 EventKind::Mac { change } => (render::mac_change(change), json!({})),
+                EventKind::Kmsg { level, text } => {
+                    entries.push(kmsg_entry(*level, text, PHYTRACE_PID, ts, &us));
+                    continue;
+                }
                 _ => ("event without PHY".to_owned(), json!({})),
             };
             entries.push(instant(name, PHYTRACE_PID, "g", args));
@@ -170,6 +190,9 @@ pub fn trace(capture: &Capture) -> Value {
                 }
                 entries.push(instant(render::mac_change(change), pid, "t", json!({})));
             }
+            EventKind::Kmsg { level, text } => {
+                entries.push(kmsg_entry(*level, text, pid, ts, &us));
+            }
             _ => {}
         }
     }
@@ -244,6 +267,12 @@ pub fn trace(capture: &Capture) -> Value {
         meta.push(
             json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": pid,
                          "args": {"name": format!("{key} callbacks and MDIO")}}),
+        );
+    }
+    for pid in std::iter::once(PHYTRACE_PID).chain(pids.values().copied()) {
+        meta.push(
+            json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": KMSG_TID,
+                         "args": {"name": "kernel log"}}),
         );
     }
     entries.sort_by(|a, b| a.ts_ns.cmp(&b.ts_ns).then(b.dur_ns.cmp(&a.dur_ns)));

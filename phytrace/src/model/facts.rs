@@ -62,6 +62,13 @@ pub enum FactKind {
     Link(bool),
     /// A MAC-side change ([`crate::event::MacChange::name`]).
     Mac(&'static str),
+    /// A kernel message about the PHY.
+    Kmsg {
+        /// Its syslog level, if known.
+        level: Option<u8>,
+        /// Its text.
+        text: Text,
+    },
 }
 
 /// The facts of the event being applied, when the model was asked for them.
@@ -189,6 +196,18 @@ impl FactLog {
         if self.enabled {
             let inside = names(phy.open.of(tid));
             self.push(FactKind::Mac(change.name()), phy.state.as_ref(), &inside);
+        }
+    }
+
+    /// A kernel message about `phy`.
+    pub(super) fn kmsg(&mut self, phy: &PhyModel, tid: u32, level: Option<u8>, text: &Text) {
+        if self.enabled {
+            let inside = names(phy.open.of(tid));
+            let kind = FactKind::Kmsg {
+                level,
+                text: text.clone(),
+            };
+            self.push(kind, phy.state.as_ref(), &inside);
         }
     }
 

@@ -306,6 +306,10 @@ impl Model {
                 self.facts.mac(phy, event.tid, change);
             }
             (EventKind::Mac { .. }, None) => {}
+            (EventKind::Kmsg { level, text }, Some(phy)) => {
+                self.facts.kmsg(phy, event.tid, *level, text);
+            }
+            (EventKind::Kmsg { .. }, None) => {}
         }
         applied
     }

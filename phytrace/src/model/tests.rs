@@ -348,6 +348,7 @@ fn facts_of(events: &[Event]) -> Vec<String> {
                 }
                 FactKind::Link(up) => format!("link {up}"),
                 FactKind::Mac(name) => name.to_string(),
+                FactKind::Kmsg { text, .. } => format!("kmsg {text}"),
             };
             let state = f.state.as_deref().unwrap_or("?");
             out.push(format!("{kind} [{}] @{state}", f.inside.join(" ")));

@@ -9,6 +9,7 @@ pub mod decode;
 pub mod driver_probes;
 pub mod error;
 pub mod kfunc_calls;
+pub mod kmsg;
 pub mod loader;
 pub mod mdio_probes;
 pub mod module_files;

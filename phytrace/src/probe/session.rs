@@ -30,6 +30,7 @@ pub fn session_header(tracer: &Tracer, clock: ClockRef) -> Header {
         .collect();
     let mut header = Header::for_this_host(clock, probes, tracer.phy_states().to_list());
     header.mdio_probes = Some(tracer.mdio_probes());
+    header.kmsg = Some(tracer.kmsg_header());
     header.callback_probes = tracer
         .callback_probes()
         .map(|probes| probes.name().to_owned());

@@ -25,6 +25,7 @@ use super::{
     decode::{Decoder, c_string},
     driver_probes::{self, DriverProbes},
     error::Stage,
+    kmsg::{Kmsg, KmsgScope},
     loader::{self, LoadOptions, explain_refusal},
     mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
@@ -33,7 +34,7 @@ use super::{
     raw::{self, Record},
     symbols::{self, CallbackSymbol},
 };
-use crate::capture::format::MdioProbes;
+use crate::capture::format::{KmsgHeader, MdioProbes};
 use crate::event::{Event, EventKind, Guarantee, LossCause};
 
 /// Functions after which a PHY or bus may be re-created at the same address, or a PHY has
@@ -119,6 +120,8 @@ pub struct TracerOptions {
     pub max_active: Option<u32>,
     /// Callbacks kept open per thread (default and most: `MAX_CALLBACK_DEPTH`).
     pub callback_depth: Option<u32>,
+    /// Which kernel messages to take.
+    pub kmsg: KmsgScope,
 }
 
 /// Where start-up time went, for `record`'s first line and the benchmarks.
@@ -280,6 +283,8 @@ pub struct Tracer {
     call_sites: Option<CallSiteProbes>,
     /// Which callback probes ran (`None`: none could be armed).
     callback_probes: Option<CallbackProbes>,
+    /// The kernel's log lines, waiting for their place in the stream.
+    kmsg: Kmsg,
 }
 
 /// What one read of the ring buffer found.
@@ -384,6 +389,7 @@ impl Tracer {
         // as the `AsyncFd` owns the ring buffer.
         let ring = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
             .map_err(|err| anyhow::anyhow!("watching the ring buffer: {err}"))?;
+        let kmsg = Kmsg::start(options.kmsg, &options.modules);
         let mut tracer = Self {
             ebpf,
             ring,
@@ -407,6 +413,7 @@ impl Tracer {
             startup,
             call_sites: None,
             callback_probes: None,
+            kmsg,
         };
         let built_in = prefetched.built_in.clone();
         tracer.arm_callbacks(finding, prefetched)?;
@@ -594,6 +601,11 @@ impl Tracer {
         self.startup
     }
 
+    /// What the session takes of the kernel's log.
+    pub fn kmsg_header(&self) -> KmsgHeader {
+        self.kmsg.header()
+    }
+
     /// How the MDIO accessors are probed.
     pub fn mdio_probes(&self) -> MdioProbes {
         self.mdio
@@ -693,10 +705,13 @@ impl Tracer {
 
     /// Hands `out` up to `limit` records from the ring buffer.
     fn drain(&mut self, out: &mut impl Sink, limit: usize) -> Result<Read> {
+        // The kernel's lines printed so far, before the records stamped after them.
+        self.kmsg.poll();
         for taken in 0..limit {
             let Some(record) = self.ring.get_mut().next() else {
                 // Every record stamped before now has been read.
                 self.held.drain(..).for_each(|event| out.event(event));
+                self.kmsg.release_all(out);
                 return Ok(if taken == 0 {
                     Read::Nothing
                 } else {
@@ -715,6 +730,22 @@ impl Tracer {
             if let Some(raw) = stamped {
                 self.last_seen = (raw.ts_ns, u32::from(raw.cpu));
                 release_held(&mut self.held, raw.ts_ns, u32::from(raw.cpu), out);
+                self.kmsg.release(raw.ts_ns, u32::from(raw.cpu), out);
+            }
+            // The PHYs and the network devices they are attached to, for the kernel's lines
+            // naming them. The decoder learns the identities here too: a binary capture's
+            // sink does not decode them, and a carrier change names its PHY by them.
+            match &parsed {
+                Record::Identity(identity) => {
+                    self.decoder.decode(&parsed);
+                    self.kmsg.learn_phy(identity);
+                }
+                Record::Named(_) => {
+                    if let Some(event) = self.decoder.decode(&parsed) {
+                        self.kmsg.learn(&event);
+                    }
+                }
+                Record::Event(_) => {}
             }
             if let Record::Named(named) = &parsed
                 && let Some(kind @ (RawKind::ModuleLoad | RawKind::ModuleFree)) =

@@ -26,7 +26,7 @@ pub use mdio::{MdioCounts, RegisterCount, WINDOW_NS, Windows};
 pub use updown::Interval;
 
 use crate::capture::Capture;
-use crate::event::{Event, EventKind, MacChange, MdioOp};
+use crate::event::{Event, EventKind, KmsgLevel, MacChange, MdioOp};
 use crate::model::{Applied, LostReturn, LostWhy, Model};
 use crate::registers;
 use crate::render;
@@ -86,6 +86,8 @@ pub struct Collector {
     pub lost_events: u64,
     /// Per PHY key.
     pub phys: BTreeMap<String, PhyCollector>,
+    /// Kernel messages by level name.
+    pub kmsg: BTreeMap<&'static str, u64>,
 }
 
 impl Collector {
@@ -97,6 +99,7 @@ impl Collector {
             events: 0,
             lost_events: 0,
             phys: BTreeMap::new(),
+            kmsg: BTreeMap::new(),
         }
     }
 
@@ -108,8 +111,12 @@ impl Collector {
     pub fn observe(&mut self, event: &Event, applied: &Applied, model: &Model) {
         self.events += 1;
         self.last_ns = self.last_ns.max(event.ts_ns);
-        if let EventKind::Lost { count, .. } = event.kind {
-            self.lost_events += count;
+        match &event.kind {
+            EventKind::Lost { count, .. } => self.lost_events += count,
+            EventKind::Kmsg { level, .. } => {
+                *self.kmsg.entry(KmsgLevel::name(*level)).or_default() += 1;
+            }
+            _ => {}
         }
         for lost in model.lost_returns() {
             lose(self.phys.entry(lost.key.clone()).or_default(), lost);
@@ -190,6 +197,14 @@ impl Collector {
             duration_ns: self.offset(end_ns),
             events: self.events,
             lost_events: self.lost_events,
+            kmsg: KmsgLevel::NAMES
+                .iter()
+                .chain(&["unknown"])
+                .filter_map(|&level| {
+                    let count = *self.kmsg.get(level)?;
+                    Some(KmsgCount { level, count })
+                })
+                .collect(),
             phys,
         }
     }
@@ -371,8 +386,20 @@ pub struct Report {
     pub events: u64,
     /// Events lost by the kernel side.
     pub lost_events: u64,
+    /// Kernel messages in the capture, by level, most severe first (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kmsg: Vec<KmsgCount>,
     /// Per PHY, by key.
     pub phys: Vec<PhyReport>,
+}
+
+/// Kernel messages of one level.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KmsgCount {
+    /// `err`, `warn`, … (`unknown` when the log could not be read).
+    pub level: &'static str,
+    /// Messages.
+    pub count: u64,
 }
 
 /// Statistics of one PHY.

@@ -88,6 +88,14 @@ pub fn report(name: &str, r: &Report) -> String {
         r.events,
         r.lost_events
     );
+    if !r.kmsg.is_empty() {
+        let counts: Vec<String> = r
+            .kmsg
+            .iter()
+            .map(|k| format!("{} {}", k.count, k.level))
+            .collect();
+        let _ = writeln!(out, "kernel messages: {}", counts.join(", "));
+    }
     let _ = writeln!(
         out,
         "latency: every completed call (from its exit event); p50/p90/p99 nearest rank from an HDR histogram, {SIGNIFICANT_DIGITS} significant digits (within 0.1%); min, max exact; calls whose return was lost are counted apart, not in the percentiles"

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use crate::capture::Header;
-use crate::event::{Event, EventKind, PhyFilter};
+use crate::event::{Event, EventKind, PhyFilter, Text};
 use crate::model::{Applied, ClosedCallback, Model};
 use crate::stats::{CallbackCollector, Collector, PhyCollector, PhyReport};
 
@@ -39,6 +39,17 @@ pub struct CallEntry {
     pub call: ClosedCallback,
 }
 
+/// A kernel message, for its pane.
+#[derive(Clone, Debug)]
+pub struct KmsgEntry {
+    /// When it was printed.
+    pub ts_ns: u64,
+    /// Its syslog level, if known.
+    pub level: Option<u8>,
+    /// Its text.
+    pub text: Text,
+}
+
 /// The panes, in focus order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Pane {
@@ -49,6 +60,8 @@ pub enum Pane {
     Registers,
     /// Callbacks of the selected PHY.
     Timeline,
+    /// The kernel's log lines.
+    Kmsg,
     /// `phy_state` history of the selected PHY.
     States,
     /// All events.
@@ -73,6 +86,7 @@ impl Pane {
                 Self::Phys,
                 Self::Registers,
                 Self::Timeline,
+                Self::Kmsg,
                 Self::States,
                 Self::Log,
             ],
@@ -176,6 +190,14 @@ pub struct App {
     pub reg_scroll: u16,
     /// State history scroll, in entries from the newest.
     pub state_scroll: usize,
+    /// The kernel's lines held, oldest first, at most `keep`.
+    pub kmsgs: VecDeque<KmsgEntry>,
+    /// Kernel message scroll, in lines from the newest.
+    pub kmsg_scroll: usize,
+    /// This terminal is the kernel's console: a line the console prints lands on the screen.
+    pub console_shared: bool,
+    /// The screen may hold what phytrace did not draw: clear it and draw it whole.
+    pub repaint: bool,
     /// Log filter.
     pub filter: Filter,
     /// Log search text (lower case).
@@ -225,6 +247,10 @@ impl App {
             call_cursor: None,
             reg_scroll: 0,
             state_scroll: 0,
+            kmsgs: VecDeque::new(),
+            kmsg_scroll: 0,
+            console_shared: false,
+            repaint: false,
             filter: Filter::default(),
             search: None,
             mode: Mode::default(),
@@ -245,6 +271,7 @@ impl App {
         self.model = Model::with_history_cap(self.keep);
         self.log.clear();
         self.calls.clear();
+        self.kmsgs.clear();
         self.stats = Collector::new(self.start_ns);
         self.baselines.clear();
         self.log_cursor = None;
@@ -281,6 +308,17 @@ impl App {
                 .phy(&key)
                 .map(|p| p.registers.iter().map(|(reg, v)| (*reg, v.value)).collect());
             self.baselines.insert(key, registers.unwrap_or_default());
+        }
+        if let EventKind::Kmsg { level, text } = &event.kind {
+            if self.kmsgs.len() >= self.keep {
+                self.kmsgs.pop_front();
+            }
+            self.kmsgs.push_back(KmsgEntry {
+                ts_ns: event.ts_ns,
+                level: *level,
+                text: text.clone(),
+            });
+            self.repaint |= self.console_shared && crate::tui::console::prints(*level);
         }
         let mut applied = self.model.apply(&event);
         self.stats.observe(&event, &applied, &self.model);

@@ -20,6 +20,8 @@ pub enum KindSel {
     Session,
     /// The MAC side: phylink, the MAC driver, carrier.
     Mac,
+    /// Kernel messages.
+    Kmsg,
 }
 
 impl KindSel {
@@ -31,6 +33,7 @@ impl KindSel {
             "mdio" => Self::Mdio,
             "session" | "attach" | "attached" | "detached" | "lost" => Self::Session,
             "mac" | "carrier" | "phylink" => Self::Mac,
+            "kmsg" | "log" | "printk" => Self::Kmsg,
             _ => return None,
         })
     }
@@ -51,6 +54,7 @@ impl KindSel {
                         | EventKind::Lost { .. }
                 )
                 | (Self::Mac, EventKind::Mac { .. })
+                | (Self::Kmsg, EventKind::Kmsg { .. })
         )
     }
 }
@@ -79,7 +83,7 @@ impl fmt::Display for FilterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "filter: `{}` is not a kind (mdio cb enter exit session), err, reg:NAME, phy:KEY or cb:NAME",
+            "filter: `{}` is not a kind (mdio cb enter exit session mac kmsg), err, reg:NAME, phy:KEY or cb:NAME",
             self.0
         )
     }
@@ -160,6 +164,8 @@ impl Filter {
                 caller, reg, error, ..
             } => (caller.as_ref(), Some(*reg), error.is_some()),
             EventKind::Lost { .. } => (None, None, true),
+            // Errors and worse.
+            EventKind::Kmsg { level, .. } => (None, None, level.is_some_and(|l| l <= 3)),
             EventKind::Attached { .. } | EventKind::Detached { .. } | EventKind::Mac { .. } => {
                 (None, None, false)
             }

@@ -6,6 +6,7 @@
 //! changed, and sleeps while nothing happens.
 
 pub mod app;
+pub mod console;
 pub mod filter;
 mod input;
 pub mod rate;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use anyhow::Result;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
+use ratatui::layout::{Position, Rect};
 use tokio::time::Instant;
 
 use app::App;
@@ -55,6 +57,14 @@ where
     app.set_source_status(source.status());
     while !app.quit {
         if app.dirty && Instant::now() >= next_frame {
+            if app.repaint {
+                // Clears the screen and forgets what it drew: the next frame writes every cell.
+                // (`Terminal::clear` would ask the terminal where its cursor is, and the reply
+                // would go to the input thread.)
+                let size = terminal.size()?;
+                terminal.resize(Rect::from((Position::ORIGIN, size)))?;
+                app.repaint = false;
+            }
             terminal.draw(|frame| ui::draw(frame, app))?;
             app.dirty = false;
             next_frame = Instant::now() + FRAME;
@@ -112,6 +122,7 @@ pub fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration
             }
             update::show_time(app, target);
         }
+        Action::Repaint => app.repaint = true,
         Action::Save(path) => {
             app.message = Some(match save::save_window(&path, app) {
                 Ok(n) => format!("saved {n} events to {}", path.display()),

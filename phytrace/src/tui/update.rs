@@ -27,6 +27,8 @@ pub enum Action {
     Seek(u64),
     /// Write the held events to this file.
     Save(PathBuf),
+    /// Clear the screen and draw it whole (something else may have written on it).
+    Repaint,
 }
 
 /// Handles a terminal event.
@@ -35,7 +37,7 @@ pub fn on_terminal_event(app: &mut App, event: &TermEvent) -> Option<Action> {
         TermEvent::Key(key) if key.kind != KeyEventKind::Release => on_key(app, key),
         TermEvent::Resize(..) => {
             app.dirty = true;
-            None
+            Some(Action::Repaint)
         }
         _ => None,
     }
@@ -47,6 +49,9 @@ pub fn on_key(app: &mut App, key: &KeyEvent) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
         app.quit = true;
         return None;
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('l') {
+        return Some(Action::Repaint);
     }
     match &mut app.mode {
         Mode::Help => {
@@ -237,6 +242,9 @@ fn move_in_pane(app: &mut App, delta: isize) {
         }
         Pane::States => {
             app.state_scroll = app.state_scroll.saturating_add_signed(-delta);
+        }
+        Pane::Kmsg => {
+            app.kmsg_scroll = app.kmsg_scroll.saturating_add_signed(-delta);
         }
         Pane::Log => {
             let cursor = app.log_cursor;

@@ -11,6 +11,7 @@ use crate::tui::app::App;
 pub const KEYS: &[(&str, &str)] = &[
     ("?  F1", "this help (any key closes it)"),
     ("q  Ctrl-C", "quit"),
+    ("Ctrl-L", "draw the screen anew"),
     (
         "space",
         "pause / follow (live events are held while paused)",

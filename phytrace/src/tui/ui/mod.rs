@@ -4,6 +4,7 @@ mod axis;
 mod figures;
 mod help;
 mod histogram;
+mod kmsg;
 mod latency;
 mod links;
 mod log;
@@ -35,9 +36,12 @@ pub fn draw(frame: &mut Frame, app: &App) {
         draw_stats(frame, app, main);
     } else {
         let phys_height = (app.model.phys.len().clamp(1, 6) + 3) as u16;
-        let [phys_area, middle, bottom] = Layout::vertical([
+        // The kernel's lines under the callbacks, the whole width: a border and up to five.
+        let kmsg_height = (main.height / 7).clamp(3, 7);
+        let [phys_area, middle, kmsg_area, bottom] = Layout::vertical([
             Constraint::Length(phys_height),
             Constraint::Fill(3),
+            Constraint::Length(kmsg_height),
             Constraint::Fill(2),
         ])
         .areas(main);
@@ -51,6 +55,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             (Pane::Phys, phys_area),
             (Pane::Registers, regs_area),
             (Pane::Timeline, timeline_area),
+            (Pane::Kmsg, kmsg_area),
             (Pane::States, states_area),
             (Pane::Log, log_area),
         ] {
@@ -115,6 +120,7 @@ fn draw_pane(frame: &mut Frame, app: &App, pane: Pane, area: Rect) {
         Pane::Phys => phys::draw(frame, app, area),
         Pane::Registers => registers::draw(frame, app, area),
         Pane::Timeline => timeline::draw(frame, app, area),
+        Pane::Kmsg => kmsg::draw(frame, app, area),
         Pane::States => states::draw(frame, app, area),
         Pane::Log => log::draw(frame, app, area),
         Pane::Latency => latency::draw(frame, app, area),
