@@ -10,9 +10,9 @@
 #   P2 start-to-attached: process start until the first event can be recorded, same probes;
 #   C1 cost per driver callback: N synchronous phy_resume() calls (each runs the Rust driver's
 #      resume through phylib, and its MDIO read of BMCR) untraced; with `phytrace record` probing
-#      callbacks at phylib's call sites and on the Rust symbols; with empty programs on the same
-#      attach points (bpftrace: kprobes on resume's call and return sites, kprobe+kretprobe on
-#      the driver's resume callback); start-to-attached with the call sites;
+#      callbacks at phylib's call sites and on the Rust symbols; with an empty kprobe+kretprobe
+#      on the driver's resume callback (bpftrace; Debian's bpftrace has no kprobe offsets, so no
+#      empty program on the call sites); start-to-attached with the call sites;
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture;
@@ -103,7 +103,6 @@ start_tracer() {
         bpftrace-kprobe) script=bench ;;
         bpftrace-floor-fentry) script=bench-floor-fentry ;;
         bpftrace-floor-kprobe) script=bench-floor-kprobe ;;
-        bpftrace-floor-callsite) script=bench-floor-callsite ;;
         bpftrace-floor-symbol) script=bench-floor-symbol ;;
         esac
         bpftrace -B line "$work/$script.bt" >"$fifo" 2>"$work/tracer.err" &
@@ -147,28 +146,19 @@ resume_ns() {
     load_ns_per_read "$dev"
 }
 
-# The floors of the callback probes: empty programs on resume's call and return sites (from the
-# capture header of a call-site session: where phytrace attaches) and on the driver's resume
-# callback symbols.
-start_tracer phytrace-callsite
-stop_tracer
-mapfile -t sites < <(head -n 1 "$work/bench.ptrace" |
-    jq -r '.call_sites[] | select(.op == "resume") | "kprobe:\(.call)", if .ret then "kprobe:\(.ret)" else empty end')
-((${#sites[@]} > 0)) || fail "no call site of resume in the capture header"
+# The floor of the symbol probes: an empty kprobe+kretprobe on the driver's resume callbacks.
 mapfile -t resumes < <(printf '%s\n' "${callbacks[@]}" | grep -E '[0-9]resume_callback')
 ((${#resumes[@]} > 0)) || fail "no resume callback in /proc/kallsyms"
-{
-    printf '%s\n' 'BEGIN { printf("ready\n"); }'
-    echo "$(printf '%s, ' "${sites[@]}" | sed 's/, $//') {}"
-} >"$work/bench-floor-callsite.bt"
 {
     printf '%s\n' 'BEGIN { printf("ready\n"); }'
     echo "$(printf 'kprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
     echo "$(printf 'kretprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
 } >"$work/bench-floor-symbol.bt"
-emit "{\"bench\":\"c1-probes\",\"calls\":$CALLS,\"call_sites\":$(head -n 1 "$work/bench.ptrace" | jq '.call_sites | length'),\"resume_sites\":$((${#sites[@]}))}"
+start_tracer phytrace-callsite
+stop_tracer
+emit "{\"bench\":\"c1-probes\",\"calls\":$CALLS,\"call_sites\":$(head -n 1 "$work/bench.ptrace" | jq '.call_sites | length')}"
 
-CB_TRACERS="phytrace-callsite phytrace-symbol bpftrace-floor-callsite bpftrace-floor-symbol"
+CB_TRACERS="phytrace-callsite phytrace-symbol bpftrace-floor-symbol"
 log "C1: $REPEATS rounds of $CALLS phy_resume() calls: untraced, then with each of $CB_TRACERS"
 resume_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
