@@ -2,11 +2,12 @@
 # The dongle demo (`cargo xtask demo`) as a newcomer sees it, in tmux at 160×48 and 120×40, on
 # a terminal told 80×24 (the demo asks the terminal its size): the story runs until the dongle
 # is unplugged (cycle 4) and asix's complaint is on the screen, then the view is held and read.
-# It must fill the terminal, show the kernel's lines of the unplug in its kernel messages pane,
-# no kernel text where phytrace did not draw it (every row naming one is inside a pane), and
-# the same words as a replay of the same events (saved from the TUI with `w`). Then the
-# kernel's lines are written onto the terminal as a console sharing it would: Ctrl-L must
-# bring the same screen back.
+# The kernel's console prints emergencies only while the TUI owns the terminal (its level is
+# put back after). The TUI must fill the terminal, show the kernel's lines of the unplug in its
+# kernel messages pane, no kernel text where phytrace did not draw it (every row naming one is
+# inside a pane), and the same words as a replay of the same events (saved from the TUI with
+# `w`). Then the kernel's lines are written onto the terminal as a console sharing it would:
+# Ctrl-L must bring the same screen back.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dongle_lib.sh"
@@ -30,6 +31,9 @@ words() { panes "$1" | tr -s ' │┃┌┐└┘┏┓┗┛─━▶' '\n' | s
 unplugged() { grep -q "cycle 4: unplugging" "$PHYTRACE_OUT/demo-story.log" 2>/dev/null; }
 shows() { screen "$1" | grep -qF -- "$2"; }
 
+read -r console_level _ </proc/sys/kernel/printk
+# console_loglevel: the kernel's console prints the lines below it.
+console_prints() { read -r level _ </proc/sys/kernel/printk && echo "$level"; }
 for size in 160x48 120x40; do
     log "the demo at $size"
     width=${size%x*} height=${size#*x}
@@ -40,6 +44,7 @@ for size in 160x48 120x40; do
         "stty rows 24 cols 80; bash $PHYTRACE_ROOT/scenarios/demo.sh MODE=tui HARDWARE=dongle CYCLES=4 PERIOD=2 2>$PHYTRACE_OUT/demo-screen.stderr; echo \$? >$PHYTRACE_OUT/demo-screen-exit"
     wait_for 180 unplugged || { screen live; cat "$PHYTRACE_OUT/demo-story.log"; fail "the demo story did not unplug the dongle"; }
     wait_for 20 shows live "$MII" || { screen live; dmesg_since_mark; fail "the screen does not show the unplug's '$MII'"; }
+    expect_eq "the console's level while the TUI owns the terminal (emergencies only)" 1 "$(console_prints)"
     # Hold the view after the unplug, then save its events.
     tmux -S "$sock" send-keys -t live Space w
     tmux -S "$sock" send-keys -t live -N 64 BSpace
@@ -94,6 +99,7 @@ for size in 160x48 120x40; do
     tmux -S "$sock" send-keys -t live q
     wait_for 30 test -s "$PHYTRACE_OUT/demo-screen-exit" || fail "the demo did not end on q"
     expect_eq "demo exit status at $size" 0 "$(<"$PHYTRACE_OUT/demo-screen-exit")"
+    expect_eq "the console's level after the demo" "$console_level" "$(console_prints)"
     tmux -S "$sock" kill-server 2>/dev/null || true
     assert_clean_dmesg "demo-screen-$size"
 done
