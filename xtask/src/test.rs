@@ -165,25 +165,13 @@ fn arm64_test(args: &TestArgs) -> Result<()> {
 /// Debian's stock 7.3 (fetched into the cache once): `tests/stock/run.sh` in one boot.
 fn stock_suite(args: &TestArgs) -> Result<()> {
     let kernel = kernel::Kernel::stock()?;
-    // The tests run target/debug/phytrace and target/debug/ax88772a-emulator.
-    cargo(&[
-        "build",
-        "--package",
-        "phytrace",
-        "--package",
-        "ax88772a-emulator",
-    ])?;
-    let runner = paths::workspace().join("tests/stock/run.sh");
-    let mut command = vec!["/bin/bash".to_owned(), runner.display().to_string()];
-    command.extend(args.filter.clone());
-    let started = run::step("stock kernel: booting Debian's 7.3.4 (unmodified)");
-    let code = vm::boot(&kernel, &args.vm, &command)?;
-    run::done("stock kernel", started);
-    anyhow::ensure!(
-        code == 0,
-        "the stock kernel suite failed (exit status {code})"
-    );
-    Ok(())
+    boot_suite(
+        &kernel,
+        args,
+        "tests/stock/run.sh",
+        "stock kernel",
+        "booting Debian's 7.3.4 (unmodified)",
+    )
 }
 
 fn vm_suite(args: &TestArgs) -> Result<()> {
@@ -193,7 +181,24 @@ fn vm_suite(args: &TestArgs) -> Result<()> {
         source: Default::default(),
     })?;
     modules::build(&kernel)?;
-    // The VM tests run target/debug/phytrace and target/debug/ax88772a-emulator (40-dongle-*).
+    boot_suite(
+        &kernel,
+        args,
+        "tests/vm/run.sh",
+        "VM suite",
+        "booting the test kernel",
+    )
+}
+
+/// Builds what the suites run (target/debug/phytrace and target/debug/ax88772a-emulator), then
+/// boots `kernel` on the suite runner `runner` (with `--filter`'s argument); `name` the stage.
+fn boot_suite(
+    kernel: &kernel::Kernel,
+    args: &TestArgs,
+    runner: &str,
+    name: &str,
+    booting: &str,
+) -> Result<()> {
     cargo(&[
         "build",
         "--package",
@@ -201,12 +206,12 @@ fn vm_suite(args: &TestArgs) -> Result<()> {
         "--package",
         "ax88772a-emulator",
     ])?;
-    let runner = paths::workspace().join("tests/vm/run.sh");
+    let runner = paths::workspace().join(runner);
     let mut command = vec!["/bin/bash".to_owned(), runner.display().to_string()];
     command.extend(args.filter.clone());
-    let started = run::step("VM suite: booting the test kernel");
-    let code = vm::boot(&kernel, &args.vm, &command)?;
-    run::done("VM suite", started);
-    anyhow::ensure!(code == 0, "the VM suite failed (exit status {code})");
+    let started = run::step(&format!("{name}: {booting}"));
+    let code = vm::boot(kernel, &args.vm, &command)?;
+    run::done(name, started);
+    anyhow::ensure!(code == 0, "the {name} failed (exit status {code})");
     Ok(())
 }

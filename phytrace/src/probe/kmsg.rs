@@ -123,25 +123,9 @@ impl Kmsg {
     /// Starts taking the lines `scope` asks for; `modules` are the driver modules followed.
     /// What cannot be read is said in the header, never an error.
     pub fn start(scope: KmsgScope, modules: &[String]) -> Self {
-        let mut kmsg = Self {
-            scope,
-            instance: None,
-            log: None,
-            lines: VecDeque::new(),
-            records: VecDeque::new(),
-            partial: Vec::new(),
-            last_out: Vec::new(),
-            phys: BTreeMap::new(),
-            netdevs: BTreeMap::new(),
-            devices: BTreeMap::new(),
-            modules: modules.to_vec(),
-            header: KmsgHeader {
-                scope: scope.name().to_owned(),
-                unavailable: None,
-                restricted: fs::read_to_string("/proc/sys/kernel/dmesg_restrict")
-                    .is_ok_and(|v| v.trim() == "1"),
-            },
-        };
+        let restricted =
+            fs::read_to_string("/proc/sys/kernel/dmesg_restrict").is_ok_and(|v| v.trim() == "1");
+        let mut kmsg = Self::idle(scope, modules, restricted);
         if scope == KmsgScope::Off {
             return kmsg;
         }
@@ -164,6 +148,28 @@ impl Kmsg {
             Err(_) => {}
         }
         kmsg
+    }
+
+    /// A session of `scope` that has opened nothing yet (`restricted`: `dmesg_restrict` is set).
+    fn idle(scope: KmsgScope, modules: &[String], restricted: bool) -> Self {
+        Self {
+            scope,
+            instance: None,
+            log: None,
+            lines: VecDeque::new(),
+            records: VecDeque::new(),
+            partial: Vec::new(),
+            last_out: Vec::new(),
+            phys: BTreeMap::new(),
+            netdevs: BTreeMap::new(),
+            devices: BTreeMap::new(),
+            modules: modules.to_vec(),
+            header: KmsgHeader {
+                scope: scope.name().to_owned(),
+                unavailable: None,
+                restricted,
+            },
+        }
     }
 
     /// What the capture header says of the session's kernel messages.
@@ -539,24 +545,7 @@ mod tests {
     }
 
     fn session() -> Kmsg {
-        Kmsg {
-            scope: KmsgScope::Related,
-            instance: None,
-            log: None,
-            lines: VecDeque::new(),
-            records: VecDeque::new(),
-            partial: Vec::new(),
-            last_out: Vec::new(),
-            phys: BTreeMap::new(),
-            netdevs: BTreeMap::new(),
-            devices: BTreeMap::new(),
-            modules: vec!["ax88796b_rust".to_owned()],
-            header: KmsgHeader {
-                scope: "related".to_owned(),
-                unavailable: None,
-                restricted: false,
-            },
-        }
+        Kmsg::idle(KmsgScope::Related, &["ax88796b_rust".to_owned()], false)
     }
 
     #[test]
