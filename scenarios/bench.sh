@@ -11,8 +11,10 @@
 #   C1 cost per driver callback: N synchronous phy_resume() calls (each runs the Rust driver's
 #      resume through phylib, and its MDIO read of BMCR) untraced; with `phytrace record` probing
 #      callbacks at phylib's call sites and on the Rust symbols; with an empty kprobe+kretprobe
-#      on the driver's resume callback (bpftrace; Debian's bpftrace has no kprobe offsets, so no
-#      empty program on the call sites); start-to-attached with the call sites;
+#      on the driver's resume callback (bpftrace), and an empty program on every call site
+#      phytrace probes (scenarios/kprobe_floor.py: Debian's bpftrace has no kprobe offsets);
+#      start-to-attached with the call sites, the boot's first (searching the kernel text) and
+#      the next ones (from the cache);
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture;
@@ -86,7 +88,8 @@ start_tracer() {
     t0=${EPOCHREALTIME/./}
     case $1 in
     phytrace*)
-        local probes=fentry how=auto
+        # P1 and P2 compare the same probes as bpftrace's scripts: the callbacks' symbols.
+        local probes=fentry how=symbol
         case $1 in
         phytrace-kprobe) probes=kprobe ;;
         phytrace-callsite) how=callsite ;;
@@ -108,6 +111,11 @@ start_tracer() {
         bpftrace -B line "$work/$script.bt" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
         wait_line ready || { cat "$work/tracer.err"; fail "bpftrace did not attach"; }
+        ;;
+    floor-callsite)
+        python3 "$PHYTRACE_ROOT/scenarios/kprobe_floor.py" "${call_site_places[@]}" >"$fifo" 2>"$work/tracer.err" &
+        TRACER_PID=$!
+        wait_line ready || { cat "$work/tracer.err"; fail "the empty call-site probes did not attach"; }
         ;;
     esac
     ATTACH_MS=$(((${EPOCHREALTIME/./} - t0) / 1000))
@@ -154,11 +162,19 @@ mapfile -t resumes < <(printf '%s\n' "${callbacks[@]}" | grep -E '[0-9]resume_ca
     echo "$(printf 'kprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
     echo "$(printf 'kretprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
 } >"$work/bench-floor-symbol.bt"
+# The first call-site start of the boot searches the kernel text; the next take the cache.
+export XDG_CACHE_HOME=$work/cache
 start_tracer phytrace-callsite
+emit "{\"bench\":\"p2-cold\",\"tracer\":\"phytrace-callsite\",\"attach_ms\":$ATTACH_MS}"
 stop_tracer
 emit "{\"bench\":\"c1-probes\",\"calls\":$CALLS,\"call_sites\":$(head -n 1 "$work/bench.ptrace" | jq '.call_sites | length')}"
+# The floor of the call-site probes: an empty program on every place phytrace probed (a call,
+# its return: `function+0xOFF`, or the enclosing function's return for a tail call).
+mapfile -t call_site_places < <(head -n 1 "$work/bench.ptrace" |
+    jq -r '.call_sites[] | .call, (.ret // ((.call | sub("\\+.*"; "")) + "%return"))')
+((${#call_site_places[@]} > 0)) || fail "phytrace armed no call site"
 
-CB_TRACERS="phytrace-callsite phytrace-symbol bpftrace-floor-symbol"
+CB_TRACERS="phytrace-callsite phytrace-symbol floor-callsite bpftrace-floor-symbol"
 log "C1: $REPEATS rounds of $CALLS phy_resume() calls: untraced, then with each of $CB_TRACERS"
 resume_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
