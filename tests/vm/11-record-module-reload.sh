@@ -1,6 +1,8 @@
 #!/bin/bash
 # `phytrace record` across a reload of the driver module mid-capture: the capture says where the
 # gap was (detached) and re-attaches to the new module instance, whose callbacks are recorded.
+# The symbol probes' machinery (`--callback-probes symbol`): they are armed per module instance;
+# call sites need nothing at a reload (18-record-callsite.sh reloads under them).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -11,7 +13,7 @@ a=$(simdev ax88772a)
 link_up "$a"
 wait_mode "$a" 100 full
 cap=$PHYTRACE_OUT/record-reload.ptrace
-start_record "$cap"
+start_record "$cap" --callback-probes symbol
 grep -q "waiting for" "$cap.stderr" && fail "record waits although the module is loaded"
 wait_for 10 capture_has "$cap" exit read_status || fail "no read_status recorded before the reload"
 for round in 1 2; do

@@ -2,16 +2,17 @@
 # `phytrace diff` of the C and the Rust driver on the same scenario (check_scenario.sh): the
 # MDIO sequences per PHY are aligned and compared. Both drivers implement the same behaviour, so
 # what they write to all three PHYs must be equal (timing ignored). Reads are compared too, for
-# the log only: how often phylib polls a PHY while the scenario runs depends on timing. Then with
-# callbacks at phylib's call sites, which see both drivers' callbacks: each write must also be
-# made in the same callback (the comparison callback by callback).
+# the log only: how often phylib polls a PHY while the scenario runs depends on timing. First with
+# the Rust symbol probes (`--callback-probes symbol`: the C driver's callbacks unseen), then with
+# callbacks at phylib's call sites (the default), which see both drivers' callbacks: each write
+# must also be made in the same callback (the comparison callback by callback).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 trap_cleanup
 for driver in c rust; do
     unload_all
     load_driver "$driver"
-    "$PHYTRACE_BIN" record -o "$PHYTRACE_OUT/diff-$driver.ptrace" -- \
+    "$PHYTRACE_BIN" record --callback-probes symbol -o "$PHYTRACE_OUT/diff-$driver.ptrace" -- \
         bash "$PHYTRACE_ROOT/tests/vm/check_scenario.sh" >/dev/null 2>&1 || fail "recording with the $driver driver failed"
 done
 set +e
@@ -30,7 +31,7 @@ ok "C and Rust drivers: equal MDIO writes on all three PHYs; a capture equals it
 for driver in c rust; do
     unload_all
     load_driver "$driver"
-    "$PHYTRACE_BIN" record --callback-probes callsite -o "$PHYTRACE_OUT/diff-$driver-callsite.ptrace" -- \
+    "$PHYTRACE_BIN" record -o "$PHYTRACE_OUT/diff-$driver-callsite.ptrace" -- \
         bash "$PHYTRACE_ROOT/tests/vm/check_scenario.sh" >/dev/null 2>&1 || fail "recording at call sites with the $driver driver failed"
 done
 set +e

@@ -2,7 +2,9 @@
 # `phytrace record` started before the driver module loads, then RELOADS reloads of it
 # (modprobe from the guest's module tree): every callback the kernel ran is recorded, counted
 # per callback against the kernel's own kprobe events on the same symbols (tracefs, group
-# `truth`, read from the ftrace buffer), and every load is reported where it happened.
+# `truth`, read from the ftrace buffer), and every load is reported where it happened. The symbol
+# probes' machinery (`--callback-probes symbol`): armed from the module file before the module
+# loads; call sites are armed before any driver loads (18-record-callsite.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -29,7 +31,7 @@ echo 1 >"$TRACEFS/events/truth/enable"
 ok "$n ground-truth events defined before the module loads"
 
 cap=$PHYTRACE_OUT/record-before-load.ptrace
-start_record "$cap" --module ax88796b_rust
+start_record "$cap" --callback-probes symbol --module ax88796b_rust
 jq -e --arg ko "$ko" '.arming[] | select(.module == "ax88796b_rust" and .guarantee == "first_callback" and .source == $ko)' \
     <(head -n 1 "$cap") >/dev/null || fail "the capture header does not say the module is armed before it loads"
 ok "header: armed from $ko, first_callback"
@@ -89,7 +91,7 @@ unload_all
 empty=$(mktemp -d)
 rm -f "$cap"
 cap=$PHYTRACE_OUT/record-after-load.ptrace
-start_record "$cap" --module ax88796b_rust --module-tree "$empty"
+start_record "$cap" --callback-probes symbol --module ax88796b_rust --module-tree "$empty"
 jq -e '.arming[] | select(.module == "ax88796b_rust" and .guarantee == "after_load")' \
     <(head -n 1 "$cap") >/dev/null || fail "the header does not say the module is attached after it loads"
 jq -e -n '[inputs | select(.status == "recording") | .arming[] |

@@ -5,7 +5,8 @@
 #   too_deep       --callback-depth 1: the soft_reset and read_status the AX88772A's
 #                  link_change_notify nests on every NOLINK are not recorded but counted; the
 #                  outer callback is still right;
-#   missed_return  --max-active 1 with four AX88772As on a slow bus (their read_status overlap):
+#   missed_return  --max-active 1 with four AX88772As on a slow bus (their read_status overlap),
+#                  with the symbol probes (kretprobes; a call site's return is a plain kprobe):
 #                  the returns the kernel could not report are its kprobe_profile misses;
 #   (map_full, a thread's state the kernel could not allocate, is not forced: task-local
 #   storage has no capacity to fill.)
@@ -149,7 +150,7 @@ stop_overlapping() {
 misses_at_least() { (($(phytrace_misses) >= $1)); }
 
 cap=$PHYTRACE_OUT/loss-missed-return.ptrace
-start_overlapping "$cap" --max-active 1
+start_overlapping "$cap" --callback-probes symbol --max-active 1
 wait_for 90 misses_at_least 3 || fail "no returns missed with one kretprobe instance: $(phytrace_misses)"
 stop_overlapping
 kernel_misses=$(phytrace_misses)

@@ -5,7 +5,9 @@
 # calls, callback for callback, in each thread's order, with the same return values, over the
 # simulator's scenario (load, links up, a cable flap, links down) and a reload of the driver and
 # the simulator (plug-in: the sites are armed before the driver loads). Then the same for the C
-# driver, against kprobes on its own functions, and the shipped spec on both captures.
+# driver, against kprobes on its own functions, and the shipped spec on both captures. The first
+# session searches the kernel text and keeps the sites in its cache (XDG_CACHE_HOME); the second
+# takes them from there, and must find the same ones.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -75,6 +77,8 @@ compare_with_truth() {
 }
 
 names=$PHYTRACE_OUT/callsite-truth-names
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
 define_truth ax88796b_rust "$names" '^_R.*Adapter.*_callback'
 cap=$PHYTRACE_OUT/record-callsite.ptrace
 start_record "$cap" --callback-probes callsite
@@ -84,6 +88,9 @@ sites=$(jq -r 'select(.status == "recording") | .call_sites' "$cap.status")
 ok "$sites call sites armed"
 jq -e '.callback_probes == "callsite" and (.call_sites | length > 0)' <(head -n 1 "$cap") >/dev/null ||
     fail "the capture header does not name the call sites"
+expect_eq "call sites from the cache (the first session)" false \
+    "$(jq -r 'select(.status == "recording") | .call_sites_cached' "$cap.status")"
+searched=$(head -n 1 "$cap" | jq -c .call_sites)
 the_scenario rust
 # Plug-in: the driver loads again into a running session.
 the_scenario rust
@@ -94,6 +101,9 @@ compare_with_truth "$cap" "$names" ax88796b_rust:: op
 define_truth ax88796b "$names" '^asix_'
 cap=$PHYTRACE_OUT/record-callsite-c.ptrace
 start_record "$cap" --callback-probes callsite
+expect_eq "call sites from the cache (the second session)" true \
+    "$(jq -r 'select(.status == "recording") | .call_sites_cached' "$cap.status")"
+expect_eq "the cached call sites" "$searched" "$(head -n 1 "$cap" | jq -c .call_sites)"
 the_scenario c
 stop_record "$cap"
 compare_with_truth "$cap" "$names" asix_ function

@@ -2,7 +2,8 @@
 # Module churn: the Rust driver unloaded and reloaded CHURN_ROUNDS times (default 10; the soak
 # runs 100) while `phytrace record` runs and the cable flaps. No kernel warning or oops, record
 # keeps going, every load is re-attached, and the capture bounds each gap with a detached and an
-# attached event.
+# attached event. With the symbol probes (`--callback-probes symbol`), whose kprobes live and die
+# with each module instance: the call sites, in phylib, outlive every reload.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -14,7 +15,7 @@ a=$(simdev ax88772a)
 link_up "$a"
 wait_mode "$a" 100 full
 cap=$PHYTRACE_OUT/churn.ptrace
-start_record "$cap"
+start_record "$cap" --callback-probes symbol
 kprobes=/sys/kernel/debug/kprobes/list
 armed() { grep -c '_callback.*ax88796b_rust' "$kprobes" || true; }
 wait_for 10 bash -c "grep -q '_callback.*ax88796b_rust' $kprobes" || fail "callbacks not attached"

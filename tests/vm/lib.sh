@@ -11,6 +11,9 @@ PHYTRACE_MODULES=${PHYTRACE_MODULES:-$PHYTRACE_ROOT/target/modules}
 PHYTRACE_OUT=${PHYTRACE_OUT:-/tmp}
 PHYTRACE_DRIVERS=${PHYTRACE_DRIVERS:-rust c}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+# The guest's home is the host's root, read-only: phytrace keeps the call sites it found for the
+# boot's next sessions here instead (docs/probes.md, "The cache"). A tmpfs: new at every boot.
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/phytrace-cache}
 
 SIM_DBG=/sys/kernel/debug/phy_sim
 MDIO_DEVS=/sys/bus/mdio_bus/devices

@@ -82,13 +82,22 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 *attached_in,
                 tracer.callback_probes().map(|probes| probes.name()),
                 tracer.call_sites().map_or(0, |sites| sites.sites().len()),
+                tracer.startup().call_sites.cached,
             )),
             Progress::Note(_) => None,
         };
         print_progress(&args.output, p);
         if let (
             Some(status),
-            Some((mdio_probes, waiting_for, arming, attached_in, callback_probes, call_sites)),
+            Some((
+                mdio_probes,
+                waiting_for,
+                arming,
+                attached_in,
+                callback_probes,
+                call_sites,
+                call_sites_cached,
+            )),
         ) = (&mut status, started)
         {
             status.write(&serde_json::json!({
@@ -98,6 +107,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 "mdio_probes": mdio_probes,
                 "callback_probes": callback_probes,
                 "call_sites": call_sites,
+                "call_sites_cached": call_sites_cached,
                 "waiting_for": waiting_for,
                 "arming": arming,
             }));
@@ -188,9 +198,14 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
     let waiting = tracer.waiting_for();
     let callbacks = match (tracer.callback_probes(), tracer.call_sites()) {
         (Some(CallbackProbes::Callsite), Some(sites)) => format!(
-            "callback probes (callsite) at {} call sites found in {} ms",
+            "callback probes (callsite) at {} call sites {} in {} ms",
             sites.sites().len(),
-            startup.call_sites_found.as_millis()
+            if startup.call_sites.cached {
+                "from this boot's cache"
+            } else {
+                "found"
+            },
+            startup.call_sites.took.as_millis()
         ),
         (Some(probes), _) => format!("callback probes ({})", probes.name()),
         (None, _) => "no callback probes".to_owned(),

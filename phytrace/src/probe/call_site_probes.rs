@@ -9,7 +9,7 @@
 use std::{
     fs,
     os::fd::AsFd as _,
-    path::Path,
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
@@ -22,7 +22,9 @@ use phytrace_common::{
 
 use super::{
     attach::loaded_kprobe,
-    callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
+    callsites::{
+        self, CallSite, Discovery, Isa, Layout, Return, Target, cache, kallsyms::TextSymbols,
+    },
     decode::Decoder,
     driver_probes::DriverProbes,
     error::ProbeError,
@@ -35,7 +37,7 @@ use crate::event::Callback;
 /// How driver callbacks are to be probed (`--callback-probes`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum CallbackChoice {
-    /// Symbol probes where the kernel takes kprobes in Rust code, else call sites.
+    /// Call sites; the Rust symbols where no call site can be armed.
     #[default]
     Auto,
     /// At phylib's call sites: every driver, C or Rust.
@@ -67,10 +69,24 @@ pub const PROGRAMS: [&str; 3] = ["call_site_enter", "call_site_exit", "call_site
 /// The call sites found, with the text symbols that name what they call.
 pub type Found = (Discovery, TextSymbols);
 
-/// Finds the running kernel's call sites of the ops at `layout` (kallsyms and `/proc/kcore`).
-pub fn find(layout: &Layout) -> Result<Found> {
+/// Finds the running kernel's call sites of the ops at `layout` (kallsyms and `/proc/kcore`),
+/// or takes them from `cache` (a directory, see [`callsites::cache`]) where this boot's were
+/// kept; keeps them there. Returns whether they came from the cache.
+pub fn find(layout: &Layout, cache: Option<&Path>) -> Result<(Found, bool)> {
+    let key = cache.and(cache::Key::running(layout));
+    if let (Some(dir), Some(key)) = (cache, &key)
+        && let Some(discovery) = cache::load(dir, key)
+    {
+        // Named when a callback is first seen (`CallSiteProbes::teach` reads kallsyms then).
+        return Ok(((discovery, TextSymbols::default()), true));
+    }
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-    discover(layout, &kallsyms)
+    let found = discover(layout, &kallsyms)?;
+    if let (Some(dir), Some(key)) = (cache, &key) {
+        // A cache that cannot be written costs the next session the search, nothing else.
+        let _ = cache::store(dir, key, &found.0);
+    }
+    Ok((found, false))
 }
 
 /// Where the kernel lists its kprobes (debugfs).
@@ -110,26 +126,36 @@ pub fn discover(layout: &Layout, kallsyms: &str) -> Result<Found> {
 
 /// Call sites being found on another thread (reading the kernel text takes about as long as
 /// loading the programs in a slow guest).
-pub struct Finding(std::thread::JoinHandle<Result<(Found, Duration)>>);
+pub struct Finding(std::thread::JoinHandle<Result<(Found, Sourcing)>>);
+
+/// How a session had its call sites.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sourcing {
+    /// Finding them (or reading them from the cache) took this long.
+    pub took: Duration,
+    /// They were this boot's, kept in the cache by an earlier session.
+    pub cached: bool,
+}
 
 impl Finding {
-    /// The call sites, and how long finding them took.
-    pub fn join(self) -> Result<(Found, Duration)> {
+    /// The call sites, and how they were had.
+    pub fn join(self) -> Result<(Found, Sourcing)> {
         self.0
             .join()
             .map_err(|_| anyhow::anyhow!("the call-site reader stopped"))?
     }
 }
 
-/// Starts [`find`] on another thread, for the ops at `layout` (an error in it is returned
-/// by [`Finding::join`]).
-pub fn find_meanwhile(layout: Result<Layout>) -> Result<Finding> {
+/// Starts [`find`] on another thread, for the ops at `layout`, with the cache in `cache` (an
+/// error in it is returned by [`Finding::join`]).
+pub fn find_meanwhile(layout: Result<Layout>, cache: Option<PathBuf>) -> Result<Finding> {
     std::thread::Builder::new()
         .name("phytrace-sites".into())
         .spawn(move || {
             let started = Instant::now();
-            let found = find(&layout?)?;
-            Ok((found, started.elapsed()))
+            let (found, cached) = find(&layout?, cache.as_deref())?;
+            let took = started.elapsed();
+            Ok((found, Sourcing { took, cached }))
         })
         .map(Finding)
         .context("starting a thread")
@@ -200,9 +226,10 @@ impl CallSiteProbes {
                 // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
                 // single-step): the site's calls are not traced, the others are.
                 notes.push(format!(
-                    "the call site {} ({}) is not traced: {err:#}",
+                    "the call site {} ({}) is not traced: {}",
                     site.place(),
-                    site.op()
+                    site.op(),
+                    refusal(site, &err)
                 ));
             }
         }
@@ -287,6 +314,22 @@ impl CallSiteProbes {
 /// table): a return armed without its entry finds no frame and reports nothing. The kprobes are
 /// the kprobe PMU's (added to `links`); a tail call's return probe is a tracefs event of
 /// `probes`, which can give it room for more calls in flight and counts its misses.
+/// Why the kernel refused to probe `site`, in words a user can act on.
+fn refusal(site: &CallSite, err: &anyhow::Error) -> String {
+    let os_error = err
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<trace_events::TraceEventError>())
+        .and_then(trace_events::TraceEventError::os_error);
+    match (site.found.target, os_error) {
+        // x86 kprobes emulate `call *%reg` but not a call through memory (`prepare_emulation`
+        // answers EOPNOTSUPP: "support memory addressing" is still to do there).
+        (Target::Memory(_), Some(libc::EOPNOTSUPP)) => {
+            "the kernel's kprobes cannot take an indirect call through memory".to_owned()
+        }
+        _ => format!("{err:#}"),
+    }
+}
+
 fn arm_site(
     ebpf: &mut Ebpf,
     probes: &mut DriverProbes,

@@ -14,7 +14,7 @@ use super::error::ProbeError;
 use super::{
     attach::loaded_kprobe,
     decode::Decoder,
-    symbols::{CallbackSymbol, KALLSYMS, first_rust_function},
+    symbols::CallbackSymbol,
     trace_events::{self, EventGroup, EventLink, Probe, TraceEventError},
     tracer::monotonic_ns,
 };
@@ -197,24 +197,6 @@ impl DriverProbes {
             .map_err(refused)?;
         let link = trace_events::attach(fd.as_fd(), id, cookie, &name).map_err(refused)?;
         Ok(ArmedEvent { name, link })
-    }
-
-    /// Whether the kernel takes kprobes in Rust code: a probe on the first Rust function of
-    /// vmlinux (the `kernel` crate's) is defined and removed. Kernels built without
-    /// `CONFIG_KPROBE_EVENTS_ON_NOTRACE` refuse it (Rust code has no ftrace site), as do
-    /// kernels without Rust.
-    pub fn takes_rust_symbols(&mut self) -> bool {
-        let Ok(Some(symbol)) = std::fs::File::open(KALLSYMS)
-            .and_then(|file| first_rust_function(std::io::BufReader::new(file)))
-        else {
-            return false;
-        };
-        let name = "rust_check";
-        let defined = self.group.define(name, Probe::Entry, None, &symbol).is_ok();
-        if defined {
-            self.group.remove(name);
-        }
-        defined
     }
 
     /// Removes `module`'s probes.

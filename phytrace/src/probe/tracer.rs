@@ -20,8 +20,8 @@ use tokio::io::unix::AsyncFd;
 use super::{
     attach::{Programs, attach},
     btf::{self, PhyStates},
-    call_site_probes::{self, CallSiteProbes, CallbackChoice, CallbackProbes, Finding},
-    callsites::Layout,
+    call_site_probes::{self, CallSiteProbes, CallbackChoice, CallbackProbes, Finding, Sourcing},
+    callsites::{Layout, cache},
     decode::{Decoder, c_string},
     driver_probes::{self, DriverProbes},
     error::Stage,
@@ -140,8 +140,8 @@ pub struct StartupTimings {
     /// finding and arming the call sites.
     pub modules: Duration,
     /// Of `modules`, with call-site probes: finding the sites (reading and decoding the
-    /// kernel text).
-    pub call_sites_found: Duration,
+    /// kernel text), or reading them from the cache.
+    pub call_sites: Sourcing,
 }
 
 /// How a followed module is traced.
@@ -351,15 +351,16 @@ impl Tracer {
         let types = kernel_btf.types()?;
         let states = kernel_btf.phy_states()?;
         startup.btf = lap();
-        let mut probes = DriverProbes::new(options.max_active)?;
+        let probes = DriverProbes::new(options.max_active)?;
         // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
-        let finding = match options.callbacks {
-            CallbackChoice::Callsite => true,
-            CallbackChoice::Symbol => false,
-            CallbackChoice::Auto => !probes.takes_rust_symbols(),
-        }
-        .then(|| call_site_probes::find_meanwhile(Layout::from_btf(&kernel_btf)))
-        .transpose()?;
+        let finding = (options.callbacks != CallbackChoice::Symbol)
+            .then(|| {
+                call_site_probes::find_meanwhile(
+                    Layout::from_btf(&kernel_btf),
+                    cache::default_dir(),
+                )
+            })
+            .transpose()?;
         let defaults = LoadOptions::new(options.ring_size, offsets);
         let mut ebpf = loader::load(&LoadOptions {
             types,
@@ -428,14 +429,21 @@ impl Tracer {
     fn arm_callbacks(&mut self, finding: Option<Finding>, prefetched: Prefetched) -> Result<()> {
         let choice = self.options.callbacks;
         if let Some(finding) = finding {
-            let armed = finding.join().and_then(|(found, took)| {
-                self.startup.call_sites_found = took;
+            let armed = finding.join().and_then(|(found, sourcing)| {
+                self.startup.call_sites = sourcing;
                 CallSiteProbes::arm(&mut self.ebpf, &mut self.probes, found, &mut self.notes)
             });
             match armed {
                 Ok(sites) => {
                     self.call_sites = Some(sites);
                     self.callback_probes = Some(CallbackProbes::Callsite);
+                    let mut live: BTreeMap<String, usize> = BTreeMap::new();
+                    for symbol in prefetched.live_callbacks {
+                        *live.entry(symbol.module).or_default() += 1;
+                    }
+                    for (module, callbacks) in live {
+                        self.attached_live(module, callbacks, monotonic_ns());
+                    }
                     return Ok(());
                 }
                 Err(err) if choice == CallbackChoice::Callsite => return Err(err),
@@ -491,19 +499,7 @@ impl Tracer {
                 Guarantee::FirstCallback,
                 "/proc/kallsyms".to_owned(),
             );
-            self.live.insert(module.clone());
-            self.ever_attached.insert(module.clone());
-            self.held.push_back(own_event_at(
-                arming,
-                current_cpu(),
-                EventKind::Attached {
-                    module,
-                    callbacks,
-                    reattached: false,
-                    // Loaded before the session: its callbacks until now are not recorded.
-                    guarantee: Some(Guarantee::AfterLoad),
-                },
-            ));
+            self.attached_live(module, callbacks, arming);
         }
         for (module, file) in prefetched.files {
             match file {
@@ -525,6 +521,23 @@ impl Tracer {
             }
         }
         Ok(())
+    }
+
+    /// Reports `module`, live when the session began, traced from `at` on (in `held`): its
+    /// callbacks until then are not recorded.
+    fn attached_live(&mut self, module: String, callbacks: usize, at: u64) {
+        self.live.insert(module.clone());
+        self.ever_attached.insert(module.clone());
+        self.held.push_back(own_event_at(
+            at,
+            current_cpu(),
+            EventKind::Attached {
+                module,
+                callbacks,
+                reattached: false,
+                guarantee: Some(Guarantee::AfterLoad),
+            },
+        ));
     }
 
     /// Arms [`MAC_PROBES`]; a MAC the kernel cannot probe is reported, not fatal (the PHY
@@ -764,8 +777,9 @@ impl Tracer {
         Ok(Read::Backlog)
     }
 
-    /// A module went live or away: reports it where it happened in the stream and arms the
-    /// callbacks of a followed module whose probes the kernel could not arm in advance.
+    /// A module went live or away: reports it where it happened in the stream and, with the
+    /// symbol probes, arms the callbacks of a followed module whose probes the kernel could not
+    /// arm in advance. Call sites trace a driver from its first callback by construction.
     fn module_changed(
         &mut self,
         kind: RawKind,
@@ -784,7 +798,7 @@ impl Tracer {
             }
             return Ok(());
         }
-        if self.callback_probes != Some(CallbackProbes::Symbol)
+        if self.callback_probes.is_none()
             || !modules::follows(&self.options.modules, &module)
             || self.live.contains(&module)
             || (self.options.modules.is_empty()
@@ -801,38 +815,11 @@ impl Tracer {
         if live.is_empty() {
             return Ok(());
         }
-        let names = |symbols: &mut dyn Iterator<Item = &CallbackSymbol>| {
-            symbols.map(|s| s.symbol.clone()).collect::<BTreeSet<_>>()
-        };
-        let armed = self.probes.armed(&module);
-        let matches = armed.is_some_and(|armed| {
-            names(&mut armed.callbacks.iter().map(|c| &c.symbol)) == names(&mut live.iter())
-        });
-        // Defined after the module loaded (while phytrace was starting), they were registered
-        // late: its first callbacks ran unprobed.
-        let in_time = armed.is_some_and(|armed| armed.armed_ns <= raw.ts_ns);
         let callbacks = live.len();
-        let guarantee = if matches && in_time {
-            Guarantee::FirstCallback
-        } else {
-            Guarantee::AfterLoad
+        let guarantee = match self.callback_probes {
+            Some(CallbackProbes::Symbol) => self.arm_loaded(&module, live, raw.ts_ns)?,
+            _ => Guarantee::FirstCallback,
         };
-        if matches && !in_time {
-            self.late_attach(&module, "it loaded while phytrace was arming it".to_owned());
-        } else if !matches {
-            // Not armed in advance, or armed with symbols of another build of the module.
-            self.probes
-                .arm(&mut self.ebpf, &mut self.decoder, &module, live)?;
-            let why = match self.arming.get(&module) {
-                Some(a) if a.guarantee == Guarantee::FirstCallback => format!(
-                    "{} did not match the module that loaded: armed from /proc/kallsyms after it loaded",
-                    a.source
-                ),
-                Some(a) => a.source.clone(),
-                None => "not known before it loaded".to_owned(),
-            };
-            self.late_attach(&module, why);
-        }
         let reattached = !self.ever_attached.insert(module.clone());
         self.live.insert(module.clone());
         out.event(own_event_at(
@@ -846,6 +833,47 @@ impl Tracer {
             },
         ));
         Ok(())
+    }
+
+    /// The symbol probes of `module`, live since `loaded_ns` with the callbacks `live`: armed
+    /// now unless they were in time. Returns what the capture holds of its callbacks.
+    fn arm_loaded(
+        &mut self,
+        module: &str,
+        live: Vec<CallbackSymbol>,
+        loaded_ns: u64,
+    ) -> Result<Guarantee> {
+        let names = |symbols: &mut dyn Iterator<Item = &CallbackSymbol>| {
+            symbols.map(|s| s.symbol.clone()).collect::<BTreeSet<_>>()
+        };
+        let armed = self.probes.armed(module);
+        let matches = armed.is_some_and(|armed| {
+            names(&mut armed.callbacks.iter().map(|c| &c.symbol)) == names(&mut live.iter())
+        });
+        // Defined after the module loaded (while phytrace was starting), they were registered
+        // late: its first callbacks ran unprobed.
+        let in_time = armed.is_some_and(|armed| armed.armed_ns <= loaded_ns);
+        if matches && !in_time {
+            self.late_attach(module, "it loaded while phytrace was arming it".to_owned());
+        } else if !matches {
+            // Not armed in advance, or armed with symbols of another build of the module.
+            self.probes
+                .arm(&mut self.ebpf, &mut self.decoder, module, live)?;
+            let why = match self.arming.get(module) {
+                Some(a) if a.guarantee == Guarantee::FirstCallback => format!(
+                    "{} did not match the module that loaded: armed from /proc/kallsyms after it loaded",
+                    a.source
+                ),
+                Some(a) => a.source.clone(),
+                None => "not known before it loaded".to_owned(),
+            };
+            self.late_attach(module, why);
+        }
+        Ok(if matches && in_time {
+            Guarantee::FirstCallback
+        } else {
+            Guarantee::AfterLoad
+        })
     }
 
     /// Events lost in the kernel so far, by cause (in [`LossCause::ALL`]'s order).

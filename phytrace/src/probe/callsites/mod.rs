@@ -11,6 +11,7 @@
 //! op), so a misread site reports nothing rather than something wrong.
 
 pub mod arm64;
+pub mod cache;
 mod flow;
 pub mod kallsyms;
 pub mod text;
@@ -19,6 +20,7 @@ pub mod x86;
 use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
 
 use crate::probe::btf::KernelBtf;
 use kallsyms::TextSymbols;
@@ -83,7 +85,7 @@ impl Layout {
 }
 
 /// Where the called address is at the call instruction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Target {
     /// In a register (a byte offset into `struct pt_regs`).
     Register(u32),
@@ -92,7 +94,7 @@ pub enum Target {
 }
 
 /// Where a call's return is seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Return {
     /// At this offset in the same function (the instruction after the call).
     After(u32),
@@ -101,7 +103,7 @@ pub enum Return {
 }
 
 /// A call site as a decoder found it in one function's code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Found {
     /// Offset of the call instruction in the function.
     pub offset: u32,
@@ -112,7 +114,7 @@ pub struct Found {
 }
 
 /// A call site of the running kernel.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallSite {
     /// The function the call instruction is in (inlined copies of phylib helpers are found in
     /// the functions they were inlined into).
@@ -186,7 +188,7 @@ impl Isa {
 }
 
 /// The call sites of the running kernel's core text, and what the search covered.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Discovery {
     pub sites: Vec<CallSite>,
     /// Functions decoded (those that touch a PHY's driver).
