@@ -53,8 +53,8 @@ pub struct VmArgs {
 
 #[derive(clap::Args, Clone)]
 pub struct VmOptions {
-    /// Kill the guest after this many seconds.
-    #[arg(long, default_value_t = 900)]
+    /// Kill the guest after this many seconds (the VM suite's own limit is 300 s per script).
+    #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 2048)]
