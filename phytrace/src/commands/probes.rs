@@ -42,7 +42,7 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
         out,
         "  {} call sites of {} ops, in {} functions that touch a PHY's driver ({} KiB of text searched)",
         discovery.sites.len(),
-        OPS.len() - discovery.ops_without_sites().len(),
+        OPS.len() - discovery.ops_without_sites(&OPS).len(),
         discovery.functions_decoded,
         discovery.text_bytes / 1024
     )?;
@@ -53,7 +53,7 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
             discovery.rewritten.join(", ")
         )?;
     }
-    let missing = discovery.ops_without_sites();
+    let missing = discovery.ops_without_sites(&OPS);
     if !missing.is_empty() {
         writeln!(
             out,

@@ -380,8 +380,10 @@ mod tests {
                 op: 2,
                 target: Target::Register(80),
                 ret: Return::After(0x31),
+                owner: None,
             },
             op_offset: 0xd0,
+            op_name: "soft_reset",
         };
         let record = record(&site);
         assert_eq!(
