@@ -324,6 +324,8 @@ fn record(site: &CallSite) -> SiteRecord {
         target_reg,
         base_reg,
         mismatches: 0,
+        holder_displacement: 0,
+        arg0_displacement: 0,
         _pad: 0,
     }
 }
