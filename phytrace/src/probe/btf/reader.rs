@@ -348,14 +348,24 @@ impl Btf {
             self.string_section(),
             split.string_section(),
         ];
-        let header_len = if self.layout.is_empty() { HEADER_LEN } else { HEADER_LAYOUT_LEN };
+        let header_len = if self.layout.is_empty() {
+            HEADER_LEN
+        } else {
+            HEADER_LAYOUT_LEN
+        };
         let types_len = parts[0].len() + parts[1].len();
         let layout_len = parts[2].len();
         let strings_len = parts[3].len() + parts[4].len();
         let mut header = vec![0u8; header_len];
         header[..2].copy_from_slice(&MAGIC.to_ne_bytes());
         header[2] = VERSION;
-        let mut fields = vec![header_len, 0, types_len, types_len + layout_len, strings_len];
+        let mut fields = vec![
+            header_len,
+            0,
+            types_len,
+            types_len + layout_len,
+            strings_len,
+        ];
         if header_len == HEADER_LAYOUT_LEN {
             fields.extend([types_len, layout_len]);
         }

@@ -223,10 +223,17 @@ fn a_modules_split_btf_reads_on_top_of_vmlinuxs() {
     assert!(vmlinux.member_offset("phylink", &["mac_ops"]).is_err());
     let btf = vmlinux.with_split(&module.build()).unwrap();
     assert_eq!(btf.member_offset("phylink", &["mac_ops"]).unwrap(), 8);
-    assert_eq!(btf.member_offset("phylink_mac_ops", &["mac_link_up"]).unwrap(), 8);
+    assert_eq!(
+        btf.member_offset("phylink_mac_ops", &["mac_link_up"])
+            .unwrap(),
+        8
+    );
     assert_eq!(btf.embedded_members("phylink").unwrap(), [32]);
     let err = format!("{:#}", btf.member_offset("phylink", &["pcs"]).unwrap_err());
-    assert!(err.contains("`struct phylink` has no member `pcs`"), "{err}");
+    assert!(
+        err.contains("`struct phylink` has no member `pcs`"),
+        "{err}"
+    );
     // Split BTF on its own is not BTF of its own types.
     assert!(vmlinux.with_split(&[0; 8]).is_err());
 }
