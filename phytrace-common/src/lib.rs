@@ -247,6 +247,18 @@ pub const SITE_TARGET_IN_MEMORY: u16 = 2;
 /// [`CallSite::flags`]: set by the programs when a hit failed the check; the site reports
 /// nothing from then on.
 pub const SITE_DISABLED: u16 = 4;
+/// [`CallSite::flags`]: a phylink call of a MAC op (`pl->mac_ops->OP`): the check reads the
+/// ops from the holder in register [`CallSite::base_reg`] (at
+/// [`CallSite::holder_displacement`]), and the holder's `config` (at
+/// [`CallSite::arg0_displacement`]) must be the call's first argument.
+pub const SITE_CHECK_HOLDER: u16 = 8;
+/// [`CallSite::flags`]: the call is a tail call (a jump): the stack holds the caller's return
+/// address above the arguments passed on it.
+pub const SITE_TAIL_CALL: u16 = 16;
+
+/// Most call sites of `phylink_mac_ops` operations the programs can watch (slots of
+/// `MAC_SITES`).
+pub const MAX_MAC_SITES: u32 = 32;
 
 /// Bit 63 of a callback key: the key was made at a call site (op and target address) rather
 /// than handed out for a probed symbol (small integers).
@@ -288,12 +300,18 @@ pub struct CallSite {
     pub flags: u16,
     /// The operation's offset in `struct phy_driver`.
     pub op_offset: u32,
-    /// Register holding the call target (unless `SITE_TARGET_IN_MEMORY`).
+    /// Register holding the call target (unless `SITE_TARGET_IN_MEMORY`; with
+    /// `SITE_CHECK_HOLDER` and it, the register the target is read through).
     pub target_reg: u32,
-    /// Register holding the `struct phy_driver *` the target was loaded from.
+    /// Register holding the `struct phy_driver *` the target was loaded from; with
+    /// `SITE_CHECK_HOLDER`, the register holding the ops struct's holder.
     pub base_reg: u32,
     /// Hits that failed the check (the site is disabled at the first).
     pub mismatches: u32,
+    /// `SITE_CHECK_HOLDER`: where the ops pointer is from the holder's register.
+    pub holder_displacement: i32,
+    /// `SITE_CHECK_HOLDER`: where the first argument is from the holder's register.
+    pub arg0_displacement: i32,
     /// Explicit padding, always zero.
     pub _pad: u32,
 }
@@ -388,7 +406,7 @@ mod tests {
             assert_ne!(key & CALL_SITE_KEY, 0);
         }
         assert_eq!(split_call_site_key(3), None);
-        assert_eq!(size_of::<CallSite>(), 24);
+        assert_eq!(size_of::<CallSite>(), 32);
     }
 
     #[test]

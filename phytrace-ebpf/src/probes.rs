@@ -20,8 +20,9 @@ use aya_ebpf::{
 use aya_log_ebpf::info;
 use phytrace_common::{
     CallSite, DROP_COUNTERS, DropCause, KernelOffsets, MAC_RX_PAUSE, MAC_TX_PAUSE, MAX_CALL_SITES,
-    MAX_CALLBACK_DEPTH, RawEvent, RawIdentity, RawKind, RawNamed, SITE_CHECK_BOUND_DRIVER,
-    SITE_DISABLED, SITE_TARGET_IN_MEMORY, call_site_key,
+    MAX_CALLBACK_DEPTH, MAX_MAC_SITES, RawEvent, RawIdentity, RawKind, RawNamed,
+    SITE_CHECK_BOUND_DRIVER, SITE_CHECK_HOLDER, SITE_DISABLED, SITE_TAIL_CALL,
+    SITE_TARGET_IN_MEMORY, call_site_key,
 };
 
 /// Struct offsets, overridden by the loader from vmlinux BTF.
@@ -1303,39 +1304,133 @@ fn mac_event(kind: RawKind, phydev: u64, fill: impl FnOnce(&mut RawEvent)) {
     }
 }
 
+/// Where a MAC op's arguments are: at its entry (the by-name probes), or at phylink's call
+/// (a call site: the arguments passed on the stack are below the return address still to be
+/// pushed; a tail call's, above the caller's).
+#[derive(Clone, Copy)]
+enum ArgsAt {
+    Entry,
+    Call,
+}
+
+/// Argument `n` (0-based, ≥ 6 on x86-64) of a MAC op about to be called or just entered.
+#[inline(always)]
+fn mac_stack_arg(ctx: &ProbeContext, at: ArgsAt, n: u64) -> u64 {
+    match at {
+        ArgsAt::Entry => stack_arg(ctx, n),
+        #[cfg(bpf_target_arch = "x86_64")]
+        ArgsAt::Call => read_at(entry_sp(ctx) + 8 * (n - 6), 0),
+        #[cfg(not(bpf_target_arch = "x86_64"))]
+        ArgsAt::Call => stack_arg(ctx, n),
+    }
+}
+
 /// `mac_link_up(config, phy, mode, interface, speed, duplex, tx_pause, rx_pause)` of a
-/// phylink MAC (the AX88772's `ax88772_mac_link_up`).
-#[kprobe]
-pub fn mac_link_up(ctx: ProbeContext) -> u32 {
+/// phylink MAC, its arguments `at`.
+#[inline(always)]
+fn link_up(ctx: &ProbeContext, at: ArgsAt) {
     let (Some(config), Some(phydev), Some(speed), Some(duplex)) = (
         ctx.arg::<u64>(0),
         ctx.arg::<u64>(1),
         ctx.arg::<i32>(4),
         ctx.arg::<i32>(5),
     ) else {
-        return 0;
+        return;
     };
     let _ = MAC_PHY.insert(config, phydev, 0);
-    let tx_pause = stack_arg(&ctx, 6) & 1 != 0;
-    let rx_pause = stack_arg(&ctx, 7) & 1 != 0;
+    let tx_pause = mac_stack_arg(ctx, at, 6) & 1 != 0;
+    let rx_pause = mac_stack_arg(ctx, at, 7) & 1 != 0;
     mac_event(RawKind::MacLinkUp, phydev, |event| {
         event.speed = speed;
         event.duplex = duplex as u8;
         event.value =
             if tx_pause { MAC_TX_PAUSE } else { 0 } | if rx_pause { MAC_RX_PAUSE } else { 0 };
     });
-    0
 }
 
 /// `mac_link_down(config, mode, interface)` of a phylink MAC.
-#[kprobe]
-pub fn mac_link_down(ctx: ProbeContext) -> u32 {
+#[inline(always)]
+fn link_down(ctx: &ProbeContext) {
     let Some(config) = ctx.arg::<u64>(0) else {
-        return 0;
+        return;
     };
     // SAFETY: the value is copied out at once.
     let phydev = unsafe { MAC_PHY.get(config) }.copied().unwrap_or(0);
     mac_event(RawKind::MacLinkDown, phydev, |_| {});
+}
+
+/// The AX88772's `ax88772_mac_link_up`, by name.
+#[kprobe]
+pub fn mac_link_up(ctx: ProbeContext) -> u32 {
+    link_up(&ctx, ArgsAt::Entry);
+    0
+}
+
+/// The AX88772's `ax88772_mac_link_down`, by name.
+#[kprobe]
+pub fn mac_link_down(ctx: ProbeContext) -> u32 {
+    link_down(&ctx);
+    0
+}
+
+/// phylink's call sites of MAC ops, indexed by the cookie their probes carry; filled by the
+/// loader when phylink is live.
+#[map]
+static MAC_SITES: Array<CallSite> = Array::with_max_entries(MAX_MAC_SITES, 0);
+
+/// phylink is about to call a MAC op at a call site (the cookie): whether the target is what
+/// the `struct phylink` in the site's holder register holds for the op, and that phylink's
+/// `config` the first argument. A site failing the check is counted and disabled.
+#[inline(always)]
+fn mac_site_checked(ctx: &ProbeContext) -> Option<ArgsAt> {
+    let site = MAC_SITES.get_ptr_mut(attach_cookie(ctx) as u32)?;
+    // SAFETY: an element of an array map, valid for the program's run; a racing update of
+    // the flags from another CPU only disables the site twice.
+    let site = unsafe { &mut *site };
+    if site.flags & SITE_DISABLED != 0 || site.flags & SITE_CHECK_HOLDER == 0 {
+        return None;
+    }
+    let regs = regs_address(ctx.regs.cast());
+    let target = if site.flags & SITE_TARGET_IN_MEMORY != 0 {
+        read_at::<u64>(register(regs, site.target_reg), site.op_offset)
+    } else {
+        register(regs, site.target_reg)
+    };
+    let holder = register(regs, site.base_reg);
+    let at = |displacement: i32| holder.wrapping_add(displacement as i64 as u64);
+    let ops = read_at::<u64>(at(site.holder_displacement), 0);
+    let config = read_at::<u64>(at(site.arg0_displacement), 0);
+    if target == 0
+        || ops == 0
+        || read_at::<u64>(ops, site.op_offset) != target
+        || config != register(regs, ARG0_REG)
+    {
+        site.mismatches += 1;
+        site.flags |= SITE_DISABLED;
+        return None;
+    }
+    Some(if site.flags & SITE_TAIL_CALL != 0 {
+        ArgsAt::Entry
+    } else {
+        ArgsAt::Call
+    })
+}
+
+/// phylink calls a MAC's `mac_link_up` at a call site.
+#[kprobe]
+pub fn mac_site_link_up(ctx: ProbeContext) -> u32 {
+    if let Some(at) = mac_site_checked(&ctx) {
+        link_up(&ctx, at);
+    }
+    0
+}
+
+/// phylink calls a MAC's `mac_link_down` at a call site.
+#[kprobe]
+pub fn mac_site_link_down(ctx: ProbeContext) -> u32 {
+    if mac_site_checked(&ctx).is_some() {
+        link_down(&ctx);
+    }
     0
 }
 

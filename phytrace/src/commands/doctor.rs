@@ -352,7 +352,7 @@ fn call_site_kprobe() -> Check {
         });
     match outcome {
         Ok(discovery) => {
-            let missing = discovery.ops_without_sites();
+            let missing = discovery.ops_without_sites(&crate::probe::callsites::OPS);
             Check::ok(
                 CALL_SITES,
                 format!(

@@ -10,8 +10,8 @@ use crate::{
     output,
     probe::{
         btf, call_site_probes,
-        callsites::{Layout, OPS},
-        mdio_probes, symbols,
+        callsites::{Layout, MAC_OPS, OPS},
+        mac_sites, mdio_probes, symbols,
     },
 };
 
@@ -42,7 +42,7 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
         out,
         "  {} call sites of {} ops, in {} functions that touch a PHY's driver ({} KiB of text searched)",
         discovery.sites.len(),
-        OPS.len() - discovery.ops_without_sites().len(),
+        OPS.len() - discovery.ops_without_sites(&OPS).len(),
         discovery.functions_decoded,
         discovery.text_bytes / 1024
     )?;
@@ -53,7 +53,7 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
             discovery.rewritten.join(", ")
         )?;
     }
-    let missing = discovery.ops_without_sites();
+    let missing = discovery.ops_without_sites(&OPS);
     if !missing.is_empty() {
         writeln!(
             out,
@@ -62,6 +62,52 @@ fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
             missing.join(", ")
         )?;
     }
+    Ok(())
+}
+
+/// Lists phylink's call sites of MAC ops (traced unless `--callback-probes symbol`), or why
+/// they cannot be found.
+fn mac_sites_section(out: &mut String) -> Result<()> {
+    writeln!(
+        out,
+        "Call sites of phylink_mac_ops operations (phylink's code in /proc/kcore):"
+    )?;
+    let found = btf::KernelBtf::running().and_then(|btf| mac_sites::find(&btf));
+    let found = match found {
+        Ok(found) => found,
+        Err(err) => {
+            writeln!(
+                out,
+                "  unavailable: {err:#} (asix's MAC ops are probed by name)"
+            )?;
+            return Ok(());
+        }
+    };
+    let discovery = &found.discovery;
+    writeln!(out, "  {:<44} {:<20} CHECK", "CALL", "OP")?;
+    for site in &discovery.sites {
+        let check = match site.found.owner {
+            Some(owner) => format!(
+                "target == pl->mac_ops->{} (mac_ops at {:+#x} from pt_regs+{})",
+                site.op(),
+                owner.displacement,
+                owner.register
+            ),
+            None => format!(
+                "not traced: {}",
+                mac_sites::unarmable(site).unwrap_or_default()
+            ),
+        };
+        writeln!(out, "  {:<44} {:<20} {check}", site.place(), site.op())?;
+    }
+    writeln!(
+        out,
+        "  {} call sites of {} ops, in {} functions of phylink ({} KiB of text searched)",
+        discovery.sites.len(),
+        MAC_OPS.len() - discovery.ops_without_sites(&MAC_OPS).len(),
+        discovery.functions_decoded,
+        discovery.text_bytes / 1024
+    )?;
     Ok(())
 }
 
@@ -182,6 +228,8 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
 
     writeln!(out)?;
     call_sites_section(&mut out, &kallsyms)?;
+    writeln!(out)?;
+    mac_sites_section(&mut out)?;
 
     writeln!(out)?;
     writeln!(out, "MDIO bus accessors:")?;

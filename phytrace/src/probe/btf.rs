@@ -26,7 +26,8 @@ mod tests;
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// The named types phytrace looks up: the structs [`KernelBtf::offsets`] starts from (`module`
-/// for the name the module tracepoints report, `net_device` for the MAC side), `enum phy_state`
+/// for the name the module tracepoints report, `net_device` for the MAC side), phylink's
+/// (in its module's BTF, [`KernelBtf::with_module`]), `enum phy_state`
 /// and the MDIO accessors the trampolines attach to ([`KernelBtf::function_id`]).
 const WANTED: &[&str] = &[
     "phy_device",
@@ -36,6 +37,8 @@ const WANTED: &[&str] = &[
     "phy_state",
     "module",
     "net_device",
+    "phylink",
+    "phylink_mac_ops",
     "__mdiobus_read",
     "__mdiobus_write",
     "__mdiobus_c45_read",
@@ -98,6 +101,27 @@ impl KernelBtf {
         let data =
             fs::read(path).with_context(|| format!("reading BTF from {}", path.display()))?;
         Self::parse(data).with_context(|| format!("reading BTF from {}", path.display()))
+    }
+
+    /// This BTF with module `module`'s on top (`/sys/kernel/btf/MODULE`, split BTF): the
+    /// module's private types, such as phylink's `struct phylink`.
+    pub fn with_module(&self, module: &str) -> Result<Self> {
+        let path = Path::new("/sys/kernel/btf").join(module);
+        let split = fs::read(&path).with_context(|| {
+            format!(
+                "reading {}: the module's BTF (CONFIG_DEBUG_INFO_BTF_MODULES)",
+                path.display()
+            )
+        })?;
+        self.with_split(&split)
+            .with_context(|| format!("reading BTF from {}", path.display()))
+    }
+
+    /// This BTF with the split BTF `split` on top.
+    pub fn with_split(&self, split: &[u8]) -> Result<Self> {
+        Ok(Self {
+            btf: self.btf.with_split(split, WANTED)?,
+        })
     }
 
     /// Indexes the BTF blob `data`.
@@ -219,6 +243,20 @@ impl KernelBtf {
     /// The byte offset of `path` in `struct root` (an error names a missing member).
     pub fn member_offset(&self, root: &str, path: &[&str]) -> Result<u32> {
         self.offset(root, path)
+    }
+
+    /// The offsets of the struct and union members of `struct root` (those held in it, not
+    /// pointed to).
+    pub fn embedded_members(&self, root: &str) -> Result<Vec<u32>> {
+        let st = self.struct_named(root)?;
+        let mut offsets = Vec::new();
+        for m in self.btf.members(&st)? {
+            if matches!(self.btf.resolve(m.type_id)?.kind, STRUCT | UNION) && m.bit_offset % 8 == 0
+            {
+                offsets.push(m.bit_offset / 8);
+            }
+        }
+        Ok(offsets)
     }
 
     /// The offset of operation `op` in `struct phy_driver`, if this kernel has it.

@@ -75,7 +75,7 @@ pub type Found = (Discovery, TextSymbols);
 pub fn find(layout: &Layout, cache: Option<&Path>) -> Result<(Found, bool)> {
     let key = cache.and(cache::Key::running(layout));
     if let (Some(dir), Some(key)) = (cache, &key)
-        && let Some(discovery) = cache::load(dir, key)
+        && let Some(discovery) = cache::load(dir, key, layout)
     {
         // Named when a callback is first seen (`CallSiteProbes::teach` reads kallsyms then).
         return Ok(((discovery, TextSymbols::default()), true));
@@ -367,6 +367,8 @@ fn record(site: &CallSite) -> SiteRecord {
         target_reg,
         base_reg,
         mismatches: 0,
+        holder_displacement: 0,
+        arg0_displacement: 0,
         _pad: 0,
     }
 }
@@ -423,8 +425,10 @@ mod tests {
                 op: 2,
                 target: Target::Register(80),
                 ret: Return::After(0x31),
+                owner: None,
             },
             op_offset: 0xd0,
+            op_name: "soft_reset",
         };
         let record = record(&site);
         assert_eq!(

@@ -11,6 +11,7 @@ pub mod error;
 pub mod kfunc_calls;
 pub mod kmsg;
 pub mod loader;
+pub mod mac_sites;
 pub mod mdio_probes;
 pub mod module_files;
 pub mod modules;

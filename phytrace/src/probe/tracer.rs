@@ -27,6 +27,7 @@ use super::{
     error::Stage,
     kmsg::{Kmsg, KmsgScope},
     loader::{self, LoadOptions, explain_refusal},
+    mac_sites::{self, MacSites},
     mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
     modules,
@@ -60,6 +61,11 @@ const MODULE_TRACEPOINTS: &[(&str, &str)] = &[
 const MAC_PROBES: &[(&str, &str, &str, bool)] = &[
     ("phylink", "phylink_resolve", "phylink_resolve_enter", false),
     ("phylink", "phylink_resolve", "phylink_resolve_exit", true),
+];
+
+/// The AX88772's MAC ops by name: where phylink's MAC call sites ([`mac_sites`]) are not
+/// traced (`--callback-probes symbol`, or sites that could not be armed).
+const MAC_BY_NAME: &[(&str, &str, &str, bool)] = &[
     ("asix", "ax88772_mac_link_up", "mac_link_up", false),
     ("asix", "ax88772_mac_link_down", "mac_link_down", false),
 ];
@@ -80,7 +86,9 @@ fn planned_programs(mdio: MdioChoice, btf: &btf::KernelBtf) -> Vec<Planned> {
         .chain(MODULE_TRACEPOINTS.iter().map(|(_, program)| program))
         .chain(CARRIER_PROBES.iter().map(|(_, program)| program))
         .chain(driver_probes::PROGRAMS.iter())
-        .chain(MAC_PROBES.iter().map(|(_, _, program, _)| program));
+        .chain(MAC_PROBES.iter().map(|(_, _, program, _)| program))
+        .chain(MAC_BY_NAME.iter().map(|(_, _, program, _)| program))
+        .chain(mac_sites::PROGRAMS.iter());
     planned.extend(others.map(|program| Planned::program(program)));
     planned
 }
@@ -283,6 +291,13 @@ pub struct Tracer {
     call_sites: Option<CallSiteProbes>,
     /// Which callback probes ran (`None`: none could be armed).
     callback_probes: Option<CallbackProbes>,
+    /// vmlinux's BTF, for phylink's on top when it goes live (`None`: MAC ops are probed by
+    /// name).
+    mac_btf: Option<btf::KernelBtf>,
+    /// phylink's MAC call sites, while it is live and they are armed.
+    mac_sites: Option<MacSites>,
+    /// Whether the MAC ops are probed by name ([`MAC_BY_NAME`]).
+    mac_by_name: bool,
     /// The kernel's log lines, waiting for their place in the stream.
     kmsg: Kmsg,
 }
@@ -414,11 +429,22 @@ impl Tracer {
             startup,
             call_sites: None,
             callback_probes: None,
+            mac_btf: None,
+            mac_sites: None,
+            mac_by_name: false,
             kmsg,
         };
         let built_in = prefetched.built_in.clone();
         tracer.arm_callbacks(finding, prefetched)?;
-        tracer.arm_mac(&built_in);
+        tracer.arm_mac(&built_in, MAC_PROBES);
+        if tracer.options.callbacks == CallbackChoice::Symbol {
+            tracer.arm_mac_by_name(&built_in);
+        } else {
+            tracer.mac_btf = Some(kernel_btf);
+            if modules::read()?.contains_key(mac_sites::MODULE) {
+                tracer.arm_mac_sites();
+            }
+        }
         tracer.startup.modules = lap();
         Ok(tracer)
     }
@@ -540,10 +566,41 @@ impl Tracer {
         ));
     }
 
-    /// Arms [`MAC_PROBES`]; a MAC the kernel cannot probe is reported, not fatal (the PHY
-    /// side is traced without it).
-    fn arm_mac(&mut self, built_in: &BTreeSet<String>) {
-        for (module, symbol, program, on_return) in MAC_PROBES {
+    /// Finds and arms the live phylink's MAC call sites; where they cannot be, says why and
+    /// probes the MAC ops by name instead.
+    fn arm_mac_sites(&mut self) {
+        let Some(btf) = &self.mac_btf else {
+            return;
+        };
+        let armed = mac_sites::find(btf)
+            .and_then(|found| MacSites::arm(&mut self.ebpf, found, &mut self.notes));
+        match armed {
+            Ok(sites) => self.mac_sites = Some(sites),
+            Err(err) => {
+                self.notes.push(format!(
+                    "MAC ops are not traced at phylink's call sites ({err:#}): asix's by name"
+                ));
+                self.arm_mac_by_name(&BTreeSet::new());
+            }
+        }
+    }
+
+    /// Arms [`MAC_BY_NAME`], once.
+    fn arm_mac_by_name(&mut self, built_in: &BTreeSet<String>) {
+        if !std::mem::replace(&mut self.mac_by_name, true) {
+            self.arm_mac(built_in, MAC_BY_NAME);
+        }
+    }
+
+    /// phylink's MAC call sites armed, if they are.
+    pub fn mac_sites(&self) -> Option<&MacSites> {
+        self.mac_sites.as_ref()
+    }
+
+    /// Arms MAC probes by name (`probes`); a MAC the kernel cannot probe is reported, not fatal
+    /// (the PHY side is traced without it).
+    fn arm_mac(&mut self, built_in: &BTreeSet<String>, probes: &[(&str, &str, &str, bool)]) {
+        for (module, symbol, program, on_return) in probes {
             let module = (!built_in.contains(*module)).then_some(*module);
             if let Err(err) =
                 self.probes
@@ -688,6 +745,9 @@ impl Tracer {
         if let Some(sites) = &mut self.call_sites {
             sites.disarm();
         }
+        if let Some(sites) = &mut self.mac_sites {
+            sites.disarm();
+        }
         self.probes.disarm_all();
         for (_, program) in self.ebpf.programs_mut() {
             // Unloading detaches its links; one that fails to unload is detached when the
@@ -788,6 +848,15 @@ impl Tracer {
     ) -> Result<()> {
         let raw = &named.event;
         let module = c_string(&named.name);
+        if module == mac_sites::MODULE && !self.mac_by_name {
+            // Its kprobes went with its code; a new phylink has its own sites.
+            if let Some(mut sites) = self.mac_sites.take() {
+                sites.disarm();
+            }
+            if kind == RawKind::ModuleLoad {
+                self.arm_mac_sites();
+            }
+        }
         if kind == RawKind::ModuleFree {
             if self.live.remove(&module) {
                 out.event(own_event_at(
@@ -902,6 +971,9 @@ impl Tracer {
     /// since.
     fn report_drops(&mut self, out: &mut impl Sink) -> Result<()> {
         if let Some(sites) = &mut self.call_sites {
+            self.notes.extend(sites.newly_disabled(&self.ebpf)?);
+        }
+        if let Some(sites) = &mut self.mac_sites {
             self.notes.extend(sites.newly_disabled(&self.ebpf)?);
         }
         let lost = self.lost_by_cause()?;

@@ -5,6 +5,8 @@ pub struct Builder {
     types: Vec<u8>,
     strings: Vec<u8>,
     next_id: u32,
+    /// Where this blob's strings start (split BTF: after the base's).
+    string_base: u32,
 }
 
 /// A struct or union member: name (empty: anonymous), type id, bit offset, bitfield size.
@@ -16,6 +18,17 @@ impl Builder {
             types: Vec::new(),
             strings: vec![0],
             next_id: 1,
+            string_base: 0,
+        }
+    }
+
+    /// Split BTF on top of `base`: ids and string offsets continue the base's.
+    pub fn split(base: &Self) -> Self {
+        Self {
+            types: Vec::new(),
+            strings: Vec::new(),
+            next_id: base.next_id,
+            string_base: base.string_base + base.strings.len() as u32,
         }
     }
 
@@ -28,7 +41,7 @@ impl Builder {
         if s.is_empty() {
             return 0;
         }
-        let off = self.strings.len() as u32;
+        let off = self.string_base + self.strings.len() as u32;
         self.strings.extend_from_slice(s.as_bytes());
         self.strings.push(0);
         off

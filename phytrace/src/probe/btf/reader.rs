@@ -62,6 +62,8 @@ pub struct Btf {
     data: Vec<u8>,
     types: Range<usize>,
     strings: Range<usize>,
+    /// The layout section (empty: none).
+    layout: Range<usize>,
     /// Offset in the type section of the record of type id `i + 1` (id 0 is `void`).
     records: Vec<u32>,
     named: Named,
@@ -299,7 +301,7 @@ impl Btf {
         // A header long enough to have them names the layout section (Linux 7.3); a longer
         // header's further fields are for later kernels and not needed to read the types.
         let long_field = |at| u32_at(&data[..header_len], at).unwrap_or_default();
-        let layout = if header_len >= HEADER_LAYOUT_LEN && long_field(28) > 0 {
+        let (layout, layout_range) = if header_len >= HEADER_LAYOUT_LEN && long_field(28) > 0 {
             let (off, len) = (long_field(24), long_field(28));
             let range = section(&data, header_len, off, len, "layout")?;
             if range.start < types.end || range.end > strings.start || !off.is_multiple_of(4) {
@@ -308,9 +310,9 @@ impl Btf {
                      the type and string sections"
                 );
             }
-            parse_layout(&data, range)?
+            (parse_layout(&data, range.clone())?, range)
         } else {
-            Layout::new()
+            (Layout::new(), 0..0)
         };
         let (records, named) = index(
             data.get(types.clone()).unwrap_or_default(),
@@ -322,9 +324,58 @@ impl Btf {
             data,
             types,
             strings,
+            layout: layout_range,
             records,
             named,
         })
+    }
+
+    /// Split BTF `split` (a module's, `/sys/kernel/btf/MODULE`) on top of this base (vmlinux's),
+    /// indexed as one blob: its type ids continue the base's and its string offsets start at
+    /// the end of the base's strings, so the base's sections followed by the split's are the
+    /// BTF they describe together.
+    pub fn with_split(&self, split: &[u8], wanted: &[&str]) -> Result<Self> {
+        let split = Self::parse(split.to_vec(), &[]).context("the module's BTF")?;
+        if !split.layout.is_empty()
+            && split.data.get(split.layout.clone()) != self.data.get(self.layout.clone())
+        {
+            bail!("the module's BTF layout section differs from the base's");
+        }
+        let parts = [
+            self.type_section(),
+            split.type_section(),
+            self.data.get(self.layout.clone()).unwrap_or_default(),
+            self.string_section(),
+            split.string_section(),
+        ];
+        let header_len = if self.layout.is_empty() {
+            HEADER_LEN
+        } else {
+            HEADER_LAYOUT_LEN
+        };
+        let types_len = parts[0].len() + parts[1].len();
+        let layout_len = parts[2].len();
+        let strings_len = parts[3].len() + parts[4].len();
+        let mut header = vec![0u8; header_len];
+        header[..2].copy_from_slice(&MAGIC.to_ne_bytes());
+        header[2] = VERSION;
+        let mut fields = vec![
+            header_len,
+            0,
+            types_len,
+            types_len + layout_len,
+            strings_len,
+        ];
+        if header_len == HEADER_LAYOUT_LEN {
+            fields.extend([types_len, layout_len]);
+        }
+        for (at, value) in fields.into_iter().enumerate() {
+            let value = u32::try_from(value).context("BTF too large")?;
+            header[4 + 4 * at..8 + 4 * at].copy_from_slice(&value.to_ne_bytes());
+        }
+        let mut data = header;
+        parts.iter().for_each(|part| data.extend_from_slice(part));
+        Self::parse(data, wanted)
     }
 
     /// How many types the blob has (ids 1 to this).

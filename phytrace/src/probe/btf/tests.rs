@@ -197,6 +197,48 @@ fn bitfields_have_no_byte_offset() {
 }
 
 #[test]
+fn a_modules_split_btf_reads_on_top_of_vmlinuxs() {
+    // vmlinux: `struct phylink_mac_ops`; the module: `struct phylink`, pointing at it, with
+    // names both in its own strings and in the base's.
+    let mut base = Builder::new();
+    let int = base.int("int", 4, 0, 32);
+    let ptr = base.ptr(0);
+    let ops = base.composite(
+        false,
+        "phylink_mac_ops",
+        16,
+        &[("mac_link_down", ptr, 0, 0), ("mac_link_up", ptr, 64, 0)],
+    );
+    let base_blob = base.build();
+    let mut module = Builder::split(&base);
+    let ops_ptr = module.ptr(ops);
+    let work = module.composite(false, "work_struct", 8, &[("data", int, 0, 0)]);
+    module.composite(
+        false,
+        "phylink",
+        48,
+        &[("mac_ops", ops_ptr, 64, 0), ("resolve", work, 256, 0)],
+    );
+    let vmlinux = KernelBtf::parse(base_blob).unwrap();
+    assert!(vmlinux.member_offset("phylink", &["mac_ops"]).is_err());
+    let btf = vmlinux.with_split(&module.build()).unwrap();
+    assert_eq!(btf.member_offset("phylink", &["mac_ops"]).unwrap(), 8);
+    assert_eq!(
+        btf.member_offset("phylink_mac_ops", &["mac_link_up"])
+            .unwrap(),
+        8
+    );
+    assert_eq!(btf.embedded_members("phylink").unwrap(), [32]);
+    let err = format!("{:#}", btf.member_offset("phylink", &["pcs"]).unwrap_err());
+    assert!(
+        err.contains("`struct phylink` has no member `pcs`"),
+        "{err}"
+    );
+    // Split BTF on its own is not BTF of its own types.
+    assert!(vmlinux.with_split(&[0; 8]).is_err());
+}
+
+#[test]
 fn missing_types_and_members_are_named() {
     let offsets_error = |phy_device: &dyn Fn(&mut Builder, u32)| {
         let mut b = Builder::new();

@@ -29,8 +29,8 @@ pub struct Key {
     boot_id: String,
     phytrace: String,
     ops: Vec<Option<u32>>,
-    bound_driver: u32,
-    device_driver: u32,
+    holders: Vec<i64>,
+    marker: Option<u32>,
 }
 
 impl Key {
@@ -48,8 +48,8 @@ impl Key {
             boot_id,
             phytrace: env!("CARGO_PKG_VERSION").to_owned(),
             ops: layout.ops.clone(),
-            bound_driver: layout.bound_driver,
-            device_driver: layout.device_driver,
+            holders: layout.holders.clone(),
+            marker: layout.marker,
         }
     }
 
@@ -74,11 +74,18 @@ pub fn default_dir() -> Option<PathBuf> {
     Some(base.join("phytrace").join("call-sites"))
 }
 
-/// The sites kept in `dir` for `key`, if any.
-pub fn load(dir: &Path, key: &Key) -> Option<Discovery> {
+/// The sites kept in `dir` for `key` (made with `layout`), if any.
+pub fn load(dir: &Path, key: &Key, layout: &Layout) -> Option<Discovery> {
     let text = fs::read(key.file(dir)).ok()?;
     let entry: Entry = serde_json::from_slice(&text).ok()?;
-    (entry.key == *key).then_some(entry.discovery)
+    if entry.key != *key {
+        return None;
+    }
+    let mut discovery = entry.discovery;
+    for site in &mut discovery.sites {
+        site.op_name = layout.names.get(usize::from(site.found.op))?;
+    }
+    Some(discovery)
 }
 
 /// Keeps `discovery` in `dir` for `key`, unless another tracer's kprobes may have hidden a
@@ -144,7 +151,11 @@ mod tests {
     #[test]
     fn the_build_id_is_the_gnu_note() {
         let mut notes = note(1, b"Xen\0", &[1, 2, 3]);
-        notes.extend(note(GNU_BUILD_ID, b"GNU\0", &[0xde, 0xad, 0xbe, 0xef, 0x01]));
+        notes.extend(note(
+            GNU_BUILD_ID,
+            b"GNU\0",
+            &[0xde, 0xad, 0xbe, 0xef, 0x01],
+        ));
         assert_eq!(build_id(&notes).as_deref(), Some("deadbeef01"));
         assert_eq!(build_id(&note(1, b"GNU\0", &[1])), None);
         // Cut short or lying about its sizes: no id, no panic.
@@ -157,10 +168,14 @@ mod tests {
     }
 
     fn layout() -> Layout {
+        let mut ops = vec![None; crate::probe::callsites::OPS.len()];
+        ops[2] = Some(0xd0);
         Layout {
-            ops: vec![Some(0xd0), None],
-            bound_driver: 0x360,
-            device_driver: 0x68,
+            names: &crate::probe::callsites::OPS,
+            ops,
+            holders: vec![0x360, 0x68],
+            marker: Some(0x360),
+            needs_owner: false,
         }
     }
 
@@ -173,8 +188,10 @@ mod tests {
                     op: 2,
                     target: Target::Register(80),
                     ret: Return::After(0x38),
+                    owner: None,
                 },
                 op_offset: 0xd0,
+                op_name: "soft_reset",
             }],
             functions_decoded: 314,
             text_bytes: 18 << 20,
@@ -186,17 +203,21 @@ mod tests {
     fn an_entry_serves_only_its_own_key() {
         let dir = std::env::temp_dir().join(format!("phytrace-cache-{}", std::process::id()));
         let key = Key::new("ab12".into(), "boot-1".into(), &layout());
-        assert!(load(&dir, &key).is_none());
+        assert!(load(&dir, &key, &layout()).is_none());
         store(&dir, &key, &discovery()).unwrap();
-        assert_eq!(load(&dir, &key).unwrap().sites, discovery().sites);
+        assert_eq!(
+            load(&dir, &key, &layout()).unwrap().sites,
+            discovery().sites
+        );
         let other_boot = Key::new("ab12".into(), "boot-2".into(), &layout());
-        assert!(load(&dir, &other_boot).is_none());
+        assert!(load(&dir, &other_boot, &layout()).is_none());
         let mut other_layout = layout();
-        other_layout.bound_driver = 0x358;
-        assert!(load(&dir, &Key::new("ab12".into(), "boot-1".into(), &other_layout)).is_none());
+        other_layout.holders[0] = 0x358;
+        let other = Key::new("ab12".into(), "boot-1".into(), &other_layout);
+        assert!(load(&dir, &other, &other_layout).is_none());
         // A damaged entry is a miss.
         fs::write(key.file(&dir), b"{\"key\":").unwrap();
-        assert!(load(&dir, &key).is_none());
+        assert!(load(&dir, &key, &layout()).is_none());
         // A search another tracer disturbed is not kept.
         let disturbed = Discovery {
             rewritten: vec!["phy_init_hw".to_owned()],
@@ -204,7 +225,7 @@ mod tests {
         };
         fs::remove_file(key.file(&dir)).unwrap();
         store(&dir, &key, &disturbed).unwrap();
-        assert!(load(&dir, &key).is_none());
+        assert!(load(&dir, &key, &layout()).is_none());
         fs::remove_dir_all(&dir).unwrap();
     }
 }

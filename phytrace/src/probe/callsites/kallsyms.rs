@@ -5,6 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::x86;
 
+/// The most bytes of a module function decoded.
+const MAX_MODULE_FUNCTION: u64 = 64 * 1024;
+
 /// A function of the kernel's text: `[address, end)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Function<'a> {
@@ -112,6 +115,26 @@ impl TextSymbols {
             .filter(|f| f.end > f.address)
     }
 
+    /// The functions of `module`, each up to the next text symbol (at most [`MAX_MODULE_FUNCTION`]
+    /// bytes: a module's last function may be followed by another allocation's).
+    pub fn module_functions(&self, module: &str) -> Vec<Function<'_>> {
+        self.modules
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.module.as_deref() == Some(module))
+            .map(|(i, s)| Function {
+                name: &s.name,
+                address: s.address,
+                end: self
+                    .modules
+                    .get(i + 1)
+                    .map_or(u64::MAX, |next| next.address)
+                    .min(s.address.saturating_add(MAX_MODULE_FUNCTION)),
+            })
+            .filter(|f| f.end > f.address)
+            .collect()
+    }
+
     /// The function starting at `address` and its module (`None`: vmlinux).
     pub fn function_at(&self, address: u64) -> Option<(&str, Option<&str>)> {
         if let Some(&index) = self.by_address.get(&address) {
@@ -174,5 +197,24 @@ ffffffffa0000000 t asix_ax88772a_read_status\t[ax88796b]
             Some(("asix_ax88772a_read_status", Some("ax88796b")))
         );
         assert_eq!(symbols.function_at(0xffffffffa0000001), None);
+    }
+
+    #[test]
+    fn a_modules_functions_end_at_the_next_symbol() {
+        let symbols = TextSymbols::parse(&format!(
+            "{KALLSYMS}ffffffffa0000100 t phylink_resolve\t[phylink]\n\
+             ffffffffa0000400 t phylink_link_down\t[phylink]\n\
+             ffffffffa0000480 t other_function\t[ax88796b]\n"
+        ));
+        let functions: Vec<_> = symbols
+            .module_functions("phylink")
+            .iter()
+            .map(|f| (f.name, f.end - f.address))
+            .collect();
+        assert_eq!(
+            functions,
+            [("phylink_resolve", 0x300), ("phylink_link_down", 0x80)]
+        );
+        assert!(symbols.module_functions("asix").is_empty());
     }
 }

@@ -1,5 +1,7 @@
 //! Where phylib calls a PHY driver's operations: every instruction of the running kernel that
-//! calls through `phydev->drv->OP`, found by decoding the live kernel text.
+//! calls through `phydev->drv->OP`, found by decoding the live kernel text; and where phylink
+//! calls a MAC driver's, through `pl->mac_ops->OP` (the same search, another chain of loads:
+//! [`Layout::mac`]).
 //!
 //! A driver op is an indirect call: the target is loaded from `struct phy_driver` at the op's
 //! offset, the driver from `phy_device.drv` (or from the device's `driver`, which is the same
@@ -48,28 +50,68 @@ pub const OPS: [&str; 17] = [
     "read_page",
 ];
 
-/// What the decoders look for, from the kernel's BTF.
+/// The `struct phylink_mac_ops` operations traced at phylink's call sites (the MAC side's
+/// events; a key's op is its index here).
+pub const MAC_OPS: [&str; 2] = ["mac_link_up", "mac_link_down"];
+
+/// What the decoders look for, from the kernel's BTF: a chain of two loads, a struct of ops
+/// from a field of its holder, then an op from that struct, whose value is called.
 #[derive(Clone, Debug)]
 pub struct Layout {
-    /// Offset of each op of [`OPS`] in `struct phy_driver` (`None`: this kernel has no such op).
+    /// The ops' names (a site's op is an index here).
+    pub names: &'static [&'static str],
+    /// Offset of each op of `names` in its struct (`None`: this kernel has no such op).
     pub ops: Vec<Option<u32>>,
-    /// `phy_device.drv`.
-    pub bound_driver: u32,
-    /// `phy_device.mdio.dev.driver` (`struct device_driver`, first in `struct phy_driver`).
-    pub device_driver: u32,
+    /// Displacements at which a load from the holder yields the ops struct.
+    pub holders: Vec<i64>,
+    /// A displacement only the functions worth decoding hold (`None`: all are decoded).
+    pub marker: Option<u32>,
+    /// Whether a site is checked through its holder, which a register must then be proven to
+    /// hold at the call ([`Found::owner`]).
+    pub needs_owner: bool,
 }
 
 impl Layout {
-    /// The offsets in the running kernel's BTF.
+    /// phylib's calls of `struct phy_driver` ops: the driver loaded from `phy_device.drv`, or
+    /// from `phy_device.mdio.dev.driver` (`struct device_driver`, first in `struct
+    /// phy_driver`).
     pub fn from_btf(btf: &KernelBtf) -> Result<Self> {
+        let bound_driver = btf.member_offset("phy_device", &["drv"])?;
         Ok(Self {
+            names: &OPS,
             ops: OPS.iter().map(|op| btf.phy_driver_op(op)).collect(),
-            bound_driver: btf.member_offset("phy_device", &["drv"])?,
-            device_driver: btf.member_offset("phy_device", &["mdio", "dev", "driver"])?,
+            holders: vec![
+                i64::from(bound_driver),
+                i64::from(btf.member_offset("phy_device", &["mdio", "dev", "driver"])?),
+            ],
+            marker: Some(bound_driver),
+            needs_owner: false,
         })
     }
 
-    /// The op whose offset in `struct phy_driver` is `offset`.
+    /// phylink's calls of `struct phylink_mac_ops` ops, from `btf` with phylink's module BTF
+    /// on top: the ops loaded from `phylink.mac_ops`, through a pointer to the `struct
+    /// phylink` or to a struct it holds (`phylink_resolve` gets its `resolve` work item).
+    pub fn mac(btf: &KernelBtf) -> Result<Self> {
+        let mac_ops = btf.member_offset("phylink", &["mac_ops"])?;
+        let holders = std::iter::once(0)
+            .chain(btf.embedded_members("phylink")?)
+            .map(|inner| i64::from(mac_ops) - i64::from(inner))
+            .collect();
+        Ok(Self {
+            names: &MAC_OPS,
+            ops: MAC_OPS
+                .iter()
+                .map(|op| btf.member_offset("phylink_mac_ops", &[op]))
+                .map(|offset| offset.map(Some))
+                .collect::<Result<_>>()?,
+            holders,
+            marker: None,
+            needs_owner: true,
+        })
+    }
+
+    /// The op whose offset in its struct is `offset`.
     pub fn op_at(&self, offset: i64) -> Option<u16> {
         let offset = u32::try_from(offset).ok()?;
         self.ops
@@ -78,9 +120,9 @@ impl Layout {
             .map(|index| index as u16)
     }
 
-    /// Whether a load at `offset` from a `phy_device` yields its driver.
-    pub fn loads_driver(&self, offset: i64) -> bool {
-        offset == i64::from(self.bound_driver) || offset == i64::from(self.device_driver)
+    /// Whether a load at `offset` from a holder yields its ops struct.
+    pub fn loads_ops(&self, offset: i64) -> bool {
+        self.holders.contains(&offset)
     }
 }
 
@@ -102,15 +144,26 @@ pub enum Return {
     Tail,
 }
 
+/// The holder of a site's ops struct at its call: the register it was loaded from, proven to
+/// still hold it, and the displacement of the load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// A byte offset into `struct pt_regs`.
+    pub register: u32,
+    pub displacement: i32,
+}
+
 /// A call site as a decoder found it in one function's code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Found {
     /// Offset of the call instruction in the function.
     pub offset: u32,
-    /// Index of the op in [`OPS`].
+    /// Index of the op in [`Layout::names`].
     pub op: u16,
     pub target: Target,
     pub ret: Return,
+    /// Where the holder is at the call, if [`Layout::needs_owner`] and it could be proven.
+    pub owner: Option<Owner>,
 }
 
 /// A call site of the running kernel.
@@ -120,14 +173,17 @@ pub struct CallSite {
     /// the functions they were inlined into).
     pub function: String,
     pub found: Found,
-    /// The op's offset in `struct phy_driver`.
+    /// The op's offset in its struct.
     pub op_offset: u32,
+    /// The op's name (from the [`Layout`]'s names: not kept in the cache).
+    #[serde(skip)]
+    pub op_name: &'static str,
 }
 
 impl CallSite {
     /// The op's name.
     pub fn op(&self) -> &'static str {
-        OPS[usize::from(self.found.op)]
+        self.op_name
     }
 
     /// `function+0xOFF`, as kprobes and `probes` spell the call.
@@ -176,13 +232,16 @@ impl Isa {
         }
     }
 
-    /// Whether `code` may load or store `phy_device.drv`: the functions worth decoding (the
-    /// device's driver, which `phy_probe` calls through, is a `struct device` field every bus
-    /// has: it is followed only in these).
+    /// Whether `code` may load or store at [`Layout::marker`] (`phy_device.drv`): the
+    /// functions worth decoding (the device's driver, which `phy_probe` calls through, is a
+    /// `struct device` field every bus has: it is followed only in these).
     fn may_touch_driver(self, code: &[u8], layout: &Layout) -> bool {
+        let Some(marker) = layout.marker else {
+            return true;
+        };
         match self {
-            Self::X86_64 => x86::may_touch_driver(code, layout),
-            Self::Aarch64 => arm64::may_touch_driver(code, layout),
+            Self::X86_64 => x86::may_touch(code, marker),
+            Self::Aarch64 => arm64::may_touch(code, marker),
         }
     }
 }
@@ -201,13 +260,40 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// The ops of [`OPS`] no call site was found for.
-    pub fn ops_without_sites(&self) -> Vec<&'static str> {
-        OPS.iter()
-            .enumerate()
-            .filter(|(index, _)| !self.sites.iter().any(|s| usize::from(s.found.op) == *index))
-            .map(|(_, op)| *op)
+    /// The ops of `names` no call site was found for.
+    pub fn ops_without_sites(&self, names: &[&'static str]) -> Vec<&'static str> {
+        names
+            .iter()
+            .filter(|name| !self.sites.iter().any(|s| s.op_name == **name))
+            .copied()
             .collect()
+    }
+
+    /// Decodes `function` (its code `body`) if it may hold sites, adding those it holds.
+    fn search(
+        &mut self,
+        function: kallsyms::Function<'_>,
+        body: &[u8],
+        (layout, isa, symbols, probed): (&Layout, Isa, &TextSymbols, &[u64]),
+    ) {
+        if !isa.may_touch_driver(body, layout) {
+            return;
+        }
+        self.functions_decoded += 1;
+        if probed
+            .iter()
+            .any(|&at| (function.address..function.end).contains(&at))
+        {
+            self.rewritten.push(function.name.to_owned());
+        }
+        for found in isa.scan(body, function.address, layout, symbols.thunks()) {
+            self.sites.push(CallSite {
+                function: function.name.to_owned(),
+                found,
+                op_offset: layout.ops[usize::from(found.op)].unwrap_or_default(),
+                op_name: layout.names[usize::from(found.op)],
+            });
+        }
     }
 }
 
@@ -235,23 +321,33 @@ pub fn discover(
         let Some(body) = code.get(from..to) else {
             continue;
         };
-        if !isa.may_touch_driver(body, layout) {
-            continue;
-        }
-        discovery.functions_decoded += 1;
-        if probed
-            .iter()
-            .any(|&at| (function.address..function.end).contains(&at))
-        {
-            discovery.rewritten.push(function.name.to_owned());
-        }
-        for found in isa.scan(body, function.address, layout, symbols.thunks()) {
-            discovery.sites.push(CallSite {
-                function: function.name.to_owned(),
-                found,
-                op_offset: layout.ops[usize::from(found.op)].unwrap_or_default(),
-            });
-        }
+        discovery.search(function, body, (layout, isa, symbols, probed));
+    }
+    Ok(discovery)
+}
+
+/// Finds every call site of an op of `layout` in the text of `module` (loaded), read through
+/// `text` one function at a time.
+pub fn discover_module(
+    symbols: &TextSymbols,
+    text: &mut impl text::KernelMemory,
+    layout: &Layout,
+    isa: Isa,
+    probed: &[u64],
+    module: &str,
+) -> Result<Discovery> {
+    let functions = symbols.module_functions(module);
+    if functions.is_empty() {
+        anyhow::bail!(
+            "/proc/kallsyms has no function of {module} (not loaded, or addresses hidden: \
+             phytrace needs CAP_SYSLOG or root to read them)"
+        );
+    }
+    let mut discovery = Discovery::default();
+    for function in functions {
+        let body = text.read(function.address, (function.end - function.address) as usize)?;
+        discovery.text_bytes += body.len();
+        discovery.search(function, &body, (layout, isa, symbols, probed));
     }
     Ok(discovery)
 }

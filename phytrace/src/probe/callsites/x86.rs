@@ -12,7 +12,7 @@ use iced_x86::{
 };
 use memchr::memmem;
 
-use super::{Found, Layout, Return, Target, flow::Flow};
+use super::{Found, Layout, Owner, Return, Target, flow::Flow};
 
 /// Byte offset of `reg` (a 64-bit general register) in `struct pt_regs`.
 pub fn pt_regs_offset(reg: Register) -> Option<u32> {
@@ -67,10 +67,10 @@ pub fn thunk_register(name: &str) -> Option<u32> {
     pt_regs_offset(reg)
 }
 
-/// Whether `code` holds the 32-bit displacement of `phy_device.drv` (past the first 128 bytes
-/// of `struct phy_device`; were it not, every function is decoded).
-pub fn may_touch_driver(code: &[u8], layout: &Layout) -> bool {
-    layout.bound_driver < 0x80 || memmem::find(code, &layout.bound_driver.to_le_bytes()).is_some()
+/// Whether `code` holds the 32-bit displacement `marker` (`phy_device.drv`; one under 128 may
+/// be encoded in 8 bits: every function is decoded).
+pub fn may_touch(code: &[u8], marker: u32) -> bool {
+    marker < 0x80 || memmem::find(code, &marker.to_le_bytes()).is_some()
 }
 
 /// The call sites in `code`, a function at `address`; `thunks` maps retpoline thunks to the
@@ -82,13 +82,17 @@ pub fn scan(code: &[u8], address: u64, layout: &Layout, thunks: &BTreeMap<u64, u
         let Some((via, tail)) = indirect_call(call, thunks) else {
             continue;
         };
-        let Some((op, target)) = function.op_call(at, via, layout) else {
+        let Some((op, target, holders)) = function.op_call(at, via, layout) else {
             continue;
         };
         found.push(Found {
             offset: (call.ip() - address) as u32,
             op,
             target,
+            owner: layout
+                .needs_owner
+                .then(|| function.owner(at, &holders))
+                .flatten(),
             ret: if tail {
                 Return::Tail
             } else {
@@ -105,6 +109,19 @@ enum Via {
     Register(Register),
     Memory { base: Register, displacement: i64 },
 }
+
+/// The general registers a call may change (the System V ABI's caller-saved ones).
+const CALL_CLOBBERED: [Register; 9] = [
+    Register::RAX,
+    Register::RCX,
+    Register::RDX,
+    Register::RSI,
+    Register::RDI,
+    Register::R8,
+    Register::R9,
+    Register::R10,
+    Register::R11,
+];
 
 /// `call` is an indirect call (or a jump: `true`), through what.
 fn indirect_call(call: &Instruction, thunks: &BTreeMap<u64, u32>) -> Option<(Via, bool)> {
@@ -144,7 +161,8 @@ fn register_at(offset: u32) -> Option<Register> {
 /// One function's instructions, the general registers each writes, and its control flow.
 struct Function {
     instructions: Vec<Instruction>,
-    /// Bit `n`: the instruction writes `Register::RAX + n` (or a part of it).
+    /// Bit `n`: the instruction writes `Register::RAX + n` (or a part of it); a call writes
+    /// the registers it may change.
     writes: Vec<u16>,
     flow: Flow,
 }
@@ -172,6 +190,15 @@ impl Function {
                         )
                     })
                     .filter_map(|used| gpr_bit(used.register()))
+                    .chain(
+                        matches!(
+                            instruction.flow_control(),
+                            FlowControl::Call | FlowControl::IndirectCall
+                        )
+                        .then_some(CALL_CLOBBERED.iter().filter_map(|&reg| gpr_bit(reg)))
+                        .into_iter()
+                        .flatten(),
+                    )
                     .fold(0, |bits, bit| bits | bit)
             })
             .collect();
@@ -207,47 +234,85 @@ impl Function {
         self.flow.reaching(at, |i| self.writes[i] & bit != 0)
     }
 
-    /// The op the call at `at` through `via` calls, if its target was loaded from a
-    /// `struct phy_driver` that was loaded from a `phy_device`, on every path to it.
-    fn op_call(&self, at: usize, via: Via, layout: &Layout) -> Option<(u16, Target)> {
+    /// The op the call at `at` through `via` calls, if its target was loaded from an ops
+    /// struct that was loaded from its holder (`struct phy_driver` from a `phy_device`), on
+    /// every path to it; with the instructions that loaded the ops struct.
+    fn op_call(&self, at: usize, via: Via, layout: &Layout) -> Option<(u16, Target, Vec<usize>)> {
+        let mut holders = Vec::new();
         match via {
             Via::Register(reg) => {
                 let mut op = None;
                 for def in self.writes_of(at, reg)? {
                     let (base, displacement) = load(&self.instructions[def])?;
                     let this = layout.op_at(displacement)?;
-                    if op.is_some_and(|op| op != this) || !self.holds_driver(def, base, layout, 4) {
+                    if op.is_some_and(|op| op != this)
+                        || !self.holds_ops(def, base, layout, 4, &mut holders)
+                    {
                         return None;
                     }
                     op = Some(this);
                 }
-                Some((op?, Target::Register(pt_regs_offset(reg)?)))
+                Some((op?, Target::Register(pt_regs_offset(reg)?), holders))
             }
             Via::Memory { base, displacement } => {
                 let op = layout.op_at(displacement)?;
-                self.holds_driver(at, base, layout, 4)
-                    .then_some((op, Target::Memory(pt_regs_offset(base)?)))
+                self.holds_ops(at, base, layout, 4, &mut holders)
+                    .then_some((op, Target::Memory(pt_regs_offset(base)?), holders))
             }
         }
     }
 
-    /// Whether `reg` holds a PHY's driver at instruction `at` on every path: loaded from
-    /// `phy_device.drv` or the device's driver, or copied (up to `copies` times) from a
-    /// register that holds one.
-    fn holds_driver(&self, at: usize, reg: Register, layout: &Layout, copies: u32) -> bool {
+    /// Whether `reg` holds an ops struct at instruction `at` on every path: loaded from its
+    /// holder (`phy_device.drv` or the device's driver), or copied (up to `copies` times)
+    /// from a register that holds one. The loads are added to `loads`.
+    fn holds_ops(
+        &self,
+        at: usize,
+        reg: Register,
+        layout: &Layout,
+        copies: u32,
+        loads: &mut Vec<usize>,
+    ) -> bool {
         let Some(defs) = self.writes_of(at, reg) else {
             return false;
         };
         defs.into_iter().all(|def| {
             let instruction = &self.instructions[def];
             if let Some((_, displacement)) = load(instruction) {
-                return layout.loads_driver(displacement);
+                loads.push(def);
+                return layout.loads_ops(displacement);
             }
             copies > 0
                 && matches!(instruction.code(), Code::Mov_r64_rm64 | Code::Mov_rm64_r64)
                 && instruction.op0_kind() == OpKind::Register
                 && instruction.op1_kind() == OpKind::Register
-                && self.holds_driver(def, instruction.op1_register(), layout, copies - 1)
+                && self.holds_ops(def, instruction.op1_register(), layout, copies - 1, loads)
+        })
+    }
+
+    /// The holder at the call at `at`, if every load of its ops struct (`loads`) was made from
+    /// one register at one displacement, and that register is not written on any path from
+    /// them to the call (nor by the loads).
+    fn owner(&self, at: usize, loads: &[usize]) -> Option<Owner> {
+        let mut place = None;
+        for &def in loads {
+            let this = load(&self.instructions[def])?;
+            if place.is_some_and(|place| place != this) {
+                return None;
+            }
+            place = Some(this);
+        }
+        let (base, displacement) = place?;
+        let bit = gpr_bit(base)?;
+        let kept = loads.iter().all(|&def| self.writes[def] & bit == 0)
+            && self
+                .flow
+                .reaching(at, |i| self.writes[i] & bit != 0 || loads.contains(&i))?
+                .iter()
+                .all(|i| loads.contains(i));
+        kept.then_some(Owner {
+            register: pt_regs_offset(base)?,
+            displacement: i32::try_from(displacement).ok()?,
         })
     }
 }
@@ -282,9 +347,11 @@ mod tests {
         ops[2] = Some(0xd0); // soft_reset
         ops[10] = Some(0x1a0); // link_change_notify
         Layout {
+            names: &super::super::OPS,
             ops,
-            bound_driver: 0x360,
-            device_driver: 0x68,
+            holders: vec![0x360, 0x68],
+            marker: Some(0x360),
+            needs_owner: false,
         }
     }
 
@@ -298,7 +365,7 @@ mod tests {
             0x48, 0x8b, 0x83, 0x60, 0x03, 0x00, 0x00, 0x48, 0x85, 0xc0, 0x48, 0x8b, 0x80, 0xd0,
             0x00, 0x00, 0x00, 0x48, 0x89, 0xdf, 0xff, 0xd0, 0x85, 0xc0,
         ];
-        assert!(may_touch_driver(&code, &layout()));
+        assert!(may_touch(&code, 0x360));
         let found = scan(&code, BASE, &layout(), &BTreeMap::new());
         assert_eq!(
             found,
@@ -307,6 +374,7 @@ mod tests {
                 op: 2,
                 target: Target::Register(80),
                 ret: Return::After(22),
+                owner: None,
             }]
         );
     }
@@ -337,13 +405,15 @@ mod tests {
                     offset: 14,
                     op: 2,
                     target: Target::Register(80),
-                    ret: Return::After(19)
+                    ret: Return::After(19),
+                    owner: None,
                 },
                 Found {
                     offset: 33,
                     op: 10,
                     target: Target::Register(80),
-                    ret: Return::Tail
+                    ret: Return::Tail,
+                    owner: None,
                 },
             ]
         );
@@ -363,7 +433,8 @@ mod tests {
                 offset: 10,
                 op: 2,
                 target: Target::Memory(24),
-                ret: Return::After(18)
+                ret: Return::After(18),
+                owner: None,
             }]
         );
     }
@@ -382,7 +453,8 @@ mod tests {
                 offset: 21,
                 op: 2,
                 target: Target::Register(80),
-                ret: Return::After(23)
+                ret: Return::After(23),
+                owner: None,
             }]
         );
         // Without the jump, the other block's write is on the path: not a site.
@@ -405,5 +477,93 @@ mod tests {
             0xff, 0xd0,
         ];
         assert!(scan(&code, BASE, &layout(), &BTreeMap::new()).is_empty());
+    }
+}
+
+/// phylink's calls of MAC ops in the 6.12 test kernel's `phylink.ko` (its `.text`, not
+/// relocated: calls out of the module lead to the next instruction).
+#[cfg(test)]
+mod mac_tests {
+    use super::*;
+    use crate::probe::callsites::MAC_OPS;
+
+    const BASE: u64 = 0xffff_ffff_c000_0000;
+
+    /// `struct phylink` there: `mac_ops` at 8; `link_config`, `link_poll`, `state_mutex`,
+    /// `phy_state` and `resolve` (`phylink_resolve`'s argument) held in it.
+    fn layout() -> Layout {
+        Layout {
+            names: &MAC_OPS,
+            ops: vec![Some(0x30), Some(0x28)],
+            holders: [0, 88, 168, 216, 248, 304].map(|inner| 8 - inner).to_vec(),
+            marker: None,
+            needs_owner: true,
+        }
+    }
+
+    fn owner(register: u32, displacement: i32) -> Option<Owner> {
+        Some(Owner {
+            register,
+            displacement,
+        })
+    }
+
+    #[test]
+    fn mac_link_up_and_down_in_phylink_resolve_through_its_work_item() {
+        let code = include_bytes!("../../../tests/data/callsites/phylink_resolve-6.12-x86_64.bin");
+        let found = scan(code, BASE, &layout(), &BTreeMap::new());
+        // `pl` is `%r14 - 0x130` (the work item) throughout: a callee-saved register.
+        let site = |offset: u32, op: u16, base: u32, len: u32| Found {
+            offset,
+            op,
+            target: Target::Memory(base),
+            ret: Return::After(offset + len),
+            owner: owner(8, -0x128),
+        };
+        assert_eq!(
+            found,
+            [
+                site(0x31c, 1, 80, 3),
+                site(0x3a9, 1, 80, 3),
+                site(0x644, 0, 56, 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn mac_link_down_in_phylink_link_down_with_pl_in_rbx() {
+        let code =
+            include_bytes!("../../../tests/data/callsites/phylink_link_down-6.12-x86_64.bin");
+        let found = scan(code, BASE, &layout(), &BTreeMap::new());
+        assert_eq!(
+            found,
+            [Found {
+                offset: 0x28,
+                op: 1,
+                target: Target::Memory(80),
+                ret: Return::After(0x2b),
+                owner: owner(40, 8),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_holder_overwritten_before_the_call_is_no_owner() {
+        // mov 0x8(%rdi),%rax; mov 0x10(%rdi),%rdi; call *0x28(%rax): `pl` was in %rdi, which
+        // now holds `pl->config`.
+        let code = [
+            0x48, 0x8b, 0x47, 0x08, 0x48, 0x8b, 0x7f, 0x10, 0xff, 0x50, 0x28,
+        ];
+        let found = scan(&code, BASE, &layout(), &BTreeMap::new());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].owner, None);
+        // A direct call between the load and the call may change %rdi too.
+        // mov 0x8(%rdi),%rbx; call rel32 (next); call *0x28(%rbx)
+        let code = [
+            0x48, 0x8b, 0x5f, 0x08, 0xe8, 0x00, 0x00, 0x00, 0x00, 0xff, 0x53, 0x28,
+        ];
+        let found = scan(&code, BASE, &layout(), &BTreeMap::new());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].owner, None);
     }
 }

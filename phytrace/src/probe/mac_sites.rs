@@ -1,0 +1,253 @@
+//! phylink's calls of a MAC driver's operations (`pl->mac_ops->mac_link_up/down`) as call
+//! sites ([`super::callsites`], [`Layout::mac`]): every MAC's link handling is traced, not
+//! only the ones probed by name. phylink is a module: its sites are found when it is live, from
+//! its text in `/proc/kcore` and its BTF (`struct phylink` is private to it), and armed as
+//! kprobes of the kprobe PMU, which go with it when it unloads.
+
+use std::{fs, os::fd::AsFd as _, path::Path};
+
+use anyhow::{Context as _, Result, bail};
+use aya::{Ebpf, maps::Array};
+use phytrace_common::{
+    CallSite as SiteRecord, MAX_MAC_SITES, SITE_CHECK_HOLDER, SITE_DISABLED, SITE_TAIL_CALL,
+    SITE_TARGET_IN_MEMORY,
+};
+
+use super::{
+    attach::loaded_kprobe,
+    btf::KernelBtf,
+    callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
+    symbols::KALLSYMS,
+    trace_events::{self, EventLink},
+};
+
+/// The module whose calls are traced.
+pub const MODULE: &str = "phylink";
+
+/// The programs, by op of [`callsites::MAC_OPS`].
+pub const PROGRAMS: [&str; 2] = ["mac_site_link_up", "mac_site_link_down"];
+
+/// The MAC call sites of the live phylink, and how the programs check them.
+pub struct Found {
+    pub discovery: Discovery,
+    /// From the register holding a `struct phylink`'s `mac_ops` to its `config`, which phylink
+    /// passes every MAC op first.
+    pub config_from_ops: i32,
+}
+
+/// Finds the live phylink's MAC call sites: `btf` is vmlinux's, phylink's own is read on top.
+pub fn find(btf: &KernelBtf) -> Result<Found> {
+    let btf = btf.with_module(MODULE)?;
+    let layout = Layout::mac(&btf).context("phylink's BTF")?;
+    let config_from_ops = i64::from(btf.member_offset("phylink", &["config"])?)
+        - i64::from(btf.member_offset("phylink", &["mac_ops"])?);
+    let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
+    let symbols = TextSymbols::parse(&kallsyms);
+    let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
+        .with_context(|| format!("reading the kernel's code from {}", callsites::text::KCORE))?;
+    let discovery =
+        callsites::discover_module(&symbols, &mut kcore, &layout, Isa::native(), &[], MODULE)?;
+    if discovery.sites.is_empty() {
+        bail!(
+            "no call through pl->mac_ops->mac_link_up/down found in {} bytes of phylink's code",
+            discovery.text_bytes
+        );
+    }
+    Ok(Found {
+        discovery,
+        config_from_ops: i32::try_from(config_from_ops).context("struct phylink's layout")?,
+    })
+}
+
+/// Why `site` cannot be armed, if it cannot.
+pub fn unarmable(site: &CallSite) -> Option<&'static str> {
+    site.found.owner.is_none().then_some(
+        "the register holding its struct phylink is not proven to hold it at the call, \
+         so the call cannot be checked",
+    )
+}
+
+/// The MAC call sites armed.
+pub struct MacSites {
+    sites: Vec<CallSite>,
+    /// The kprobes (the kprobe PMU's: dropped, they are gone).
+    links: Vec<EventLink>,
+    /// The sites said to be disabled.
+    disabled: Vec<bool>,
+}
+
+impl MacSites {
+    /// Fills the programs' site table and arms the checkable sites of `found`; what is not
+    /// armed is said in `notes`. An error if none could be.
+    pub fn arm(ebpf: &mut Ebpf, found: Found, notes: &mut Vec<String>) -> Result<Self> {
+        let mut sites = Vec::new();
+        for site in found.discovery.sites {
+            match unarmable(&site) {
+                Some(why) => notes.push(format!(
+                    "the MAC call site {} ({}) is not traced: {why}",
+                    site.place(),
+                    site.op()
+                )),
+                None => sites.push(site),
+            }
+        }
+        if sites.len() > MAX_MAC_SITES as usize {
+            notes.push(format!(
+                "{} MAC call sites found, {MAX_MAC_SITES} traced: the others are not",
+                sites.len()
+            ));
+            sites.truncate(MAX_MAC_SITES as usize);
+        }
+        {
+            let mut table: Array<_, SiteRecord> =
+                Array::try_from(ebpf.map_mut("MAC_SITES").context("MAC_SITES map")?)?;
+            for (index, site) in sites.iter().enumerate() {
+                table.set(index as u32, record(site, found.config_from_ops), 0)?;
+            }
+        }
+        let mut links = Vec::new();
+        let mut armed = Vec::new();
+        for (index, site) in sites.into_iter().enumerate() {
+            let program = PROGRAMS[usize::from(site.found.op)];
+            let attached = loaded_kprobe(ebpf, program)
+                .and_then(|program| Ok(program.fd()?.try_clone()?))
+                .and_then(|fd| {
+                    let offset = u64::from(site.found.offset);
+                    Ok(trace_events::attach_kprobe(
+                        fd.as_fd(),
+                        &site.function,
+                        offset,
+                        index as u64,
+                    )?)
+                });
+            match attached {
+                Ok(link) => links.push(link),
+                Err(err) => notes.push(format!(
+                    "the MAC call site {} ({}) is not traced: {err:#}",
+                    site.place(),
+                    site.op()
+                )),
+            }
+            armed.push(site);
+        }
+        if links.is_empty() {
+            bail!("no MAC call site of phylink could be armed");
+        }
+        Ok(Self {
+            disabled: vec![false; armed.len()],
+            sites: armed,
+            links,
+        })
+    }
+
+    /// The sites armed.
+    pub fn sites(&self) -> &[CallSite] {
+        &self.sites
+    }
+
+    /// Detaches every site's probe.
+    pub fn disarm(&mut self) {
+        self.links.clear();
+    }
+
+    /// Says, once per site, which sites the programs disabled since the last call because a
+    /// hit failed the check.
+    pub fn newly_disabled(&mut self, ebpf: &Ebpf) -> Result<Vec<String>> {
+        let table: Array<_, SiteRecord> =
+            Array::try_from(ebpf.map("MAC_SITES").context("MAC_SITES map")?)?;
+        let mut notes = Vec::new();
+        for (index, site) in self.sites.iter().enumerate() {
+            if self.disabled[index] {
+                continue;
+            }
+            let record = table.get(&(index as u32), 0)?;
+            if record.flags & SITE_DISABLED != 0 {
+                self.disabled[index] = true;
+                notes.push(format!(
+                    "the MAC call site {} ({}) is no longer traced: a call there was not to its phylink's mac_ops->{} ({} failed checks)",
+                    site.place(),
+                    site.op(),
+                    site.op(),
+                    record.mismatches
+                ));
+            }
+        }
+        Ok(notes)
+    }
+}
+
+/// The programs' record of `site` (which has an owner); `config_from_ops` as in [`Found`].
+fn record(site: &CallSite, config_from_ops: i32) -> SiteRecord {
+    let owner = site.found.owner.unwrap_or(callsites::Owner {
+        register: 0,
+        displacement: 0,
+    });
+    let (mut flags, target_reg) = match site.found.target {
+        Target::Register(reg) => (SITE_CHECK_HOLDER, reg),
+        Target::Memory(base) => (SITE_CHECK_HOLDER | SITE_TARGET_IN_MEMORY, base),
+    };
+    if site.found.ret == Return::Tail {
+        flags |= SITE_TAIL_CALL;
+    }
+    SiteRecord {
+        op: site.found.op,
+        flags,
+        op_offset: site.op_offset,
+        target_reg,
+        base_reg: owner.register,
+        mismatches: 0,
+        holder_displacement: owner.displacement,
+        arg0_displacement: owner.displacement.saturating_add(config_from_ops),
+        _pad: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_is_checked_through_its_phylink() {
+        let site = CallSite {
+            function: "phylink_resolve".to_owned(),
+            found: callsites::Found {
+                offset: 0x644,
+                op: 0,
+                target: Target::Memory(56),
+                ret: Return::After(0x648),
+                owner: Some(callsites::Owner {
+                    register: 8,
+                    displacement: -0x128,
+                }),
+            },
+            op_offset: 0x30,
+            op_name: "mac_link_up",
+        };
+        assert_eq!(unarmable(&site), None);
+        let record = record(&site, 8);
+        assert_eq!(
+            (
+                record.flags,
+                record.target_reg,
+                record.base_reg,
+                record.holder_displacement,
+                record.arg0_displacement
+            ),
+            (
+                SITE_CHECK_HOLDER | SITE_TARGET_IN_MEMORY,
+                56,
+                8,
+                -0x128,
+                -0x120
+            )
+        );
+        let unproven = CallSite {
+            found: callsites::Found {
+                owner: None,
+                ..site.found
+            },
+            ..site
+        };
+        assert!(unarmable(&unproven).is_some());
+    }
+}
