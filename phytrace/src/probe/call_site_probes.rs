@@ -14,9 +14,9 @@ use std::{
 };
 
 use anyhow::{Context as _, Result};
-use aya::{Ebpf, maps::Array};
+use aya::Ebpf;
 use phytrace_common::{
-    CallSite as SiteRecord, MAX_CALL_SITES, RawKind, SITE_CHECK_BOUND_DRIVER, SITE_DISABLED,
+    CallSite as SiteRecord, MAX_CALL_SITES, RawKind, SITE_CHECK_BOUND_DRIVER,
     SITE_TARGET_IN_MEMORY, split_call_site_key,
 };
 
@@ -29,6 +29,7 @@ use super::{
     driver_probes::DriverProbes,
     error::ProbeError,
     raw::Record,
+    site_table::SiteTable,
     symbols::{self, KALLSYMS},
     trace_events::{self, EventLink},
 };
@@ -180,12 +181,10 @@ fn text_refused(err: &std::io::Error) -> anyhow::Error {
 
 /// The call sites armed in this session.
 pub struct CallSiteProbes {
-    sites: Vec<CallSite>,
+    table: SiteTable,
     symbols: TextSymbols,
     /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
-    /// The sites said to be disabled (see [`Self::newly_disabled`]).
-    disabled: Vec<bool>,
 }
 
 impl CallSiteProbes {
@@ -205,23 +204,17 @@ impl CallSiteProbes {
                 discovery.rewritten.join(", ")
             ));
         }
-        let mut sites = discovery.sites;
-        if sites.len() > MAX_CALL_SITES as usize {
-            notes.push(format!(
-                "{} call sites found, {MAX_CALL_SITES} traced: the others are not",
-                sites.len()
-            ));
-            sites.truncate(MAX_CALL_SITES as usize);
-        }
-        {
-            let mut table: Array<_, SiteRecord> =
-                Array::try_from(ebpf.map_mut("CALL_SITES").context("CALL_SITES map")?)?;
-            for (index, site) in sites.iter().enumerate() {
-                table.set(index as u32, record(site), 0)?;
-            }
-        }
-        let mut links = Vec::with_capacity(2 * sites.len());
-        for (index, site) in sites.iter().enumerate() {
+        let table = SiteTable::fill(
+            ebpf,
+            "CALL_SITES",
+            discovery.sites,
+            MAX_CALL_SITES,
+            "PHY op",
+            notes,
+            record,
+        )?;
+        let mut links = Vec::with_capacity(2 * table.sites().len());
+        for (index, site) in table.sites().iter().enumerate() {
             if let Err(err) = arm_site(ebpf, probes, &mut links, site, index as u64) {
                 // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
                 // single-step): the site's calls are not traced, the others are.
@@ -234,8 +227,7 @@ impl CallSiteProbes {
             }
         }
         Ok(Self {
-            disabled: vec![false; sites.len()],
-            sites,
+            table,
             symbols,
             links,
         })
@@ -248,7 +240,7 @@ impl CallSiteProbes {
 
     /// The sites armed.
     pub fn sites(&self) -> &[CallSite] {
-        &self.sites
+        self.table.sites()
     }
 
     /// Teaches `decoder` the callback of `record`'s call-site key, if it is new: the op and
@@ -287,26 +279,8 @@ impl CallSiteProbes {
     /// hit failed the check (its called address was not the PHY's driver's op): their calls
     /// are not traced from then on.
     pub fn newly_disabled(&mut self, ebpf: &Ebpf) -> Result<Vec<String>> {
-        let table: Array<_, SiteRecord> =
-            Array::try_from(ebpf.map("CALL_SITES").context("CALL_SITES map")?)?;
-        let mut notes = Vec::new();
-        for (index, site) in self.sites.iter().enumerate() {
-            if self.disabled.get(index).copied().unwrap_or(true) {
-                continue;
-            }
-            let record = table.get(&(index as u32), 0)?;
-            if record.flags & SITE_DISABLED != 0 {
-                self.disabled[index] = true;
-                notes.push(format!(
-                    "the call site {} ({}) is no longer traced: a call there was not to the PHY's driver's {} ({} failed checks)",
-                    site.place(),
-                    site.op(),
-                    site.op(),
-                    record.mismatches
-                ));
-            }
-        }
-        Ok(notes)
+        self.table
+            .newly_disabled(ebpf, "call site", |op| format!("the PHY's driver's {op}"))
     }
 }
 

@@ -7,16 +7,16 @@
 use std::{fs, os::fd::AsFd as _, path::Path};
 
 use anyhow::{Context as _, Result, bail};
-use aya::{Ebpf, maps::Array};
+use aya::Ebpf;
 use phytrace_common::{
-    CallSite as SiteRecord, MAX_MAC_SITES, SITE_CHECK_HOLDER, SITE_DISABLED, SITE_TAIL_CALL,
-    SITE_TARGET_IN_MEMORY,
+    CallSite as SiteRecord, MAX_MAC_SITES, SITE_CHECK_HOLDER, SITE_TAIL_CALL, SITE_TARGET_IN_MEMORY,
 };
 
 use super::{
     attach::loaded_kprobe,
     btf::KernelBtf,
     callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
+    site_table::SiteTable,
     symbols::KALLSYMS,
     trace_events::{self, EventLink},
 };
@@ -69,11 +69,9 @@ pub fn unarmable(site: &CallSite) -> Option<&'static str> {
 
 /// The MAC call sites armed.
 pub struct MacSites {
-    sites: Vec<CallSite>,
+    table: SiteTable,
     /// The kprobes (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
-    /// The sites said to be disabled.
-    disabled: Vec<bool>,
 }
 
 impl MacSites {
@@ -91,23 +89,17 @@ impl MacSites {
                 None => sites.push(site),
             }
         }
-        if sites.len() > MAX_MAC_SITES as usize {
-            notes.push(format!(
-                "{} MAC call sites found, {MAX_MAC_SITES} traced: the others are not",
-                sites.len()
-            ));
-            sites.truncate(MAX_MAC_SITES as usize);
-        }
-        {
-            let mut table: Array<_, SiteRecord> =
-                Array::try_from(ebpf.map_mut("MAC_SITES").context("MAC_SITES map")?)?;
-            for (index, site) in sites.iter().enumerate() {
-                table.set(index as u32, record(site, found.config_from_ops), 0)?;
-            }
-        }
+        let table = SiteTable::fill(
+            ebpf,
+            "MAC_SITES",
+            sites,
+            MAX_MAC_SITES,
+            "MAC op",
+            notes,
+            |site| record(site, found.config_from_ops),
+        )?;
         let mut links = Vec::new();
-        let mut armed = Vec::new();
-        for (index, site) in sites.into_iter().enumerate() {
+        for (index, site) in table.sites().iter().enumerate() {
             let program = PROGRAMS[usize::from(site.found.op)];
             let attached = loaded_kprobe(ebpf, program)
                 .and_then(|program| Ok(program.fd()?.try_clone()?))
@@ -128,21 +120,16 @@ impl MacSites {
                     site.op()
                 )),
             }
-            armed.push(site);
         }
         if links.is_empty() {
             bail!("no MAC call site of phylink could be armed");
         }
-        Ok(Self {
-            disabled: vec![false; armed.len()],
-            sites: armed,
-            links,
-        })
+        Ok(Self { table, links })
     }
 
     /// The sites armed.
     pub fn sites(&self) -> &[CallSite] {
-        &self.sites
+        self.table.sites()
     }
 
     /// Detaches every site's probe.
@@ -153,26 +140,9 @@ impl MacSites {
     /// Says, once per site, which sites the programs disabled since the last call because a
     /// hit failed the check.
     pub fn newly_disabled(&mut self, ebpf: &Ebpf) -> Result<Vec<String>> {
-        let table: Array<_, SiteRecord> =
-            Array::try_from(ebpf.map("MAC_SITES").context("MAC_SITES map")?)?;
-        let mut notes = Vec::new();
-        for (index, site) in self.sites.iter().enumerate() {
-            if self.disabled[index] {
-                continue;
-            }
-            let record = table.get(&(index as u32), 0)?;
-            if record.flags & SITE_DISABLED != 0 {
-                self.disabled[index] = true;
-                notes.push(format!(
-                    "the MAC call site {} ({}) is no longer traced: a call there was not to its phylink's mac_ops->{} ({} failed checks)",
-                    site.place(),
-                    site.op(),
-                    site.op(),
-                    record.mismatches
-                ));
-            }
-        }
-        Ok(notes)
+        self.table.newly_disabled(ebpf, "MAC call site", |op| {
+            format!("its phylink's mac_ops->{op}")
+        })
     }
 }
 

@@ -20,6 +20,7 @@ pub mod privileges;
 pub mod raw;
 pub mod selftest;
 pub mod session;
+pub mod site_table;
 pub mod support;
 pub mod symbols;
 pub mod trace_events;

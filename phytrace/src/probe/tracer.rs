@@ -633,18 +633,7 @@ impl Tracer {
             };
             let callbacks = armed.callbacks.len();
             self.late_attach(&module, "it loaded while phytrace was starting".to_owned());
-            self.live.insert(module.clone());
-            self.ever_attached.insert(module.clone());
-            self.held.push_back(own_event_at(
-                monotonic_ns(),
-                current_cpu(),
-                EventKind::Attached {
-                    module,
-                    callbacks,
-                    reattached: false,
-                    guarantee: Some(Guarantee::AfterLoad),
-                },
-            ));
+            self.attached_live(module, callbacks, monotonic_ns());
         }
         Ok(())
     }

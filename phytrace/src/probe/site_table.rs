@@ -1,0 +1,86 @@
+//! The programs' table of call sites (an array map of [`SiteRecord`], indexed by the cookie of
+//! each site's kprobes): written when the sites are armed, read back for the sites a failed
+//! check disabled. Shared by the PHY-op and the MAC-op call sites.
+
+use anyhow::{Context as _, Result};
+use aya::{Ebpf, maps::Array};
+use phytrace_common::{CallSite as SiteRecord, SITE_DISABLED};
+
+use super::callsites::CallSite;
+
+/// The sites of one table and which of them were said to be disabled.
+pub struct SiteTable {
+    map: &'static str,
+    sites: Vec<CallSite>,
+    disabled: Vec<bool>,
+}
+
+impl SiteTable {
+    /// Writes `record` of each of `sites` into the map `map`, at most `max` of them (the others
+    /// are said in `notes`, as `what` call sites).
+    pub fn fill(
+        ebpf: &mut Ebpf,
+        map: &'static str,
+        mut sites: Vec<CallSite>,
+        max: u32,
+        what: &str,
+        notes: &mut Vec<String>,
+        record: impl Fn(&CallSite) -> SiteRecord,
+    ) -> Result<Self> {
+        if sites.len() > max as usize {
+            notes.push(format!(
+                "{} {what} call sites found, {max} traced: the others are not",
+                sites.len()
+            ));
+            sites.truncate(max as usize);
+        }
+        let mut table: Array<_, SiteRecord> =
+            Array::try_from(ebpf.map_mut(map).with_context(|| format!("{map} map"))?)?;
+        for (index, site) in sites.iter().enumerate() {
+            table.set(index as u32, record(site), 0)?;
+        }
+        Ok(Self {
+            map,
+            disabled: vec![false; sites.len()],
+            sites,
+        })
+    }
+
+    /// The sites, in table order.
+    pub fn sites(&self) -> &[CallSite] {
+        &self.sites
+    }
+
+    /// Says, once per site, which `what`s the programs disabled since the last call because a
+    /// hit failed the check (the called address was not `expected(op)`): their calls are not
+    /// traced from then on.
+    pub fn newly_disabled(
+        &mut self,
+        ebpf: &Ebpf,
+        what: &str,
+        expected: impl Fn(&str) -> String,
+    ) -> Result<Vec<String>> {
+        let table: Array<_, SiteRecord> = Array::try_from(
+            ebpf.map(self.map)
+                .with_context(|| format!("{} map", self.map))?,
+        )?;
+        let mut disabled = Vec::new();
+        for (index, site) in self.sites.iter().enumerate() {
+            if self.disabled[index] {
+                continue;
+            }
+            let record = table.get(&(index as u32), 0)?;
+            if record.flags & SITE_DISABLED != 0 {
+                self.disabled[index] = true;
+                disabled.push(format!(
+                    "the {what} {} ({}) is no longer traced: a call there was not to {} ({} failed checks)",
+                    site.place(),
+                    site.op(),
+                    expected(site.op()),
+                    record.mismatches
+                ));
+            }
+        }
+        Ok(disabled)
+    }
+}
