@@ -29,7 +29,7 @@ use super::{
     driver_probes::DriverProbes,
     error::ProbeError,
     raw::Record,
-    site_table::SiteTable,
+    site_table::{self, SiteTable},
     symbols::{self, KALLSYMS},
     trace_events::{self, EventLink},
 };
@@ -222,7 +222,7 @@ impl CallSiteProbes {
                     "the call site {} ({}) is not traced: {}",
                     site.place(),
                     site.op(),
-                    refusal(site, &err)
+                    site_table::refusal(site, &err)
                 ));
             }
         }
@@ -288,22 +288,6 @@ impl CallSiteProbes {
 /// table): a return armed without its entry finds no frame and reports nothing. The kprobes are
 /// the kprobe PMU's (added to `links`); a tail call's return probe is a tracefs event of
 /// `probes`, which can give it room for more calls in flight and counts its misses.
-/// Why the kernel refused to probe `site`, in words a user can act on.
-fn refusal(site: &CallSite, err: &anyhow::Error) -> String {
-    let os_error = err
-        .chain()
-        .find_map(|cause| cause.downcast_ref::<trace_events::TraceEventError>())
-        .and_then(trace_events::TraceEventError::os_error);
-    match (site.found.target, os_error) {
-        // x86 kprobes emulate `call *%reg` but not a call through memory (`prepare_emulation`
-        // answers EOPNOTSUPP: "support memory addressing" is still to do there).
-        (Target::Memory(_), Some(libc::EOPNOTSUPP)) => {
-            "the kernel's kprobes cannot take an indirect call through memory".to_owned()
-        }
-        _ => format!("{err:#}"),
-    }
-}
-
 fn arm_site(
     ebpf: &mut Ebpf,
     probes: &mut DriverProbes,

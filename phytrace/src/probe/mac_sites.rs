@@ -16,7 +16,7 @@ use super::{
     attach::loaded_kprobe,
     btf::KernelBtf,
     callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
-    site_table::SiteTable,
+    site_table::{self, SiteTable},
     symbols::KALLSYMS,
     trace_events::{self, EventLink},
 };
@@ -115,9 +115,10 @@ impl MacSites {
             match attached {
                 Ok(link) => links.push(link),
                 Err(err) => notes.push(format!(
-                    "the MAC call site {} ({}) is not traced: {err:#}",
+                    "the MAC call site {} ({}) is not traced: {}",
                     site.place(),
-                    site.op()
+                    site.op(),
+                    site_table::refusal(site, &err)
                 )),
             }
         }

@@ -6,7 +6,10 @@ use anyhow::{Context as _, Result};
 use aya::{Ebpf, maps::Array};
 use phytrace_common::{CallSite as SiteRecord, SITE_DISABLED};
 
-use super::callsites::CallSite;
+use super::{
+    callsites::{CallSite, Target},
+    trace_events::TraceEventError,
+};
 
 /// The sites of one table and which of them were said to be disabled.
 pub struct SiteTable {
@@ -82,5 +85,21 @@ impl SiteTable {
             }
         }
         Ok(disabled)
+    }
+}
+
+/// Why the kernel refused to probe `site`, in words a user can act on.
+pub fn refusal(site: &CallSite, err: &anyhow::Error) -> String {
+    let os_error = err
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<TraceEventError>())
+        .and_then(TraceEventError::os_error);
+    match (site.found.target, os_error) {
+        // x86 kprobes emulate `call *%reg` but not a call through memory (`prepare_emulation`
+        // answers EOPNOTSUPP: "support memory addressing" is still to do there).
+        (Target::Memory(_), Some(libc::EOPNOTSUPP)) => {
+            "the kernel's kprobes cannot take an indirect call through memory".to_owned()
+        }
+        _ => format!("{err:#}"),
     }
 }
