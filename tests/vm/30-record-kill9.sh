@@ -1,13 +1,14 @@
 #!/bin/bash
 # `phytrace record` killed with SIGKILL at random moments while the link flaps, KILL_ROUNDS times
-# (default 20): every capture reads back up to its last whole record (at least what a reader saw
-# in the file before the kill) and says it was not closed cleanly, nothing of phytrace stays armed in the kernel (kprobe, BPF program), and the kprobe
-# event definitions a killed phytrace leaves are removed by the next one.
+# (default 10; the soak runs 20): every capture reads back up to its last whole record (at least
+# what a reader saw in the file before the kill) and says it was not closed cleanly, nothing of
+# phytrace stays armed in the kernel (kprobe, BPF program), and the kprobe event definitions a
+# killed phytrace leaves are removed by the next one.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
 trap_cleanup
-rounds=${KILL_ROUNDS:-20}
+rounds=${KILL_ROUNDS:-10}
 setup rust
 a=$(simdev ax88772a)
 link_up "$a"
