@@ -467,6 +467,14 @@ impl Tracer {
                     for symbol in prefetched.live_callbacks {
                         *live.entry(symbol.module).or_default() += 1;
                     }
+                    // Every driver, loaded or not, is traced from its first callback on.
+                    for module in live.keys().chain(prefetched.files.keys()) {
+                        self.set_arming(
+                            module,
+                            Guarantee::FirstCallback,
+                            "phylib's call sites".to_owned(),
+                        );
+                    }
                     for (module, callbacks) in live {
                         self.attached_live(module, callbacks, monotonic_ns());
                     }
