@@ -1,13 +1,12 @@
 #!/bin/bash
-# The MAC side traced at phylink's call sites of `pl->mac_ops->mac_link_up/down` (record's
-# default): phylink is not loaded when record starts, so its sites are found and armed as it
+# The MAC side traced at phylink's call sites of `pl->mac_ops->mac_link_up/down` (`record
+# --mac-probes callsite`): phylink is not loaded when record starts, so its sites are found and armed as it
 # goes live (the dongle's plug-in loads asix, which loads phylink). Compared, count for count
 # and speed for speed, with the kernel's own kprobe events on asix's `ax88772_mac_link_up` and
 # `ax88772_mac_link_down` (tracefs group `truth`, defined before asix loads), over plug-in, link
 # up, a cable flap and link down. Where the kernel refuses a kprobe on those calls (x86 kprobes
 # do not take `call *OFF(%reg)`: kernels without retpolines), phytrace must say so and trace asix's
-# MAC ops by name instead, and the kernel itself must refuse a kprobe there. Run on Debian's
-# kernel too (tests/stock/53-mac-callsite.sh), whose retpolines call through registers.
+# MAC ops by name instead, and the kernel itself must refuse a kprobe there.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -34,7 +33,7 @@ echo 'p:truth/down asix:ax88772_mac_link_down' >>"$TRACEFS/kprobe_events"
 echo 1 >"$TRACEFS/events/truth/enable"
 
 cap=$PHYTRACE_OUT/mac-callsite.ptrace
-start_record "$cap"
+start_record "$cap" --mac-probes callsite
 dongle_start --an-delay-ms 100 --partner all,pause
 wait_dongle_netdev 30
 dev=$(dongle_netdev)

@@ -14,8 +14,8 @@ pub mod tui;
 use std::path::PathBuf;
 
 use crate::probe::{
-    call_site_probes::CallbackChoice, kmsg::KmsgScope, mdio_probes::MdioChoice,
-    tracer::TracerOptions,
+    call_site_probes::CallbackChoice, kmsg::KmsgScope, mac_sites::MacChoice,
+    mdio_probes::MdioChoice, tracer::TracerOptions,
 };
 
 /// Which driver modules a live session follows and where their callbacks are read before the
@@ -38,11 +38,16 @@ pub struct FollowArgs {
     #[arg(long, value_enum, default_value_t = MdioChoice::Auto, value_name = "HOW")]
     pub mdio_probes: MdioChoice,
     /// How to probe driver callbacks: `callsite` (at phylib's calls of each `phy_driver` op:
-    /// every driver, C or Rust, on kernels that refuse kprobes in Rust code), `symbol` (on
-    /// the Rust drivers' `Adapter<T>::*_callback`), or `auto` (symbol where the kernel takes
-    /// kprobes in Rust code, else callsite).
+    /// every driver, C or Rust, on every kernel), `symbol` (on the Rust drivers'
+    /// `Adapter<T>::*_callback`), or `auto` (callsite, else symbol where no call site can be
+    /// armed).
     #[arg(long, value_enum, default_value_t = CallbackChoice::Auto, value_name = "HOW")]
     pub callback_probes: CallbackChoice,
+    /// How to probe the MAC side's link changes: `name` (asix's `ax88772_mac_link_up/down`),
+    /// or `callsite` (phylink's calls of `mac_ops->mac_link_up/down`, any MAC driver;
+    /// experimental: checked against the kernel on our 6.12 only, docs/probes.md).
+    #[arg(long, value_enum, default_value_t = MacChoice::Name, value_name = "HOW")]
+    pub mac_probes: MacChoice,
     /// Calls in flight each callback's return probe has room for (kretprobe maxactive);
     /// calls beyond it return unseen and are counted as `missed_return`. Default: max(64,
     /// 8 × CPUs).
@@ -68,6 +73,7 @@ impl FollowArgs {
             module_tree: self.module_tree.clone(),
             mdio: self.mdio_probes,
             callbacks: self.callback_probes,
+            mac: self.mac_probes,
             max_active: self.max_active,
             callback_depth: self.callback_depth,
             kmsg: self.kmsg,

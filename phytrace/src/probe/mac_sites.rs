@@ -21,6 +21,17 @@ use super::{
     trace_events::{self, EventLink},
 };
 
+/// How the MAC side's link changes are probed (`--mac-probes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum MacChoice {
+    /// asix's MAC ops, by name.
+    #[default]
+    Name,
+    /// phylink's calls of `mac_ops->OP`: any MAC driver (asix's by name where no site can be
+    /// armed).
+    Callsite,
+}
+
 /// The module whose calls are traced.
 pub const MODULE: &str = "phylink";
 

@@ -27,7 +27,7 @@ use super::{
     error::Stage,
     kmsg::{Kmsg, KmsgScope},
     loader::{self, LoadOptions, explain_refusal},
-    mac_sites::{self, MacSites},
+    mac_sites::{self, MacChoice, MacSites},
     mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
     modules,
@@ -123,6 +123,8 @@ pub struct TracerOptions {
     pub mdio: MdioChoice,
     /// How to probe driver callbacks.
     pub callbacks: CallbackChoice,
+    /// How to probe the MAC side's link changes.
+    pub mac: MacChoice,
     /// Calls in flight each callback's return probe has room for (default: see
     /// [`super::driver_probes::default_max_active`]).
     pub max_active: Option<u32>,
@@ -437,7 +439,7 @@ impl Tracer {
         let built_in = prefetched.built_in.clone();
         tracer.arm_callbacks(finding, prefetched)?;
         tracer.arm_mac(&built_in, MAC_PROBES);
-        if tracer.options.callbacks == CallbackChoice::Symbol {
+        if tracer.options.mac == MacChoice::Name {
             tracer.arm_mac_by_name(&built_in);
         } else {
             tracer.mac_btf = Some(kernel_btf);
