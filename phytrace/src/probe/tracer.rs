@@ -469,8 +469,14 @@ impl Tracer {
                     for symbol in prefetched.live_callbacks {
                         *live.entry(symbol.module).or_default() += 1;
                     }
-                    // Every driver, loaded or not, is traced from its first callback on.
-                    for module in live.keys().chain(prefetched.files.keys()) {
+                    // Every driver, loaded or not, is traced from its first callback on; the
+                    // Rust ones are named (as the symbol probes would follow them).
+                    let rust_files = prefetched
+                        .files
+                        .iter()
+                        .filter(|(_, file)| file.as_ref().is_ok_and(|(_, s)| !s.is_empty()))
+                        .map(|(module, _)| module);
+                    for module in live.keys().chain(rust_files) {
                         self.set_arming(
                             module,
                             Guarantee::FirstCallback,
