@@ -8,9 +8,12 @@
 //! specs. The arm64 test then records the same scenario with the static `dist` binaries in an
 //! x86_64 and an arm64 guest and compares the captures on the host (`twin.rs`).
 
-use std::process::{Command, ExitCode};
+use std::{
+    process::{Command, ExitCode},
+    time::SystemTime,
+};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::{arch::Arch, kernel, modules, paths, run, setup, shellcheck, twin, vm};
 
@@ -51,6 +54,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
              boot it with `cargo xtask vm --kernel 7.3`"
         );
     }
+    let started = SystemTime::now();
     let mut outcomes = Vec::new();
     if !args.vm_only {
         // The host suites need the eBPF toolchain too (phytrace/build.rs builds the programs).
@@ -87,6 +91,13 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         }
         if x86 && kernel(vm::KernelChoice::Stock) {
             outcomes.push(check("stock kernel", stock_suite(args)));
+        }
+        if x86
+            && kernel(vm::KernelChoice::Ours)
+            && kernel(vm::KernelChoice::Stock)
+            && args.filter.is_none()
+        {
+            outcomes.push(check("kernel twin", kernel_twin(started)));
         }
         if (all || args.arches.contains(&Arch::Aarch64)) && args.filter.is_none() {
             outcomes.push(check("arm64 test", arm64_test(args)));
@@ -159,6 +170,36 @@ fn arm64_test(args: &TestArgs) -> Result<()> {
     eprintln!("arm64: {passed} passed, {} failed", 1 - passed);
     result?;
     run::done("arm64 test", started);
+    Ok(())
+}
+
+/// The cross-kernel twin: the dongle scenario the VM suite (`tests/vm/42-dongle-twin.sh`) and
+/// the stock stage (`tests/stock/51-dongle-record.sh`) recorded in this run, compared on the
+/// host (`twin::compare_kernels`).
+fn kernel_twin(started: SystemTime) -> Result<()> {
+    let step = run::step("kernel twin: the dongle scenario on ours (6.12) and Debian's 7.3");
+    let mut captures = Vec::new();
+    for (kernel, test) in [
+        ("ours", "tests/vm/42-dongle-twin.sh"),
+        ("stock", "tests/stock/51-dongle-record.sh"),
+    ] {
+        let capture = twin::dongle_capture(kernel);
+        let modified = std::fs::metadata(&capture)
+            .and_then(|meta| meta.modified())
+            .with_context(|| format!("{}: {test} left no capture", capture.display()))?;
+        anyhow::ensure!(
+            modified >= started,
+            "{}: not from this run ({test} did not record it)",
+            capture.display()
+        );
+        captures.push((kernel, capture));
+    }
+    twin::compare_kernels(
+        &paths::target().join("debug/phytrace"),
+        (captures[0].0, &captures[0].1),
+        (captures[1].0, &captures[1].1),
+    )?;
+    run::done("kernel twin", step);
     Ok(())
 }
 
