@@ -36,7 +36,7 @@ ip link set dev "$dev" up
 wait_mode "$dev" 100 full 30
 
 tui_start 120 30
-wait_for 30 tui_shows "$bus" || { tui_screen; fail "the TUI does not show the dongle's PHY $bus:10"; }
+wait_for 120 tui_shows "$bus" || { tui_screen; fail "the TUI does not show the dongle's PHY $bus:10"; }
 t0=${EPOCHREALTIME/./}
 dongle_ctl unplug >/dev/null
 wait_for 15 no_dongle_netdev || fail "the netdev is still there after the unplug"

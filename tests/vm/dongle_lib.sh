@@ -2,10 +2,11 @@
 # Helpers for the VM tests with the emulated AX88772A USB dongle (ax88772a-emulator, see
 # docs/dongle.md). Source after lib.sh. Runs in the guest as root.
 #
-# Environment: DONGLE_BIN (the emulator, default target/debug/ax88772a-emulator),
+# Environment: DONGLE_BIN (the emulator, default $PHYTRACE_TARGET/debug/ax88772a-emulator,
+# PHYTRACE_TARGET being cargo's target directory, which `cargo xtask vm` passes),
 # DONGLE_SOCK (its control socket). Modules come from the guest's module tree (/lib/modules).
 
-DONGLE_BIN=${DONGLE_BIN:-$PHYTRACE_ROOT/target/debug/ax88772a-emulator}
+DONGLE_BIN=${DONGLE_BIN:-${PHYTRACE_TARGET:-$PHYTRACE_ROOT/target}/debug/ax88772a-emulator}
 DONGLE_SOCK=${DONGLE_SOCK:-/run/ax88772a-emulator-$$.sock}
 DONGLE_EVENTS=$PHYTRACE_OUT/dongle-$$.events # the emulator's stdout: one JSON event a line
 DONGLE_LOG=$PHYTRACE_OUT/dongle-$$.log       # its stderr

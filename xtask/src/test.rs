@@ -29,7 +29,7 @@ pub struct TestArgs {
     /// (e.g. `kill9|churn`).
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
-    /// The VM tests of these architectures only (default: both): x86_64 is the VM suite,
+    /// The VM tests of these architectures only (default: both, or x86_64 with --kernel): x86_64 is the VM suite,
     /// aarch64 the arm64 test (the same scenario recorded in an arm64 and an x86_64 guest, with
     /// the static `dist` binaries; not run with --filter).
     #[arg(long = "arch", value_enum, value_name = "ARCH")]
@@ -99,7 +99,10 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         {
             outcomes.push(check("kernel twin", kernel_twin(started)));
         }
-        if (all || args.arches.contains(&Arch::Aarch64)) && args.filter.is_none() {
+        // `--kernel` alone picks x86_64 kernels: no arm64 test then.
+        if (args.arches.contains(&Arch::Aarch64) || (all && args.kernels.is_empty()))
+            && args.filter.is_none()
+        {
             outcomes.push(check("arm64 test", arm64_test(args)));
         }
     }
