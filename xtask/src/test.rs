@@ -3,9 +3,11 @@
 //!
 //! The VM suite boots the test kernel once and runs `tests/vm/run.sh`, which runs every
 //! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The stock
-//! kernel stage boots Debian's unmodified 7.3 (`stock.rs`) and runs `tests/stock/run.sh`: doctor
-//! and the dongle's plug-in recorded, checked against the kernel's own records and the shipped
-//! specs. The arm64 test then records the same scenario with the static `dist` binaries in an
+//! kernel stage boots Debian's unmodified 7.3 (`stock.rs`) and runs `tests/stock/run.sh`: doctor,
+//! the dongle scenario recorded and checked against the kernel's own records and the shipped
+//! specs, the dongle unplugged and plugged in again under `record` and the TUI. When both ran,
+//! the kernel twin compares the dongle scenario's captures of both kernels on the host
+//! (`twin::compare_kernels`). The arm64 test then records the same scenario with the static `dist` binaries in an
 //! x86_64 and an arm64 guest and compares the captures on the host (`twin.rs`).
 
 use std::{
