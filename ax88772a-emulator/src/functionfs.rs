@@ -328,7 +328,19 @@ fn stalled(result: io::Result<usize>) -> io::Result<()> {
 impl UsbBackend for FunctionFs {
     fn event_fetch(&self) -> io::Result<Event> {
         let mut raw = [0u8; EVENT_SIZE];
-        let n = self.ep0()?.read(&mut raw)?;
+        let n = loop {
+            match self.ep0()?.read(&mut raw) {
+                // f_fs.c: a SETUP still queued when another event came was cancelled (the
+                // kernel dropped it); the read says so once with EIDRM. Not a failure of the
+                // gadget: said, and the next event is read.
+                Err(e) if e.raw_os_error() == Some(libc::EIDRM) => {
+                    eprintln!(
+                        "ax88772a-emulator: FunctionFS cancelled a control request before it was read"
+                    );
+                }
+                other => break other?,
+            }
+        };
         if n != EVENT_SIZE {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

@@ -19,9 +19,8 @@ set -euo pipefail
 . "$(dirname "$0")/record_lib.sh"
 . "$(dirname "$0")/dongle_lib.sh"
 trap_cleanup
-sock=$PHYTRACE_OUT/tmux-dongle.sock
 dongle_record_cleanup() {
-    tmux -S "$sock" kill-server 2>/dev/null
+    tui_kill
     dongle_stop
     mdio_trace_remove
     dongle_modules_unload
@@ -29,18 +28,6 @@ dongle_record_cleanup() {
 cleanup_also dongle_record_cleanup
 [[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
 ping_ok() { busybox ping -c 2 -W 2 192.168.77.2 >/dev/null 2>&1; }
-# usb_json CAPTURE: the capture's events of the dongle's PHY, as JSON lines.
-usb_json() { jq -c 'select(.phy.bus // "" | startswith("usb-"))' "$1.json"; }
-# mac_modes CAPTURE: the distinct speed/duplex/pause of the dongle's mac_link_up events.
-mac_modes() {
-    usb_json "$1" | jq -r 'select(.kind == "mac" and .change.op == "link_up") | .change |
-        "\(.speed)/\(.duplex)/tx_pause=\(.tx_pause)/rx_pause=\(.rx_pause)"' | sort -u | tr '\n' ' '
-}
-mac_story() {
-    usb_json "$1" | jq -r 'select(.kind == "mac" and .change.op != "resolve") | .change |
-        if .op == "carrier" then (if .up then "carrier_on" else "carrier_off" end) else .op end' |
-        uniq | tr '\n' ' '
-}
 
 declare -A STORY FLAP
 for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
@@ -83,13 +70,8 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     ip link set dev "$dev" up
     wait_mode "$dev" 100 full 30
     expect_eq "mdio-timeout: the read fails with ETIMEDOUT" "errno 110" "$(dongle_inject_mii "$dev" read 2 mdio-timeout 1)"
-    rm -f "$PHYTRACE_OUT/tui-dongle-exit"
-    tmux -S "$sock" new-session -d -x 120 -y 30 "$PHYTRACE_BIN tui; echo \$? >$PHYTRACE_OUT/tui-dongle-exit"
-    screen() { tmux -S "$sock" capture-pane -p; }
-    # tui_shows BUS: a row for the PHY at BUS:10 with the AX88772A's PHY ID.
-    tui_shows() { screen | grep -q -- "$1:10 .*003b1861"; }
-    tui_running() { [[ ! -e $PHYTRACE_OUT/tui-dongle-exit ]] && tmux -S "$sock" has-session 2>/dev/null; }
-    wait_for 30 tui_shows "$bus" || { screen; fail "the TUI does not show the dongle's PHY $bus:10"; }
+    tui_start 120 30
+    wait_for 30 tui_shows "$bus" || { tui_screen; fail "the TUI does not show the dongle's PHY $bus:10"; }
     unplug_mark="phytrace-test: unplug $CUR_DRIVER $$ $RANDOM"
     echo "$unplug_mark" >/dev/kmsg
     unplug_unix=$(date +%s%N)
@@ -97,7 +79,7 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     wait_for 15 no_dongle_netdev || fail "the netdev is still there after unplug"
     wait_for 5 eval '! has_dongle_phy' || fail "PHY $bus:10 still on the MDIO bus after unplug"
     tui_running || fail "the TUI ended when the dongle was unplugged"
-    tui_shows "$bus" || { screen; fail "the TUI lost the unplugged PHY $bus:10"; }
+    tui_shows "$bus" || { tui_screen; fail "the TUI lost the unplugged PHY $bus:10"; }
     ok "the TUI runs on after the unplug and still shows $bus:10"
     plug_unix=$(date +%s%N)
     dongle_ctl plug >/dev/null
@@ -108,14 +90,11 @@ for CUR_DRIVER in ${DONGLE_DRIVERS:-$PHYTRACE_DRIVERS}; do
     [[ $bus2 != "$bus" ]] || fail "the replugged dongle's MDIO bus has the old name $bus (a new USB device number expected)"
     ip link set dev "$dev" up
     wait_mode "$dev" 100 full 30
-    wait_for 10 tui_shows "$bus2" || { screen; fail "the TUI does not show the replugged PHY $bus2:10"; }
+    wait_for 10 tui_shows "$bus2" || { tui_screen; fail "the TUI does not show the replugged PHY $bus2:10"; }
     tui_running || fail "the TUI ended after the replug"
     ok "the TUI shows the replugged PHY as $bus2:10"
-    screen
-    tmux -S "$sock" send-keys q
-    wait_for 10 test -s "$PHYTRACE_OUT/tui-dongle-exit" || fail "the TUI did not quit"
-    expect_eq "the TUI ran through unplug and replug" 0 "$(<"$PHYTRACE_OUT/tui-dongle-exit")"
-    rm -f "$PHYTRACE_OUT/tui-dongle-exit"
+    tui_screen
+    tui_quit
     ip link set dev "$dev" down
     expect_eq "requests the emulator did not know (probe, open, rx-mode, ping, cable, timeout, replug)" 0 \
         "$(dongle_status '["unknown"]')"

@@ -2,10 +2,11 @@
 # Helpers for the VM tests with the emulated AX88772A USB dongle (ax88772a-emulator, see
 # docs/dongle.md). Source after lib.sh. Runs in the guest as root.
 #
-# Environment: DONGLE_BIN (the emulator, default target/debug/ax88772a-emulator),
+# Environment: DONGLE_BIN (the emulator, default $PHYTRACE_TARGET/debug/ax88772a-emulator,
+# PHYTRACE_TARGET being cargo's target directory, which `cargo xtask vm` passes),
 # DONGLE_SOCK (its control socket). Modules come from the guest's module tree (/lib/modules).
 
-DONGLE_BIN=${DONGLE_BIN:-$PHYTRACE_ROOT/target/debug/ax88772a-emulator}
+DONGLE_BIN=${DONGLE_BIN:-${PHYTRACE_TARGET:-$PHYTRACE_ROOT/target}/debug/ax88772a-emulator}
 DONGLE_SOCK=${DONGLE_SOCK:-/run/ax88772a-emulator-$$.sock}
 DONGLE_EVENTS=$PHYTRACE_OUT/dongle-$$.events # the emulator's stdout: one JSON event a line
 DONGLE_LOG=$PHYTRACE_OUT/dongle-$$.log       # its stderr
@@ -297,4 +298,179 @@ dump_state() {
     tail -20 "$DONGLE_LOG" 2>/dev/null || true
     echo "--- dmesg (since the last mark)"
     dmesg_since_mark | tail -40 || true
+}
+
+# --- the dongle's events in a capture (CAPTURE.json: `phytrace dump --format json`) ---
+
+# usb_json CAPTURE: the capture's events of the dongle's PHYs (bus usb-*), as JSON lines.
+usb_json() { jq -c 'select(.phy.bus // "" | startswith("usb-"))' "$1.json"; }
+
+# mac_modes CAPTURE: the distinct speed/duplex/pause of the dongle's mac_link_up events.
+mac_modes() {
+    usb_json "$1" | jq -r 'select(.kind == "mac" and .change.op == "link_up") | .change |
+        "\(.speed)/\(.duplex)/tx_pause=\(.tx_pause)/rx_pause=\(.rx_pause)"' | sort -u | tr '\n' ' '
+}
+
+# mac_story CAPTURE: the dongle's MAC side in order (phylink_resolve left out), repeats merged.
+mac_story() {
+    usb_json "$1" | jq -r 'select(.kind == "mac" and .change.op != "resolve") | .change |
+        if .op == "carrier" then (if .up then "carrier_on" else "carrier_off" end) else .op end' |
+        uniq | tr '\n' ' '
+}
+
+# capture_mdio_counts CAPTURE BUS: "REG reads writes" lines (decimal, sorted) of the successful
+# MDIO accesses of BUS:10 in the capture, in mdio_trace_counts' format.
+capture_mdio_counts() {
+    jq -r --arg bus "$2" 'select(.kind == "mdio" and .error == null and .phy.bus == $bus and .phy.addr == 16) |
+        "\(.reg) \(.op)"' "$1.json" |
+        awk '{ n[$1] += 0; if ($2 == "read") r[$1]++; else w[$1]++ }
+             END { for (k in n) print k, r[k] + 0, w[k] + 0 }' | sort -n
+}
+
+# scoped_spec SPEC BUS OUT: the shipped specs/SPEC.spec with every rule scoped to the PHY
+# BUS:10, written to OUT. phylink_resolve and carrier events recorded before phylink has a PHY
+# (`phy: null`) would otherwise make a PHY of their own in `check`, on which "up, down and up
+# again" fails (seen on Debian's 7.3, depending on timing).
+scoped_spec() {
+    sed -E "s/^(rule \"[^\"]*\"):/\1 for phy \"$2:10\":/" "$PHYTRACE_ROOT/specs/$1.spec" >"$3"
+}
+
+# --- phytrace's TUI in tmux, beside a dongle test ---
+
+TUI_SOCK=$PHYTRACE_OUT/tmux-tui-$$.sock
+TUI_EXIT=$PHYTRACE_OUT/tui-exit-$$
+
+# tui_start COLUMNS ROWS: `phytrace tui` in a detached tmux session of that size; its exit
+# status goes to $TUI_EXIT.
+tui_start() {
+    rm -f "$TUI_EXIT"
+    tmux -S "$TUI_SOCK" new-session -d -x "$1" -y "$2" "$PHYTRACE_BIN tui; echo \$? >$TUI_EXIT"
+}
+tui_screen() { tmux -S "$TUI_SOCK" capture-pane -p; }
+# tui_shows BUS: a row for the PHY at BUS:10 with the AX88772A's PHY ID.
+tui_shows() { tui_screen | grep -q -- "$1:10 .*003b1861"; }
+tui_running() { [[ ! -e $TUI_EXIT ]] && tmux -S "$TUI_SOCK" has-session 2>/dev/null; }
+# tui_quit: `q`; the TUI must end with status 0 within 10 s.
+tui_quit() {
+    tmux -S "$TUI_SOCK" send-keys q
+    wait_for 10 test -s "$TUI_EXIT" || fail "the TUI did not quit"
+    expect_eq "the TUI's exit status" 0 "$(<"$TUI_EXIT")"
+    rm -f "$TUI_EXIT"
+}
+tui_kill() { tmux -S "$TUI_SOCK" kill-server 2>/dev/null || true; }
+
+# --- the dongle scenario every kernel records (the cross-kernel twin: xtask/src/twin.rs) ---
+
+# dongle_scenario CAPTURE [RECORD ARGS...]: with the dongle's modules loaded (dongle_modules_load
+# rust), `phytrace record` from before the plug-in (the PHY driver loads by alias at plug-in)
+# through link up at 100/full with a partner with pause, a cable flap, a new partner with
+# 10/full only (the link drops and renegotiates to 10/full without pause) and link down. What
+# the kernel and the emulator say of the same run is kept beside the capture: CAPTURE.tracepoint
+# and CAPTURE.emulator (MDIO of the dongle's PHY per register: the kernel's mdio:mdio_access and
+# the emulator's counters), CAPTURE.sysfs (the netdev's carrier_up_count and
+# carrier_down_count, then its speed and duplex after each step); CAPTURE.json is the decoded
+# capture. Sets DONGLE_BUS and DONGLE_DEV; the emulator still runs (dongle_stop).
+dongle_scenario() {
+    local cap=$1 t0 t1 t2 modes
+    shift
+    mdio_trace_start
+    start_record "$cap" "$@"
+    t0=${EPOCHREALTIME/./}
+    dongle_start --an-delay-ms 100 --partner all,pause
+    wait_dongle_netdev 30
+    t1=${EPOCHREALTIME/./}
+    DONGLE_DEV=$(dongle_netdev)
+    wait_for 10 has_dongle_phy || fail "no PHY on the dongle's MDIO bus"
+    DONGLE_BUS=$(dongle_mdio_bus)
+    ip link set dev "$DONGLE_DEV" up
+    wait_mode "$DONGLE_DEV" 100 full 30
+    t2=${EPOCHREALTIME/./}
+    ok "plug-in to netdev $(((t1 - t0) / 1000)) ms, link up $(((t2 - t1) / 1000)) ms later"
+    result "\"plug_to_netdev_ms\":$(((t1 - t0) / 1000)),\"up_to_link_ms\":$(((t2 - t1) / 1000))"
+    modes="$(speed "$DONGLE_DEV")/$(duplex "$DONGLE_DEV")"
+    dongle_ctl cable out >/dev/null
+    wait_carrier "$DONGLE_DEV" 0
+    dongle_ctl cable in >/dev/null
+    wait_mode "$DONGLE_DEV" 100 full 30
+    modes+=" $(speed "$DONGLE_DEV")/$(duplex "$DONGLE_DEV")"
+    dongle_ctl partner 10full >/dev/null
+    wait_mode "$DONGLE_DEV" 10 full 30
+    modes+=" $(speed "$DONGLE_DEV")/$(duplex "$DONGLE_DEV")"
+    # Synchronous: phylib's polling has stopped when it returns.
+    ip link set dev "$DONGLE_DEV" down
+    echo "$(netfile "$DONGLE_DEV" carrier_up_count) $(netfile "$DONGLE_DEV" carrier_down_count) $modes" >"$cap.sysfs"
+    dongle_mdio_counts 0x10 | sort -n >"$cap.emulator"
+    stop_record "$cap"
+    mdio_trace_stop
+    mdio_trace_counts "$DONGLE_BUS" 0x10 | sort -n >"$cap.tracepoint"
+    events_json "$cap"
+}
+
+# dongle_scenario_check CAPTURE: what must hold of dongle_scenario's capture on every kernel.
+# MDIO: the capture's accesses of the dongle's PHY equal, register by register, the kernel's
+# mdio:mdio_access and the emulator's counters. Carrier: the capture's netif_carrier_on/off
+# calls on the netdev, repeats merged, are as many changes as the kernel counted (a driver may
+# call them more than once per change: said, not hidden). The MAC side follows the link
+# (link_up, carrier_on, link_down, carrier_off) at the modes sysfs showed, and so does the PHY's
+# read_status where callbacks were traced; the dongle's first callback is the probe-time
+# soft_reset; the shipped specs hold on its PHY.
+dongle_scenario_check() {
+    local cap=$1 bus=$DONGLE_BUS dev=$DONGLE_DEV
+    [[ -s $cap.emulator ]] || fail "the emulator counted no MDIO access"
+    expect_eq "MDIO per register (reg reads writes): mdio:mdio_access vs the emulator" \
+        "$(<"$cap.emulator")" "$(<"$cap.tracepoint")"
+    expect_eq "MDIO per register (reg reads writes): phytrace vs mdio:mdio_access" \
+        "$(<"$cap.tracepoint")" "$(capture_mdio_counts "$cap" "$bus")"
+    result "\"mdio_accesses\":$(awk '{ s += $2 + $3 } END { print s }' "$cap.tracepoint")"
+
+    local ups downs modes calls changes
+    read -r ups downs modes <"$cap.sysfs"
+    expect_eq "the link's modes in sysfs (up, after the flap, after the partner change)" \
+        "100/full 100/full 10/full" "$modes"
+    # The kernel counts a call that flips the carrier, once the netdev is registered: a new
+    # netdev has carrier, calls before registration (its name still a pattern, usb%d) flip it
+    # uncounted, a call that leaves it as it was counts nothing. The capture's calls replayed so
+    # must give the kernel's counts.
+    calls=$(jq -r --arg dev "$dev" 'select(.kind == "mac" and .change.op == "carrier" and
+        (.change.netdev == $dev or (.change.netdev | contains("%")))) |
+        "\(.change.netdev) \(if .change.up then "on" else "off" end)"' "$cap.json")
+    changes=$(awk -v dev="$dev" 'BEGIN { state = "on"; n["on"] = 0; n["off"] = 0 }
+        $2 != state { state = $2; if ($1 == dev) n[state]++ } END { print n["on"], n["off"] }' <<<"$calls")
+    expect_eq "carrier changes (up down): the capture's netif_carrier_on/off calls replayed vs the kernel's carrier_up_count/carrier_down_count" \
+        "$ups $downs" "$changes"
+    calls=$(grep -c " " <<<"$calls" || true)
+    log "carrier: $calls netif_carrier_on/off calls for $((ups + downs)) changes"
+    result "\"carrier_calls\":$calls,\"carrier_changes\":$((ups + downs))"
+
+    local story
+    story=$(mac_story "$cap")
+    log "MAC side: $story"
+    for step in link_up carrier_on link_down carrier_off; do
+        [[ " $story" == *" $step "* ]] || fail "no $step of the dongle's MAC in the capture: $story"
+    done
+    expect_eq "mac_link_up's modes (partner all,pause, then 10full)" \
+        "10/full/tx_pause=false/rx_pause=false 100/full/tx_pause=true/rx_pause=true " "$(mac_modes "$cap")"
+    expect_eq "the last mac_link_up" "10/full" "$(usb_json "$cap" |
+        jq -r 'select(.kind == "mac" and .change.op == "link_up") | "\(.change.speed)/\(.change.duplex)"' | tail -n 1)"
+
+    local callbacks specs=(dongle)
+    callbacks=$(usb_json "$cap" | jq -r 'select(.kind == "callback_enter") | .callback.name' | wc -l)
+    if ((callbacks == 0)); then
+        echo "SKIP: callbacks: record traced none on this kernel ($(jq -r '.callback_probes // "?"' "$cap.status" | head -n 1) probes)"
+    else
+        expect_eq "the dongle's first callback" soft_reset \
+            "$(usb_json "$cap" | jq -r 'select(.kind == "callback_enter") | .callback.name' | head -n 1)"
+        # From the first link up (before it, how many polls see the link down depends on timing).
+        expect_eq "the link read_status reported, in order (repeats merged)" "100/full down 100/full down 10/full" \
+            "$(usb_json "$cap" | jq -r 'select(.kind == "callback_exit" and .callback.name == "read_status") |
+                if .link.up then "\(.link.speed)/\(.link.duplex)" else "down" end' |
+                uniq | sed '1{/^down$/d}' | paste -sd ' ')"
+        ok "$callbacks callbacks of the dongle's PHY recorded"
+        specs+=(ax88796b)
+    fi
+    for spec in "${specs[@]}"; do
+        scoped_spec "$spec" "$bus" "$cap.$spec.spec"
+        "$PHYTRACE_BIN" check --spec "$cap.$spec.spec" "$cap" || fail "specs/$spec.spec fails on the dongle's PHY"
+        ok "specs/$spec.spec holds on $bus:10"
+    done
 }

@@ -3,14 +3,19 @@
 //!
 //! The VM suite boots the test kernel once and runs `tests/vm/run.sh`, which runs every
 //! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The stock
-//! kernel stage boots Debian's unmodified 7.3 (`stock.rs`) and runs `tests/stock/run.sh`: doctor
-//! and the dongle's plug-in recorded, checked against the kernel's own records and the shipped
-//! specs. The arm64 test then records the same scenario with the static `dist` binaries in an
+//! kernel stage boots Debian's unmodified 7.3 (`stock.rs`) and runs `tests/stock/run.sh`: doctor,
+//! the dongle scenario recorded and checked against the kernel's own records and the shipped
+//! specs, the dongle unplugged and plugged in again under `record` and the TUI. When both ran,
+//! the kernel twin compares the dongle scenario's captures of both kernels on the host
+//! (`twin::compare_kernels`). The arm64 test then records the same scenario with the static `dist` binaries in an
 //! x86_64 and an arm64 guest and compares the captures on the host (`twin.rs`).
 
-use std::process::{Command, ExitCode};
+use std::{
+    process::{Command, ExitCode},
+    time::SystemTime,
+};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::{arch::Arch, kernel, modules, paths, run, setup, shellcheck, twin, vm};
 
@@ -26,7 +31,7 @@ pub struct TestArgs {
     /// (e.g. `kill9|churn`).
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
-    /// The VM tests of these architectures only (default: both): x86_64 is the VM suite,
+    /// The VM tests of these architectures only (default: both, or x86_64 with --kernel): x86_64 is the VM suite,
     /// aarch64 the arm64 test (the same scenario recorded in an arm64 and an x86_64 guest, with
     /// the static `dist` binaries; not run with --filter).
     #[arg(long = "arch", value_enum, value_name = "ARCH")]
@@ -51,6 +56,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
              boot it with `cargo xtask vm --kernel 7.3`"
         );
     }
+    let started = SystemTime::now();
     let mut outcomes = Vec::new();
     if !args.vm_only {
         // The host suites need the eBPF toolchain too (phytrace/build.rs builds the programs).
@@ -88,7 +94,16 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         if x86 && kernel(vm::KernelChoice::Stock) {
             outcomes.push(check("stock kernel", stock_suite(args)));
         }
-        if (all || args.arches.contains(&Arch::Aarch64)) && args.filter.is_none() {
+        if x86 && kernel(vm::KernelChoice::Ours) && kernel(vm::KernelChoice::Stock) {
+            outcomes.push(check(
+                "kernel twin",
+                kernel_twin(started, args.filter.is_some()),
+            ));
+        }
+        // `--kernel` alone picks x86_64 kernels: no arm64 test then.
+        if (args.arches.contains(&Arch::Aarch64) || (all && args.kernels.is_empty()))
+            && args.filter.is_none()
+        {
             outcomes.push(check("arm64 test", arm64_test(args)));
         }
     }
@@ -159,6 +174,40 @@ fn arm64_test(args: &TestArgs) -> Result<()> {
     eprintln!("arm64: {passed} passed, {} failed", 1 - passed);
     result?;
     run::done("arm64 test", started);
+    Ok(())
+}
+
+/// The cross-kernel twin: the dongle scenario the VM suite (`tests/vm/42-dongle-twin.sh`) and
+/// the stock stage (`tests/stock/51-dongle-record.sh`) recorded in this run, compared on the
+/// host (`twin::compare_kernels`). With `--filter`, only if it let both tests run.
+fn kernel_twin(started: SystemTime, filtered: bool) -> Result<()> {
+    let step = run::step("kernel twin: the dongle scenario on ours (6.12) and Debian's 7.3");
+    let mut captures = Vec::new();
+    for (kernel, test) in [
+        ("ours", "tests/vm/42-dongle-twin.sh"),
+        ("stock", "tests/stock/51-dongle-record.sh"),
+    ] {
+        let capture = twin::dongle_capture(kernel);
+        let modified = std::fs::metadata(&capture).and_then(|meta| meta.modified());
+        if filtered && !modified.as_ref().is_ok_and(|time| *time >= started) {
+            eprintln!("    skipped: --filter left out {test}");
+            return Ok(());
+        }
+        let modified =
+            modified.with_context(|| format!("{}: {test} left no capture", capture.display()))?;
+        anyhow::ensure!(
+            modified >= started,
+            "{}: not from this run ({test} did not record it)",
+            capture.display()
+        );
+        captures.push((kernel, capture));
+    }
+    twin::compare_kernels(
+        &paths::target().join("debug/phytrace"),
+        (captures[0].0, &captures[0].1),
+        (captures[1].0, &captures[1].1),
+    )?;
+    run::done("kernel twin", step);
     Ok(())
 }
 

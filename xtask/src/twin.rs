@@ -11,7 +11,7 @@
 //! their return values, the kernel's own kprobe events on the driver's callbacks of that run.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
     process::Command,
 };
@@ -116,42 +116,7 @@ fn compare_call_sites(phytrace: &Path, arch: Arch) -> Result<()> {
 /// `check`, `dump` and `diff` of the two captures agree.
 pub fn compare(phytrace: &Path, a: &Path, b: &Path) -> Result<()> {
     let spec = paths::workspace().join(SPEC);
-    let verdicts = |capture: &Path| -> Result<Vec<String>> {
-        let out = Command::new(phytrace)
-            .arg("check")
-            .arg("--spec")
-            .arg(&spec)
-            .arg(capture)
-            .output()
-            .context("running phytrace check")?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let lines = verdict_lines(&text);
-        ensure!(
-            !lines.is_empty(),
-            "phytrace check printed no verdicts for {}: {}",
-            capture.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        Ok(lines)
-    };
-    let (check_a, check_b) = (verdicts(a)?, verdicts(b)?);
-    if check_a != check_b {
-        bail!(
-            "phytrace check disagrees:\n  {}:\n    {}\n  {}:\n    {}",
-            a.display(),
-            check_a.join("\n    "),
-            b.display(),
-            check_b.join("\n    ")
-        );
-    }
-    ensure!(
-        check_a.iter().any(|line| line.starts_with("ok ")),
-        "phytrace check: no rule holds on the captures"
-    );
-    eprintln!("    check: the same {} verdicts on both", check_a.len());
-    for line in &check_a {
-        eprintln!("      {line}");
-    }
+    same_verdicts(phytrace, (a, &spec), (b, &spec))?;
 
     let story = |capture: &Path| -> Result<Story> {
         let json = run::output(
@@ -159,7 +124,7 @@ pub fn compare(phytrace: &Path, a: &Path, b: &Path) -> Result<()> {
                 .args(["dump", "--format", "json"])
                 .arg(capture),
         )?;
-        let story = story(&json)?;
+        let story = story(&json, Twins::Arches)?;
         if let Some((op, reg, callback)) = story.unattributed().next() {
             bail!(
                 "phytrace dump: {}: no MDIO {op} of reg={reg} attributed to {callback} (MDIO attribution is empty)",
@@ -220,6 +185,253 @@ pub fn compare(phytrace: &Path, a: &Path, b: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The dongle scenario every kernel records (`dongle_scenario` in `tests/vm/dongle_lib.sh`):
+/// the capture a guest of `kernel` (`ours`, `stock`) leaves, beside the specs it scoped to the
+/// dongle's PHY (`CAPTURE.SPEC.spec`).
+pub fn dongle_capture(kernel: &str) -> PathBuf {
+    paths::vm_out().join(format!("twin-dongle-{kernel}.ptrace"))
+}
+
+/// The specs the dongle twin is checked against (each guest scopes them to its dongle's PHY).
+const DONGLE_SPECS: [&str; 2] = ["ax88796b", "dongle"];
+
+/// The cross-kernel twin: the dongle scenario recorded on two kernels (`(name, capture)`),
+/// compared as the arm64 test compares its guests. Equal, or an error: the verdicts of the
+/// shipped specs rule by rule; the first callback; each PHY's callbacks with their return
+/// values and the MDIO accesses (op, register) made inside each; the links `read_status`
+/// reported from the first link up; the MAC side's changes as the kernel counts them
+/// ([`carrier_changes`]). Said, not compared: the MAC side's calls where they differ (7.3's
+/// asix and phylink both call `netif_carrier_on/off`: two calls per change), the callbacks and
+/// MDIO writes in order where they differ (phylib's own accesses, how often the driver
+/// re-initialises the PHY on NOLINK, which depends on what each poll saw), and the counts that
+/// depend on the guest's speed (MDIO reads per register, polls).
+pub fn compare_kernels(phytrace: &Path, a: (&str, &Path), b: (&str, &Path)) -> Result<()> {
+    let with =
+        |capture: &Path, suffix: &str| PathBuf::from(format!("{}{suffix}", capture.display()));
+    for spec in DONGLE_SPECS {
+        let suffix = format!(".{spec}.spec");
+        same_verdicts(
+            phytrace,
+            (a.1, &with(a.1, &suffix)),
+            (b.1, &with(b.1, &suffix)),
+        )?;
+    }
+    let story = |(name, capture): (&str, &Path)| -> Result<Story> {
+        let json = run::output(
+            Command::new(phytrace)
+                .args(["dump", "--format", "json"])
+                .arg(capture),
+        )?;
+        let story = story(&json, Twins::Kernels)?;
+        if let Some((op, reg, callback)) = story.unattributed().next() {
+            bail!(
+                "{name}: no MDIO {op} of reg={reg} attributed to {callback} in {}",
+                capture.display()
+            );
+        }
+        Ok(story)
+    };
+    let (sa, sb) = (story(a)?, story(b)?);
+    let changes = |mac: &[String]| carrier_changes(mac);
+    let first = |story: &Story| {
+        let first = story.lines.iter().find(|line| line.contains(" enter "));
+        first.cloned().into_iter().collect::<Vec<_>>()
+    };
+    for (what, la, lb) in [
+        ("the first callback", first(&sa), first(&sb)),
+        (
+            "callbacks with their return values, MDIO accesses inside them",
+            sa.calls.iter().cloned().collect(),
+            sb.calls.iter().cloned().collect(),
+        ),
+        (
+            "links read_status reported",
+            sa.links.clone(),
+            sb.links.clone(),
+        ),
+        (
+            "MAC side (carrier calls that change nothing left out)",
+            changes(&sa.mac),
+            changes(&sb.mac),
+        ),
+    ] {
+        if let Some(at) = (0..la.len().max(lb.len())).find(|&i| la.get(i) != lb.get(i)) {
+            bail!(
+                "{what}: the kernels differ at line {at}:\n  {}: {}\n  {}: {}",
+                a.0,
+                la.get(at).map_or("(end)", String::as_str),
+                b.0,
+                lb.get(at).map_or("(end)", String::as_str)
+            );
+        }
+        eprintln!(
+            "    {what}: the same {} lines on {} and {}",
+            la.len(),
+            a.0,
+            b.0
+        );
+        for line in &la {
+            eprintln!("      {line}");
+        }
+    }
+    ensure!(
+        sa.calls
+            .iter()
+            .any(|line| line.contains(" soft_reset returns ")),
+        "the dongle twin has no soft_reset: callbacks were not traced"
+    );
+    eprintln!(
+        "    differences between {} and {} (said, not compared):",
+        a.0, b.0
+    );
+    let carrier = |mac: &[String]| {
+        let calls = mac.iter().filter(|op| op.contains(" carrier_")).count();
+        let changes = carrier_changes(mac)
+            .iter()
+            .filter(|op| op.contains(" carrier_"))
+            .count();
+        format!("{calls} netif_carrier_on/off calls for {changes} carrier changes")
+    };
+    eprintln!(
+        "      {}: {}; {}: {}",
+        a.0,
+        carrier(&sa.mac),
+        b.0,
+        carrier(&sb.mac)
+    );
+    if sa.mac != sb.mac {
+        eprintln!("      MAC side, {}: {}", a.0, sa.mac.join(", "));
+        eprintln!("      MAC side, {}: {}", b.0, sb.mac.join(", "));
+    }
+    let changed = changed_lines(&sa.lines, &sb.lines);
+    if !changed.is_empty() {
+        eprintln!(
+            "      callbacks and MDIO writes in order (polls and reads left out), - {} + {}:",
+            a.0, b.0
+        );
+        for line in changed {
+            eprintln!("        {line}");
+        }
+    }
+    let keys: BTreeSet<&String> = sa.counts.keys().chain(sb.counts.keys()).collect();
+    let counted: Vec<String> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let (na, nb) = (
+                sa.counts.get(key).copied().unwrap_or(0),
+                sb.counts.get(key).copied().unwrap_or(0),
+            );
+            (na != nb).then(|| format!("{key} {na}/{nb}"))
+        })
+        .collect();
+    if !counted.is_empty() {
+        eprintln!(
+            "      counts that depend on the guest's speed ({}/{}): {}",
+            a.0,
+            b.0,
+            counted.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The MAC side's calls (`PHY op`) without the carrier calls that change nothing, as the
+/// kernel counts them: a new netdev has carrier, and `netif_carrier_on/off` change it only
+/// when it is not so already.
+fn carrier_changes(mac: &[String]) -> Vec<String> {
+    let mut carrier = "carrier_on";
+    mac.iter()
+        .filter(|line| match line.rsplit(' ').next() {
+            Some(op @ ("carrier_on" | "carrier_off")) => {
+                let flips = op != carrier;
+                carrier = if op == "carrier_on" {
+                    "carrier_on"
+                } else {
+                    "carrier_off"
+                };
+                flips
+            }
+            _ => true,
+        })
+        .cloned()
+        .collect()
+}
+
+/// The lines only one of `a` and `b` has, in order, `- ` for `a`'s and `+ ` for `b`'s, around
+/// a longest common subsequence (the captures are short: a table of lengths will do).
+fn changed_lines(a: &[String], b: &[String]) -> Vec<String> {
+    let mut common = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            common[i][j] = if a[i] == b[j] {
+                common[i + 1][j + 1] + 1
+            } else {
+                common[i + 1][j].max(common[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            i += 1;
+            j += 1;
+        } else if j == b.len() || (i < a.len() && common[i + 1][j] >= common[i][j + 1]) {
+            out.push(format!("- {}", a[i]));
+            i += 1;
+        } else {
+            out.push(format!("+ {}", b[j]));
+            j += 1;
+        }
+    }
+    out
+}
+
+/// `phytrace check` of each capture against its spec (`(capture, spec)`) gives the same
+/// verdicts, rule by rule, and at least one rule holds.
+fn same_verdicts(phytrace: &Path, a: (&Path, &Path), b: (&Path, &Path)) -> Result<Vec<String>> {
+    let verdicts = |(capture, spec): (&Path, &Path)| -> Result<Vec<String>> {
+        let out = Command::new(phytrace)
+            .arg("check")
+            .arg("--spec")
+            .arg(spec)
+            .arg(capture)
+            .output()
+            .context("running phytrace check")?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines = verdict_lines(&text);
+        ensure!(
+            !lines.is_empty(),
+            "phytrace check printed no verdicts for {}: {}",
+            capture.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        Ok(lines)
+    };
+    let (check_a, check_b) = (verdicts(a)?, verdicts(b)?);
+    if check_a != check_b {
+        bail!(
+            "phytrace check disagrees:\n  {}:\n    {}\n  {}:\n    {}",
+            a.0.display(),
+            check_a.join("\n    "),
+            b.0.display(),
+            check_b.join("\n    ")
+        );
+    }
+    ensure!(
+        check_a.iter().any(|line| line.starts_with("ok ")),
+        "phytrace check: no rule holds on the captures"
+    );
+    eprintln!(
+        "    check ({}): the same {} verdicts on both",
+        a.1.file_name().unwrap_or_default().to_string_lossy(),
+        check_a.len()
+    );
+    for line in &check_a {
+        eprintln!("      {line}");
+    }
+    Ok(check_a)
+}
+
 /// The verdict lines of `phytrace check` (`  ok    RULE  on N PHYs`, `  FAIL  …`).
 fn verdict_lines(text: &str) -> Vec<String> {
     text.lines()
@@ -252,6 +464,29 @@ struct Story {
     lines: Vec<String>,
     /// The MDIO accesses attributed to a callback, as (op, register, callback).
     attributed: BTreeSet<(String, String, String)>,
+    /// Of [`Twins::Kernels`]: the MAC side's calls in order (`PHY op`, phylink_resolve left
+    /// out; the arches' twin has them among `lines`).
+    mac: Vec<String>,
+    /// The link each `read_status` reported (`PHY speed/duplex` or `PHY down`), from the PHY's
+    /// first link up, repeats merged.
+    links: Vec<String>,
+    /// MDIO reads per PHY and register, and `read_status` polls per PHY: how many depends on
+    /// the guest's speed.
+    counts: BTreeMap<String, usize>,
+    /// What each PHY's callbacks did, without order or number: every callback that returned,
+    /// with its return value, and every MDIO access made inside one, as `PHY op reg=R in CB`.
+    calls: BTreeSet<String>,
+}
+
+/// What may differ between the two guests of a twin.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Twins {
+    /// One kernel built for two architectures (the arm64 test): timing only.
+    Arches,
+    /// Two kernels (ours and Debian's 7.3) running the dongle: also the MDIO buses' names (the
+    /// USB device numbers count what was plugged in before) and the MAC side's calls, which
+    /// are kept apart ([`Story::mac`]: 7.3 calls `netif_carrier_on/off` twice per change).
+    Kernels,
 }
 
 impl Story {
@@ -269,27 +504,63 @@ impl Story {
 /// guest's speed: timestamps, latencies, CPU and thread, MDIO reads and `read_status` polls.
 /// The reads are summed up at the end as which callback read which register of which PHY
 /// (their attribution), without their number.
-fn story(json: &str) -> Result<Story> {
+fn story(json: &str, twins: Twins) -> Result<Story> {
     let mut lines = Vec::new();
     let mut reads = BTreeSet::new();
     let mut attributed = BTreeSet::new();
+    let (mut mac, mut links) = (Vec::new(), Vec::<String>::new());
+    let mut counts = BTreeMap::new();
+    let mut buses = Vec::<String>::new();
+    let mut calls = BTreeSet::new();
     for (n, line) in json.lines().enumerate() {
         let event: Value = serde_json::from_str(line)
             .with_context(|| format!("line {} of phytrace dump --format json", n + 1))?;
         let kind = field(&event, "kind");
         let caller = field(&event, "caller.name");
         if kind == "mdio" && caller != "-" {
-            attributed.insert((field(&event, "op"), field(&event, "reg"), caller));
+            attributed.insert((field(&event, "op"), field(&event, "reg"), caller.clone()));
+        }
+        let mut bus = field(&event, "phy.bus");
+        if twins == Twins::Kernels && bus != "-" {
+            // Named by order of appearance: the first bus seen is bus1.
+            let at = buses.iter().position(|b| *b == bus).unwrap_or_else(|| {
+                buses.push(bus.clone());
+                buses.len() - 1
+            });
+            bus = format!("bus{}", at + 1);
         }
         let phy = format!(
-            "{}:{} {} {}",
-            field(&event, "phy.bus"),
+            "{bus}:{} {} {}",
             field(&event, "phy.addr"),
             field(&event, "phy.phy_id"),
             field(&event, "phy.driver")
         );
+        match kind.as_str() {
+            "mdio" if caller != "-" => {
+                calls.insert(format!(
+                    "{phy} {} reg={} in {caller}",
+                    field(&event, "op"),
+                    field(&event, "reg")
+                ));
+            }
+            "callback_exit" => {
+                calls.insert(format!(
+                    "{phy} {} returns {}",
+                    field(&event, "callback.name"),
+                    field(&event, "ret")
+                ));
+            }
+            _ => {}
+        }
         let text = match kind.as_str() {
             "mdio" if field(&event, "op") == "read" => {
+                *counts
+                    .entry(format!(
+                        "{bus}:{} reg={} reads",
+                        field(&event, "phy.addr"),
+                        field(&event, "reg")
+                    ))
+                    .or_default() += 1;
                 reads.insert(format!(
                     "{phy} reads reg={} in {} ({})",
                     field(&event, "reg"),
@@ -298,9 +569,50 @@ fn story(json: &str) -> Result<Story> {
                 ));
                 continue;
             }
-            "callback_enter" | "callback_exit"
-                if field(&event, "callback.name") == "read_status" =>
-            {
+            "callback_enter" if field(&event, "callback.name") == "read_status" => {
+                *counts
+                    .entry(format!(
+                        "{bus}:{} read_status polls",
+                        field(&event, "phy.addr")
+                    ))
+                    .or_default() += 1;
+                continue;
+            }
+            "callback_exit" if field(&event, "callback.name") == "read_status" => {
+                let link = if field(&event, "link.up") == "true" {
+                    format!(
+                        "{}/{}",
+                        field(&event, "link.speed"),
+                        field(&event, "link.duplex")
+                    )
+                } else {
+                    "down".to_owned()
+                };
+                let at = format!("{bus}:{} ", field(&event, "phy.addr"));
+                // From the first link up: how many polls see the link down before it depends on
+                // the guest's speed.
+                let before_up = !links.iter().any(|link| link.starts_with(&at));
+                let link = format!("{at}{link}");
+                if links.last() != Some(&link) && !(before_up && link.ends_with(" down")) {
+                    links.push(link);
+                }
+                continue;
+            }
+            "mac" if twins == Twins::Kernels => {
+                let op = match field(&event, "change.op").as_str() {
+                    "resolve" => continue,
+                    "carrier" if field(&event, "change.up") == "true" => "carrier_on".to_owned(),
+                    "carrier" => "carrier_off".to_owned(),
+                    "link_up" => format!(
+                        "mac_link_up {}/{} tx_pause={} rx_pause={}",
+                        field(&event, "change.speed"),
+                        field(&event, "change.duplex"),
+                        field(&event, "change.tx_pause"),
+                        field(&event, "change.rx_pause")
+                    ),
+                    other => format!("mac_{other}"),
+                };
+                mac.push(format!("{bus}:{} {op}", field(&event, "phy.addr")));
                 continue;
             }
             // The kernel's own lines are printed from other threads than the driver's calls
@@ -345,12 +657,29 @@ fn story(json: &str) -> Result<Story> {
         lines.push(text);
     }
     lines.extend(reads);
-    Ok(Story { lines, attributed })
+    Ok(Story {
+        lines,
+        attributed,
+        mac,
+        links,
+        counts,
+        calls,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_lines_are_those_outside_the_common_subsequence() {
+        let lines = |text: &str| text.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            changed_lines(&lines("a b c d"), &lines("a x c d e")),
+            ["- b", "+ x", "+ e"]
+        );
+        assert!(changed_lines(&lines("a b"), &lines("a b")).is_empty());
+    }
 
     #[test]
     fn verdicts_are_the_rule_lines_only() {
@@ -368,7 +697,7 @@ mod tests {
 {"ts_ns":3,"cpu":1,"tid":9,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"callback_enter","callback":{"name":"read_status","driver_type":"T"},"depth":1,"state":{"value":5,"name":"RUNNING"}}
 {"ts_ns":4,"cpu":0,"tid":8,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"mdio","op":"write","reg":0,"value":0,"error":-5,"latency_ns":6,"caller":{"name":"soft_reset","driver_type":"T"},"state":{"value":4,"name":"NOLINK"}}
 {"ts_ns":5,"cpu":0,"tid":8,"phy":{"bus":"b","addr":1,"phy_id":7,"driver":"D"},"kind":"kmsg","level":6,"text":"sim0: Link is Down"}"#;
-        let story = story(json).unwrap();
+        let story = story(json, Twins::Arches).unwrap();
         let lines = &story.lines;
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[0], "attached m callbacks=5");
@@ -385,6 +714,34 @@ mod tests {
     }
 
     #[test]
+    fn the_kernels_story_names_buses_by_order_and_keeps_the_mac_apart() {
+        let phy =
+            |bus: &str| format!(r#""phy":{{"bus":"{bus}","addr":16,"phy_id":7,"driver":"D"}}"#);
+        let json = [
+            format!(r#"{{"kind":"callback_enter",{},"callback":{{"name":"soft_reset","driver_type":"T"}},"depth":1,"state":{{"name":"READY"}}}}"#, phy("usb-1:5")),
+            format!(r#"{{"kind":"callback_exit",{},"callback":{{"name":"read_status"}},"link":{{"up":true,"speed":100,"duplex":"full"}}}}"#, phy("usb-1:5")),
+            format!(r#"{{"kind":"callback_exit",{},"callback":{{"name":"read_status"}},"link":{{"up":true,"speed":100,"duplex":"full"}}}}"#, phy("usb-1:5")),
+            format!(r#"{{"kind":"mac",{},"change":{{"op":"carrier","netdev":"eth0","up":true}}}}"#, phy("usb-1:5")),
+            format!(r#"{{"kind":"mac",{},"change":{{"op":"carrier","netdev":"eth0","up":true}}}}"#, phy("usb-1:5")),
+            format!(r#"{{"kind":"mac",{},"change":{{"op":"resolve","latency_ns":5}}}}"#, phy("usb-1:5")),
+            format!(r#"{{"kind":"mdio",{},"op":"read","reg":1,"value":0}}"#, phy("usb-1:7")),
+        ]
+        .join("\n");
+        let story = story(&json, Twins::Kernels).unwrap();
+        assert_eq!(
+            story.lines[0],
+            "bus1:16 7 D enter soft_reset (T) depth=1 state=READY"
+        );
+        assert_eq!(story.links, ["bus1:16 100/full"]);
+        assert_eq!(story.mac, ["bus1:16 carrier_on", "bus1:16 carrier_on"]);
+        assert_eq!(story.counts.get("bus2:16 reg=1 reads"), Some(&1));
+        // The arches' story keeps the bus names and the MAC side among its lines.
+        let arches = super::story(&json, Twins::Arches).unwrap();
+        assert!(arches.lines[0].starts_with("usb-1:5:16 "));
+        assert!(arches.mac.is_empty());
+    }
+
+    #[test]
     fn attribution_counts_only_the_named_callback() {
         let access = |op, reg, caller| {
             format!(
@@ -396,19 +753,22 @@ mod tests {
             access("write", 0, "soft_reset"),
         ]
         .join("\n");
-        assert_eq!(story(&both).unwrap().unattributed().count(), 0);
+        assert_eq!(
+            story(&both, Twins::Arches).unwrap().unattributed().count(),
+            0
+        );
         let elsewhere = [
             access("read", 1, "config_init"),
             access("write", 0, "soft_reset"),
         ]
         .join("\n");
         assert_eq!(
-            story(&elsewhere)
+            story(&elsewhere, Twins::Arches)
                 .unwrap()
                 .unattributed()
                 .collect::<Vec<_>>(),
             [("read", "1", "read_status")]
         );
-        assert_eq!(story("").unwrap().unattributed().count(), 2);
+        assert_eq!(story("", Twins::Arches).unwrap().unattributed().count(), 2);
     }
 }

@@ -354,6 +354,8 @@ pub fn guest_script(
         ("PHYTRACE_ARCH", arch.name().to_owned()),
         ("PHYTRACE_OUT", paths::vm_out().display().to_string()),
         ("PHYTRACE_BIN", bin.display().to_string()),
+        // Cargo's target directory (CARGO_TARGET_DIR), where the tests find the emulator.
+        ("PHYTRACE_TARGET", paths::target().display().to_string()),
     ];
     for (name, value) in vars {
         script += &format!("export {name}={}\n", shell_quote(&value));
