@@ -13,7 +13,7 @@ use crate::{
         attach, btf, call_site_probes,
         callsites::Layout,
         error::{Cause, ProbeError},
-        loader,
+        loader, mdio_inlining,
         mdio_probes::{self, MdioChoice},
         privileges, selftest, support, symbols,
     },
@@ -400,9 +400,8 @@ fn mdio_attach() -> Check {
         mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, &btf, &mut notes)
     });
     match outcome {
-        Ok(probes) => Check::ok(
-            MDIO_PROBES,
-            format!(
+        Ok(probes) => {
+            let detail = format!(
                 "{} (BPF trampolines) on the MDIO accessors{}",
                 probes.name(),
                 if notes.is_empty() {
@@ -410,8 +409,16 @@ fn mdio_attach() -> Check {
                 } else {
                     format!("; {}", notes.join("; "))
                 }
-            ),
-        ),
+            );
+            match mdio_inlining::note() {
+                None => Check::ok(MDIO_PROBES, detail),
+                Some(inlined) => Check::warn(
+                    MDIO_PROBES,
+                    format!("{detail}, but {inlined}"),
+                    "a kernel whose mdio_bus.c calls its accessors (6.12, Debian's GCC-built                      7.3); phytrace cannot yet probe the inlined copies",
+                ),
+            }
+        }
         Err(err) => Check::warn(
             MDIO_PROBES,
             format!("kprobe fallback, at about twice the cost per access: {err:#}"),

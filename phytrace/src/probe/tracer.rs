@@ -28,6 +28,7 @@ use super::{
     kmsg::{Kmsg, KmsgScope},
     loader::{self, LoadOptions, explain_refusal},
     mac_sites::{self, MacChoice, MacSites},
+    mdio_inlining,
     mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
     modules,
@@ -1038,6 +1039,7 @@ fn attach_at_start(
     notes: &mut Vec<String>,
 ) -> Result<MdioProbes> {
     let mdio = mdio_probes::attach_all(programs, mdio, btf, notes)?;
+    notes.extend(mdio_inlining::note());
     for symbol in DEVICE_CHANGES {
         if let Err(err) = attach(programs, DEVICE_CHANGE_PROGRAM, symbol) {
             notes.push(format!(
