@@ -436,7 +436,11 @@ fn callback_section(
         md,
         "\nProbing callbacks at the call sites instead of the Rust symbols changes phytrace's cost per\ncallback by **{pair:+.0} ns** (goal: no more than the symbol pair: {}); the empty programs'\nfloors differ by {floors:+.0} ns, so the probes themselves (kprobes on an instruction trap; a\nfunction's entry and return go through ftrace) account for {:.0} % of the difference.\n",
         if pair <= 0.0 { "met" } else { "missed" },
-        if pair > 0.0 { 100.0 * floors / pair } else { 0.0 }
+        if pair > 0.0 {
+            100.0 * floors / pair
+        } else {
+            0.0
+        }
     )?;
     let attach = spread("p2", "phytrace-callsite", "attach_ms")?;
     let cold = spread("p2-cold", "phytrace-callsite", "attach_ms")?;
