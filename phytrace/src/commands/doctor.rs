@@ -410,13 +410,30 @@ fn mdio_attach() -> Check {
                     format!("; {}", notes.join("; "))
                 }
             );
-            match mdio_inlining::note() {
-                None => Check::ok(MDIO_PROBES, detail),
-                Some(inlined) => Check::warn(
+            let survey = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
+                .ok()
+                .and_then(|btf| mdio_inlining::survey(&btf));
+            match survey {
+                Some((inlined, sites)) if !sites.is_empty() => Check::ok(
                     MDIO_PROBES,
-                    format!("{detail}, but {inlined}"),
-                    "a kernel whose mdio_bus.c calls its accessors (6.12, Debian's GCC-built                      7.3); phytrace cannot yet probe the inlined copies",
+                    format!(
+                        "{detail}; this kernel's compiler inlined {} accessor(s) into {}: \
+                         `record` probes their {} bus-op calls there (kprobes)",
+                        inlined.len(),
+                        mdio_inlining::functions(&sites),
+                        sites.len()
+                    ),
                 ),
+                Some((inlined, _)) if !inlined.is_empty() => Check::warn(
+                    MDIO_PROBES,
+                    format!(
+                        "{detail}, but {}",
+                        mdio_inlining::describe(&inlined).unwrap_or_default()
+                    ),
+                    "none of the inlined copies' bus-op calls was found: accesses made through \
+                     them are missed",
+                ),
+                _ => Check::ok(MDIO_PROBES, detail),
             }
         }
         Err(err) => Check::warn(

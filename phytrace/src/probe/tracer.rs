@@ -35,6 +35,7 @@ use super::{
     preload::{self, Planned},
     raw::{self, Record},
     symbols::{self, CallbackSymbol},
+    trace_events,
 };
 use crate::capture::format::{KmsgHeader, MdioProbes};
 use crate::event::{Event, EventKind, Guarantee, LossCause};
@@ -290,6 +291,8 @@ pub struct Tracer {
     last_read: Read,
     states: PhyStates,
     startup: StartupTimings,
+    /// The bus-op calls of MDIO accessors inlined into other functions, armed.
+    _mdio_sites: Vec<trace_events::EventLink>,
     /// The call sites armed, when callbacks are probed there.
     call_sites: Option<CallSiteProbes>,
     /// Which callback probes ran (`None`: none could be armed).
@@ -397,6 +400,9 @@ impl Tracer {
                 attached
             },
         )?;
+        // The accessors' copies a compiler inlined, at their bus-op calls (after the load: the
+        // kprobe twins of the MDIO programs are loaded for them here).
+        let mdio_sites = mdio_inlining::arm_inlined(&mut ebpf, &kernel_btf, &mut notes);
         startup.load = lap();
         startup.mdio = attaching;
         let prefetched = prefetch
@@ -430,6 +436,7 @@ impl Tracer {
             last_read: Read::Nothing,
             states,
             startup,
+            _mdio_sites: mdio_sites,
             call_sites: None,
             callback_probes: None,
             mac_btf: None,
@@ -1039,7 +1046,6 @@ fn attach_at_start(
     notes: &mut Vec<String>,
 ) -> Result<MdioProbes> {
     let mdio = mdio_probes::attach_all(programs, mdio, btf, notes)?;
-    notes.extend(mdio_inlining::note());
     for symbol in DEVICE_CHANGES {
         if let Err(err) = attach(programs, DEVICE_CHANGE_PROGRAM, symbol) {
             notes.push(format!(
