@@ -109,7 +109,7 @@ pub fn op_sites(
 /// The indirect calls in `code` (at `address`) of a value loaded from a displacement of `ops`
 /// (`mov OP(%base),%reg; … call *%reg`, through a retpoline thunk too, or `call *OP(%base)`):
 /// (the op's index, the call's offset, the offset it returns to). A register counts as loaded
-/// until an instruction writes it or a call clobbers the caller-saved ones.
+/// until an instruction writes it, or a call if it is not one the callee preserves.
 fn x86_op_calls(
     code: &[u8],
     address: u64,
@@ -120,6 +120,14 @@ fn x86_op_calls(
         Code, Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess, OpKind,
         Register,
     };
+    const CALLEE_SAVED: [Register; 6] = [
+        Register::RBX,
+        Register::RBP,
+        Register::R12,
+        Register::R13,
+        Register::R14,
+        Register::R15,
+    ];
     let op_at = |displacement: u64| {
         let displacement = u32::try_from(displacement).ok()?;
         ops.iter().position(|op| *op == Some(displacement))
@@ -154,7 +162,7 @@ fn x86_op_calls(
                 if let Some(op) = op {
                     found.push((op, at, next));
                 }
-                loaded.clear();
+                loaded.retain(|reg, _| CALLEE_SAVED.contains(reg));
                 continue;
             }
             FlowControl::Call => {
@@ -168,7 +176,7 @@ fn x86_op_calls(
                 if let Some(op) = op {
                     found.push((op, at, next));
                 }
-                loaded.clear();
+                loaded.retain(|reg, _| CALLEE_SAVED.contains(reg));
                 continue;
             }
             _ => {}
