@@ -111,7 +111,7 @@ expect_eq "MII requests = traced accesses (no other MDIO user)" "$n_trace" "$mii
     mdio_trace_stop
     lat1=$(mdio_trace_latency)
     dongle_ctl mdio-delay-us 0 >/dev/null
-    log "__mdiobus_read latency: $lat0 (no delay), $lat1 (mdio-delay-us 10000)"
+    log "MDIO read latency (asix_mdio_bus_read): $lat0 (no delay), $lat1 (mdio-delay-us 10000)"
     m0=${lat0#*median_us=} m0=${m0%% *} m1=${lat1#*median_us=} m1=${m1%% *}
     ((m1 - m0 >= 6000)) || fail "a 10 ms MII delay added only $((m1 - m0)) µs to the median read"
     ok "mdio-delay-us 10000 adds $((m1 - m0)) µs to a read (kernel view)"
@@ -124,7 +124,7 @@ expect_eq "MII requests = traced accesses (no other MDIO user)" "$n_trace" "$mii
     mdio_trace_stop
     tmax=$(mdio_trace_latency) tmax=${tmax#*max_us=}
     ((tmax > 30000)) || fail "the timed-out read took only $tmax µs (30 HOST_EN rounds expected)"
-    ok "the timed-out read took $tmax µs in __mdiobus_read (30 rounds of SET_SW_MII + 1 ms + STATMNGSTS)"
+    ok "the timed-out read took $tmax µs in the bus's read op (30 rounds of SET_SW_MII + 1 ms + STATMNGSTS)"
     result "\"driver\":\"$CUR_DRIVER\",\"mdio_timeout_read_us\":$tmax"
     expect_eq "emulator: one timed-out access" 1 "$(dongle_status '["mdio"]["timeouts"]')"
     expect_eq "next read works" 0x003b "$(dongle_mii_read "$DEV" 2)"

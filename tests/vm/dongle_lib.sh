@@ -148,13 +148,17 @@ PY
 TRACEFS=/sys/kernel/tracing
 
 # mdio_trace_start: clears the trace buffer and enables mdio:mdio_access plus a kprobe and
-# kretprobe on __mdiobus_read (their time difference: the read latency the kernel sees).
+# kretprobe on asix's MDIO bus read op, asix_mdio_bus_read (their time difference: the read
+# latency the kernel sees). The op, not phylib's __mdiobus_read: every read reaches the bus's
+# op through its function pointer, whereas a compiler may inline __mdiobus_read into its
+# callers in mdio_bus.c (clang does on 7.3: mdiobus_read, which phy_read and the MII ioctls
+# use, then never calls it). asix must be loaded.
 mdio_trace_start() {
     echo 0 >"$TRACEFS/tracing_on"
     echo >"$TRACEFS/trace"
     grep -q "^p:dongle/rd " "$TRACEFS/kprobe_events" 2>/dev/null || {
-        echo 'p:dongle/rd __mdiobus_read addr=%si:u32 reg=%dx:u32' >>"$TRACEFS/kprobe_events"
-        echo "r:dongle/rd_ret __mdiobus_read ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
+        echo 'p:dongle/rd asix:asix_mdio_bus_read addr=%si:u32 reg=%dx:u32' >>"$TRACEFS/kprobe_events"
+        echo "r:dongle/rd_ret asix:asix_mdio_bus_read ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
     }
     echo 1 >"$TRACEFS/events/mdio/mdio_access/enable"
     echo 1 >"$TRACEFS/events/dongle/enable"
@@ -196,7 +200,7 @@ for reg in sorted(set(rd) | set(wr)):
 PY
 }
 
-# mdio_trace_latency: "n=N median_us=M max_us=X" of __mdiobus_read calls since
+# mdio_trace_latency: "n=N median_us=M max_us=X" of the bus's read op calls since
 # mdio_trace_start (kprobe to kretprobe, per task).
 mdio_trace_latency() {
     python3 - "$TRACEFS/trace" <<'PY'

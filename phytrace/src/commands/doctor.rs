@@ -13,7 +13,7 @@ use crate::{
         attach, btf, call_site_probes,
         callsites::Layout,
         error::{Cause, ProbeError},
-        loader,
+        loader, mdio_inlining,
         mdio_probes::{self, MdioChoice},
         privileges, selftest, support, symbols,
     },
@@ -400,9 +400,8 @@ fn mdio_attach() -> Check {
         mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, &btf, &mut notes)
     });
     match outcome {
-        Ok(probes) => Check::ok(
-            MDIO_PROBES,
-            format!(
+        Ok(probes) => {
+            let detail = format!(
                 "{} (BPF trampolines) on the MDIO accessors{}",
                 probes.name(),
                 if notes.is_empty() {
@@ -410,8 +409,33 @@ fn mdio_attach() -> Check {
                 } else {
                     format!("; {}", notes.join("; "))
                 }
-            ),
-        ),
+            );
+            let survey = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
+                .ok()
+                .and_then(|btf| mdio_inlining::survey(&btf));
+            match survey {
+                Some((inlined, sites)) if !sites.is_empty() => Check::ok(
+                    MDIO_PROBES,
+                    format!(
+                        "{detail}; this kernel's compiler inlined {} accessor(s) into {}: \
+                         `record` probes their {} bus-op calls there (kprobes)",
+                        inlined.len(),
+                        mdio_inlining::functions(&sites),
+                        sites.len()
+                    ),
+                ),
+                Some((inlined, _)) if !inlined.is_empty() => Check::warn(
+                    MDIO_PROBES,
+                    format!(
+                        "{detail}, but {}",
+                        mdio_inlining::describe(&inlined).unwrap_or_default()
+                    ),
+                    "none of the inlined copies' bus-op calls was found: accesses made through \
+                     them are missed",
+                ),
+                _ => Check::ok(MDIO_PROBES, detail),
+            }
+        }
         Err(err) => Check::warn(
             MDIO_PROBES,
             format!("kprobe fallback, at about twice the cost per access: {err:#}"),

@@ -12,6 +12,7 @@ pub mod kfunc_calls;
 pub mod kmsg;
 pub mod loader;
 pub mod mac_sites;
+pub mod mdio_inlining;
 pub mod mdio_probes;
 pub mod module_files;
 pub mod modules;

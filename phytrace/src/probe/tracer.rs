@@ -28,12 +28,14 @@ use super::{
     kmsg::{Kmsg, KmsgScope},
     loader::{self, LoadOptions, explain_refusal},
     mac_sites::{self, MacChoice, MacSites},
+    mdio_inlining,
     mdio_probes::{self, MdioChoice},
     module_files::{self, ModuleTree},
     modules,
     preload::{self, Planned},
     raw::{self, Record},
     symbols::{self, CallbackSymbol},
+    trace_events,
 };
 use crate::capture::format::{KmsgHeader, MdioProbes};
 use crate::event::{Event, EventKind, Guarantee, LossCause};
@@ -289,6 +291,8 @@ pub struct Tracer {
     last_read: Read,
     states: PhyStates,
     startup: StartupTimings,
+    /// The bus-op calls of MDIO accessors inlined into other functions, armed.
+    _mdio_sites: Vec<trace_events::EventLink>,
     /// The call sites armed, when callbacks are probed there.
     call_sites: Option<CallSiteProbes>,
     /// Which callback probes ran (`None`: none could be armed).
@@ -396,6 +400,9 @@ impl Tracer {
                 attached
             },
         )?;
+        // The accessors' copies a compiler inlined, at their bus-op calls (after the load: the
+        // kprobe twins of the MDIO programs are loaded for them here).
+        let mdio_sites = mdio_inlining::arm_inlined(&mut ebpf, &kernel_btf, &mut notes);
         startup.load = lap();
         startup.mdio = attaching;
         let prefetched = prefetch
@@ -429,6 +436,7 @@ impl Tracer {
             last_read: Read::Nothing,
             states,
             startup,
+            _mdio_sites: mdio_sites,
             call_sites: None,
             callback_probes: None,
             mac_btf: None,

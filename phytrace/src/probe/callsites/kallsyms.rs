@@ -135,6 +135,38 @@ impl TextSymbols {
             .collect()
     }
 
+    /// The text function named `name`, of vmlinux or else of a module, up to the next text
+    /// symbol (a module's within [`MAX_MODULE_FUNCTION`] bytes).
+    pub fn function(&self, name: &str) -> Option<Function<'_>> {
+        if let Some(index) = self.core.iter().position(|s| s.name == name) {
+            let s = &self.core[index];
+            let end = self
+                .core
+                .get(index + 1)
+                .map_or(s.address.saturating_add(MAX_MODULE_FUNCTION), |next| {
+                    next.address
+                });
+            return Some(Function {
+                name: &s.name,
+                address: s.address,
+                end,
+            })
+            .filter(|f| f.end > f.address);
+        }
+        let index = self.modules.iter().position(|s| s.name == name)?;
+        let s = &self.modules[index];
+        Some(Function {
+            name: &s.name,
+            address: s.address,
+            end: self
+                .modules
+                .get(index + 1)
+                .map_or(u64::MAX, |next| next.address)
+                .min(s.address.saturating_add(MAX_MODULE_FUNCTION)),
+        })
+        .filter(|f| f.end > f.address)
+    }
+
     /// The function starting at `address` and its module (`None`: vmlinux).
     pub fn function_at(&self, address: u64) -> Option<(&str, Option<&str>)> {
         if let Some(&index) = self.by_address.get(&address) {
@@ -197,6 +229,21 @@ ffffffffa0000000 t asix_ax88772a_read_status\t[ax88796b]
             Some(("asix_ax88772a_read_status", Some("ax88796b")))
         );
         assert_eq!(symbols.function_at(0xffffffffa0000001), None);
+    }
+
+    #[test]
+    fn a_function_is_found_by_name_in_vmlinux_or_a_module() {
+        let symbols = TextSymbols::parse(KALLSYMS);
+        let phy_init_hw = symbols.function("phy_init_hw").expect("in vmlinux");
+        assert_eq!(
+            (phy_init_hw.address, phy_init_hw.end),
+            (0xffffffff81100000, 0xffffffff81100200)
+        );
+        let read_status = symbols
+            .function("asix_ax88772a_read_status")
+            .expect("in a module");
+        assert_eq!(read_status.end - read_status.address, MAX_MODULE_FUNCTION);
+        assert_eq!(symbols.function("mdiobus_read"), None);
     }
 
     #[test]

@@ -1,0 +1,550 @@
+//! Whether the running kernel still calls the MDIO accessors phytrace probes, or its compiler
+//! inlined them into their callers.
+//!
+//! `__mdiobus_read` and its three siblings are exported functions with BTF and an ftrace
+//! site, so their probes attach; but a compiler may also inline their bodies into the
+//! functions of `mdio_bus.c` that call them. clang does so in our 7.3 build: `mdiobus_read`
+//! (what `phy_read`, the MII ioctls and the Rust abstractions' register reads use),
+//! `mdiobus_write`, the `_nested` variants and `__mdiobus_modify_changed` hold their own
+//! copies and never call the accessor, whose probes then see only the few accesses made from
+//! other files (`phy_read_paged`, the MMD helpers of `phy-core.c`). BTF says a function
+//! exists, not that its callers call it: the wrappers' code does. Each accessor is checked in
+//! its locked wrapper (the accessor's name without the leading `__`): a wrapper that neither
+//! calls nor jumps to it holds an inlined copy.
+//!
+//! Every copy still calls the bus's op through its function pointer (`bus->read(bus, addr,
+//! regnum)`, a load from `mii_bus.read` then an indirect call): [`op_sites`] finds those calls
+//! in the `mdio_bus.c` functions (named `*mdiobus*`) other than the accessors, and
+//! [`arm_sites`] puts the accessors' kprobe programs there, the entry one on the call (the
+//! op's arguments are the accessor's, in the same registers) and the return one on the
+//! instruction the call returns to (the op's return value is the accessor's). The probes on
+//! the accessors stay: the calls made from other files go through them, and a copy's call is
+//! no call of the accessor, so no access is seen twice. A kernel that calls its accessors has
+//! no such site: nothing more is armed.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    fs,
+    os::fd::AsFd as _,
+    path::Path,
+};
+
+use anyhow::{Context as _, Result};
+use aya::Ebpf;
+
+use super::{
+    attach::loaded_kprobe,
+    btf::KernelBtf,
+    callsites::{
+        Isa,
+        kallsyms::TextSymbols,
+        text::{KCORE, Kcore, KernelMemory},
+        x86,
+    },
+    mdio_probes::ACCESSORS,
+    symbols::KALLSYMS,
+    trace_events::{self, EventLink},
+};
+
+/// The `struct mii_bus` ops the accessors of [`ACCESSORS`] call, in the same order.
+pub const BUS_OPS: [&str; 4] = ["read", "write", "read_c45", "write_c45"];
+
+/// A call of a bus op in an inlined copy of an accessor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpSite {
+    /// The function holding the copy.
+    pub function: String,
+    /// Offset of the call instruction in it.
+    pub call: u32,
+    /// Offset of the instruction the call returns to.
+    pub ret: u32,
+    /// The accessor copied: an index in [`ACCESSORS`] and [`BUS_OPS`].
+    pub accessor: usize,
+}
+
+/// Offsets of [`BUS_OPS`] in `struct mii_bus` (`None`: not in this kernel; the Clause-45 ones
+/// came in 6.3).
+pub fn op_offsets(btf: &KernelBtf) -> [Option<u32>; 4] {
+    BUS_OPS.map(|op| btf.member_offset("mii_bus", &[op]).ok())
+}
+
+/// The bus-op calls in the functions named `*mdiobus*` of vmlinux and of libphy (phylib as a
+/// module) other than the accessors, read through `text`; x86_64 only (none found on arm64).
+pub fn op_sites(
+    symbols: &TextSymbols,
+    text: &mut impl KernelMemory,
+    isa: Isa,
+    ops: &[Option<u32>; 4],
+) -> Vec<OpSite> {
+    if isa != Isa::X86_64 {
+        return Vec::new();
+    }
+    let core = symbols
+        .core_text()
+        .map(|(start, end)| symbols.functions_in(start, end).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let mut sites = Vec::new();
+    for function in core.into_iter().chain(symbols.module_functions("libphy")) {
+        if !function.name.contains("mdiobus")
+            || ACCESSORS.iter().any(|(name, _, _)| *name == function.name)
+        {
+            continue;
+        }
+        let Ok(code) = text.read(function.address, (function.end - function.address) as usize)
+        else {
+            continue;
+        };
+        for (accessor, call, ret) in x86_op_calls(&code, function.address, ops, symbols.thunks()) {
+            sites.push(OpSite {
+                function: function.name.to_owned(),
+                call,
+                ret,
+                accessor,
+            });
+        }
+    }
+    sites
+}
+
+/// The indirect calls in `code` (at `address`) of a value loaded from a displacement of `ops`
+/// (`mov OP(%base),%reg; … call *%reg`, through a retpoline thunk too, or `call *OP(%base)`):
+/// (the op's index, the call's offset, the offset it returns to). A register counts as loaded
+/// until an instruction writes it, or a call if it is not one the callee preserves.
+fn x86_op_calls(
+    code: &[u8],
+    address: u64,
+    ops: &[Option<u32>; 4],
+    thunks: &BTreeMap<u64, u32>,
+) -> Vec<(usize, u32, u32)> {
+    use iced_x86::{
+        Code, Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess, OpKind,
+        Register,
+    };
+    const CALLEE_SAVED: [Register; 6] = [
+        Register::RBX,
+        Register::RBP,
+        Register::R12,
+        Register::R13,
+        Register::R14,
+        Register::R15,
+    ];
+    let op_at = |displacement: u64| {
+        let displacement = u32::try_from(displacement).ok()?;
+        ops.iter().position(|op| *op == Some(displacement))
+    };
+    let plain_memory = |instruction: &iced_x86::Instruction, operand: u32| {
+        instruction.op_kind(operand) == OpKind::Memory
+            && instruction.memory_index() == Register::None
+            && instruction.memory_base().is_gpr64()
+    };
+    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+    let mut info = InstructionInfoFactory::new();
+    let mut loaded: HashMap<Register, usize> = HashMap::new();
+    let mut found = Vec::new();
+    for instruction in decoder.iter() {
+        if instruction.is_invalid() {
+            loaded.clear();
+            continue;
+        }
+        let at = (instruction.ip() - address) as u32;
+        let next = (instruction.next_ip() - address) as u32;
+        match instruction.flow_control() {
+            FlowControl::IndirectCall => {
+                let op = if instruction.op0_kind() == OpKind::Register {
+                    loaded
+                        .get(&instruction.op0_register().full_register())
+                        .copied()
+                } else if plain_memory(&instruction, 0) {
+                    op_at(instruction.memory_displacement64())
+                } else {
+                    None
+                };
+                if let Some(op) = op {
+                    found.push((op, at, next));
+                }
+                loaded.retain(|reg, _| CALLEE_SAVED.contains(reg));
+                continue;
+            }
+            FlowControl::Call => {
+                let through = thunks.get(&instruction.near_branch_target()).copied();
+                let op = through.and_then(|offset| {
+                    loaded
+                        .iter()
+                        .find(|(reg, _)| x86::pt_regs_offset(**reg) == Some(offset))
+                        .map(|(_, op)| *op)
+                });
+                if let Some(op) = op {
+                    found.push((op, at, next));
+                }
+                loaded.retain(|reg, _| CALLEE_SAVED.contains(reg));
+                continue;
+            }
+            _ => {}
+        }
+        for used in info.info(&instruction).used_registers() {
+            if matches!(
+                used.access(),
+                OpAccess::Write
+                    | OpAccess::CondWrite
+                    | OpAccess::ReadWrite
+                    | OpAccess::ReadCondWrite
+            ) {
+                loaded.remove(&used.register().full_register());
+            }
+        }
+        if instruction.code() == Code::Mov_r64_rm64
+            && plain_memory(&instruction, 1)
+            && let Some(op) = op_at(instruction.memory_displacement64())
+        {
+            loaded.insert(instruction.op0_register().full_register(), op);
+        }
+    }
+    found
+}
+
+/// Arms the accessors' kprobe programs at `sites` (each return before its entry: a return
+/// without its entry finds no access begun and reports nothing); the links live as long as
+/// the returned vector.
+pub fn arm_sites(ebpf: &mut Ebpf, sites: &[OpSite]) -> Result<Vec<EventLink>> {
+    let mut links = Vec::new();
+    for site in sites {
+        let (_, stem, _) = ACCESSORS[site.accessor];
+        for (end, offset) in [("exit", site.ret), ("enter", site.call)] {
+            let program = format!("{stem}_{end}_kprobe");
+            let fd = loaded_kprobe(ebpf, &program)?.fd()?.try_clone()?;
+            let link =
+                trace_events::attach_kprobe(fd.as_fd(), &site.function, u64::from(offset), 0)
+                    .with_context(|| {
+                        format!("attaching `{program}` at {}+{offset:#x}", site.function)
+                    })?;
+            links.push(link);
+        }
+    }
+    Ok(links)
+}
+
+/// Finds the bus-op calls of inlined accessors in the running kernel and arms them; what the
+/// user should know goes to `notes`. Nothing is armed (and nothing said) where the kernel's
+/// text cannot be read or holds no such call.
+pub fn arm_inlined(ebpf: &mut Ebpf, btf: &KernelBtf, notes: &mut Vec<String>) -> Vec<EventLink> {
+    let Some((inlined, sites)) = survey(btf) else {
+        return Vec::new();
+    };
+    if sites.is_empty() {
+        notes.extend(describe(&inlined));
+        return Vec::new();
+    }
+    match arm_sites(ebpf, &sites) {
+        Ok(links) => {
+            notes.push(format!(
+                "this kernel's compiler inlined MDIO accessors into {}: their {} bus-op calls are \
+                 probed there with kprobes",
+                functions(&sites),
+                sites.len()
+            ));
+            links
+        }
+        Err(err) => {
+            notes.extend(describe(&inlined));
+            notes.push(format!(
+                "the inlined accessors' bus-op calls could not be probed: {err:#}"
+            ));
+            Vec::new()
+        }
+    }
+}
+
+/// An accessor the kernel's code does not call from the wrapper phylib uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inlined {
+    /// The accessor probed (`__mdiobus_read`).
+    pub accessor: &'static str,
+    /// The wrapper holding a copy of it (`mdiobus_read`).
+    pub wrapper: &'static str,
+}
+
+/// The accessors of [`ACCESSORS`] whose wrapper, read through `text`, holds no call of or jump
+/// to them. An accessor or wrapper not in `symbols`, or whose code cannot be read, is not
+/// reported (nothing is known of it).
+pub fn find(symbols: &TextSymbols, text: &mut impl KernelMemory, isa: Isa) -> Vec<Inlined> {
+    let mut inlined = Vec::new();
+    for (accessor, _, _) in ACCESSORS {
+        let wrapper = accessor.trim_start_matches('_');
+        let (Some(callee), Some(caller)) = (symbols.function(accessor), symbols.function(wrapper))
+        else {
+            continue;
+        };
+        let Ok(code) = text.read(caller.address, (caller.end - caller.address) as usize) else {
+            continue;
+        };
+        if !branches_to(isa, &code, caller.address, callee.address) {
+            inlined.push(Inlined { accessor, wrapper });
+        }
+    }
+    inlined
+}
+
+/// Whether `code` (at `address`) holds a direct call of or jump to `target`.
+fn branches_to(isa: Isa, code: &[u8], address: u64, target: u64) -> bool {
+    match isa {
+        Isa::X86_64 => {
+            use iced_x86::{Decoder, DecoderOptions, OpKind};
+            let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+            decoder.iter().any(|instruction| {
+                !instruction.is_invalid()
+                    && instruction.op_count() == 1
+                    && instruction.op0_kind() == OpKind::NearBranch64
+                    && instruction.near_branch64() == target
+            })
+        }
+        // `bl`/`b` imm26, the only direct branches a call or tail call uses.
+        Isa::Aarch64 => code.chunks_exact(4).enumerate().any(|(index, word)| {
+            let word = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+            if word >> 26 != 0b100101 && word >> 26 != 0b000101 {
+                return false;
+            }
+            let offset = (i64::from(word << 6) << 32 >> 36) as u64;
+            (address + 4 * index as u64).wrapping_add(offset) == target
+        }),
+    }
+}
+
+/// The running kernel's inlined accessors and their copies' bus-op calls: `None` if its text
+/// cannot be read (kallsyms without addresses, no `/proc/kcore`).
+pub fn survey(btf: &KernelBtf) -> Option<(Vec<Inlined>, Vec<OpSite>)> {
+    let kallsyms = fs::read_to_string(KALLSYMS).ok()?;
+    let symbols = TextSymbols::parse(&kallsyms);
+    let mut kcore = Kcore::open(Path::new(KCORE)).ok()?;
+    let inlined = find(&symbols, &mut kcore, Isa::native());
+    let sites = op_sites(&symbols, &mut kcore, Isa::native(), &op_offsets(btf));
+    Some((inlined, sites))
+}
+
+/// The functions holding `sites`, each once, in order.
+pub fn functions(sites: &[OpSite]) -> String {
+    let mut functions: Vec<&str> = sites.iter().map(|s| s.function.as_str()).collect();
+    functions.dedup();
+    functions.join(", ")
+}
+
+/// The note for `inlined` (`None` if empty).
+pub fn describe(inlined: &[Inlined]) -> Option<String> {
+    if inlined.is_empty() {
+        return None;
+    }
+    let pairs: Vec<String> = inlined
+        .iter()
+        .map(|i| format!("{} into {}", i.accessor, i.wrapper))
+        .collect();
+    Some(format!(
+        "this kernel's compiler inlined {}: the MDIO accesses made through them (phy_read, \
+         phy_write, phy_modify, the MII ioctls) never call the probed accessor and are not \
+         recorded; only those made from other files are",
+        pairs.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::*;
+
+    const KALLSYMS: &str = "\
+ffffffff81000000 T _stext
+ffffffff81001000 T __mdiobus_read
+ffffffff81001100 T __mdiobus_write
+ffffffff81001200 T mdiobus_read
+ffffffff81001240 T mdiobus_write
+ffffffff81001280 T _etext
+";
+
+    /// Kernel text: each wrapper's bytes at its address, `nop`s elsewhere.
+    struct Text(Vec<(u64, Vec<u8>)>);
+
+    impl KernelMemory for Text {
+        fn read(&mut self, address: u64, len: usize) -> io::Result<Vec<u8>> {
+            let mut bytes = vec![0x90; len];
+            if let Some((_, code)) = self.0.iter().find(|(at, _)| *at == address) {
+                bytes[..code.len()].copy_from_slice(code);
+            }
+            Ok(bytes)
+        }
+    }
+
+    /// `call rel32` at `from` to `to`.
+    fn call(from: u64, to: u64) -> Vec<u8> {
+        let rel = (to.wrapping_sub(from + 5)) as u32;
+        [&[0xe8][..], &rel.to_le_bytes()].concat()
+    }
+
+    /// `jmp rel32` (a tail call) at `from` to `to`.
+    fn jmp(from: u64, to: u64) -> Vec<u8> {
+        let rel = (to.wrapping_sub(from + 5)) as u32;
+        [&[0xe9][..], &rel.to_le_bytes()].concat()
+    }
+
+    #[test]
+    fn a_wrapper_calling_its_accessor_is_not_reported() {
+        let symbols = TextSymbols::parse(KALLSYMS);
+        // 6.12: mdiobus_read calls __mdiobus_read after `nop5; push %rbx`.
+        let read = [
+            &[0x0f, 0x1f, 0x44, 0x00, 0x00, 0x53][..],
+            &call(0xffffffff81001206, 0xffffffff81001000),
+        ]
+        .concat();
+        let write = jmp(0xffffffff81001240, 0xffffffff81001100);
+        let mut text = Text(vec![
+            (0xffffffff81001200, read),
+            (0xffffffff81001240, write),
+        ]);
+        assert_eq!(find(&symbols, &mut text, Isa::X86_64), []);
+    }
+
+    #[test]
+    fn a_wrapper_with_its_own_copy_is_reported() {
+        let symbols = TextSymbols::parse(KALLSYMS);
+        // 7.3 (clang): mdiobus_read calls mutex_lock and the bus's op, never __mdiobus_read.
+        let read = [
+            &call(0xffffffff81001200, 0xffffffff81000000)[..], // mutex_lock stand-in
+            &[0x48, 0x8b, 0x47, 0x58],                         // mov 0x58(%rdi),%rax
+            &[0xff, 0xd0],                                     // call *%rax
+        ]
+        .concat();
+        let write = call(0xffffffff81001240, 0xffffffff81001100);
+        let mut text = Text(vec![
+            (0xffffffff81001200, read),
+            (0xffffffff81001240, write),
+        ]);
+        let found = find(&symbols, &mut text, Isa::X86_64);
+        assert_eq!(
+            found,
+            [Inlined {
+                accessor: "__mdiobus_read",
+                wrapper: "mdiobus_read"
+            }]
+        );
+        let note = describe(&found).expect("a note");
+        assert!(note.contains("__mdiobus_read into mdiobus_read"), "{note}");
+        assert_eq!(describe(&[]), None);
+    }
+
+    #[test]
+    fn arm64_bl_and_b_are_read_both_ways() {
+        // bl +0x100 at 0x1000 (0x94000040); b -0x800 at 0x1004 (0x17fffe00).
+        let code = [0x94000040u32, 0x17fffe00]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<_>>();
+        assert!(branches_to(Isa::Aarch64, &code, 0x1000, 0x1100));
+        assert!(branches_to(Isa::Aarch64, &code, 0x1000, 0x1004 - 0x800));
+        assert!(!branches_to(Isa::Aarch64, &code, 0x1000, 0x1104));
+    }
+    /// `mdiobus_read` of our 7.3 (clang 19) at 0xffffffff813995b0: `__mdiobus_read` inlined.
+    const MDIOBUS_READ_73: &[&str] = &[
+        "0f1f44000055415741564154534189d44189f74989fe488d9f800400004889dfe80bcf1700bdfaffffff4183ff1f0f8f",
+        "83000000498b46584885c074414c89f74489fe4489e2ffd089c5833d07e29500007f394963cf48c1e105498d040e4805",
+        "800000006548ff05f4f9c20049ff840e8000000085ed783148ff4018eb2fbda1ffffff833dcee19500007ec7410fb6d7",
+        "440fb7c54c89f7be010000004489e14189e9e879090000ebaa48ff40086548ff0dabf9c20074134889dfe8a1ce170089",
+        "e85b415c415e415f5dc3e861ccc6ffebe66666666666662e0f1f840000000000",
+    ];
+    /// `mdiobus_read` of our 6.12 (clang 19) at 0xffffffff81322090: calls `__mdiobus_read`.
+    const MDIOBUS_READ_612: &[&str] = &[
+        "0f1f44000055415741565389d389f54989fe4c8dbf800400004c89ffe80f7716004c89f789ee89dae8d3fbffff89c34c",
+        "89ffe82977160089d85b415e415f5dc3",
+    ];
+    /// `__mdiobus_modify_changed` of our 7.3 at 0xffffffff813991c0: a read and a write inlined.
+    const MODIFY_CHANGED_73: &[&str] = &[
+        "0f1f440000b8faffffff83fe1f0f8f5e0100005541574156415541545389d389f54989fe488b47584885c0744b4c89f7",
+        "89ee89da4589c74189ccffd04489e14589f8833dffe59500007f3b4863d548c1e2054d8d24164981c4800000006548ff",
+        "05ebfdc20049ff84168000000085c0784649ff442418eb44b8a1ffffff833dc4e59500007ec5400fb6d5440fb7c84c89",
+        "f7be010000004189cf89d94589c44589c84189c14189c5e8640d00004489f94489e84589e0eb9449ff4424086548ff0d",
+        "8cfdc2000f84a800000085c00f88950000000fb7c9f7d121c1450fb7e84109cd4139c5b800000000747d498b46604885",
+        "c07431410fb7cd4c89f789ee89daffd04189c7833d3ee59500007f276548ff053cfdc20049ff04244585ff782f49ff44",
+        "2410eb2d41bfa1ffffff833d17e59500007ed9450fb7c5400fb6d54c89f731f689d94589f9e8c60c0000ebc049ff4424",
+        "086548ff0df7fcc20074264585ffb801000000410f48c75b415c415d415e415f5dc3e8a9cfc6ff85c00f8953ffffffeb",
+        "e6e89acfc6ffebd30f1f840000000000",
+    ];
+
+    fn bytes(hex: &[&str]) -> Vec<u8> {
+        let hex = hex.concat();
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// `mii_bus.read`, `.write`, `.read_c45`, `.write_c45` in both kernels' BTF.
+    const OPS: [Option<u32>; 4] = [Some(0x58), Some(0x60), Some(0x68), Some(0x70)];
+
+    #[test]
+    fn the_bus_op_calls_of_inlined_copies_are_found_in_73s_code() {
+        let none = BTreeMap::new();
+        let read = bytes(MDIOBUS_READ_73);
+        assert_eq!(
+            x86_op_calls(&read, 0xffffffff813995b0, &OPS, &none),
+            [(0, 0x46, 0x48)]
+        );
+        let modify = bytes(MODIFY_CHANGED_73);
+        assert_eq!(
+            x86_op_calls(&modify, 0xffffffff813991c0, &OPS, &none),
+            [(0, 0x3a, 0x3c), (1, 0xfe, 0x100)]
+        );
+        // 6.12's wrapper calls the accessor: no op call of its own.
+        let read = bytes(MDIOBUS_READ_612);
+        assert_eq!(x86_op_calls(&read, 0xffffffff81322090, &OPS, &none), []);
+    }
+
+    #[test]
+    fn a_retpoline_call_of_a_loaded_op_is_a_site() {
+        // mov 0x60(%rdi),%r11; call __x86_indirect_thunk_r11; mov %eax,%ebx
+        let thunk = 0xffffffff81200000u64;
+        let code = [
+            &[0x4c, 0x8b, 0x5f, 0x60][..],
+            &call(0xffffffff81001004, thunk),
+            &[0x89, 0xc3],
+        ]
+        .concat();
+        let thunks =
+            BTreeMap::from([(thunk, x86::pt_regs_offset(iced_x86::Register::R11).unwrap())]);
+        assert_eq!(
+            x86_op_calls(&code, 0xffffffff81001000, &OPS, &thunks),
+            [(1, 4, 9)]
+        );
+        // The register overwritten between the load and the call: no site.
+        let code = [
+            &[0x4c, 0x8b, 0x5f, 0x60, 0x4d, 0x31, 0xdb][..], // …; xor %r11,%r11
+            &call(0xffffffff81001007, thunk),
+        ]
+        .concat();
+        assert_eq!(x86_op_calls(&code, 0xffffffff81001000, &OPS, &thunks), []);
+    }
+
+    #[test]
+    fn op_sites_skip_the_accessors_and_other_functions() {
+        let symbols = TextSymbols::parse(
+            "ffffffff81000000 T _stext\n\
+             ffffffff81001000 T __mdiobus_read\n\
+             ffffffff81001100 T mdiobus_read\n\
+             ffffffff81001200 T other_function\n\
+             ffffffff81001300 T _etext\n",
+        );
+        // The same op call in all three.
+        let code = vec![0x48, 0x8b, 0x47, 0x58, 0xff, 0xd0, 0xc3];
+        let mut text = Text(vec![
+            (0xffffffff81001000, code.clone()),
+            (0xffffffff81001100, code.clone()),
+            (0xffffffff81001200, code),
+        ]);
+        assert_eq!(
+            op_sites(&symbols, &mut text, Isa::X86_64, &OPS),
+            [OpSite {
+                function: "mdiobus_read".to_owned(),
+                call: 4,
+                ret: 6,
+                accessor: 0
+            }]
+        );
+        assert_eq!(op_sites(&symbols, &mut text, Isa::Aarch64, &OPS), []);
+    }
+}
