@@ -74,7 +74,7 @@ pub type Found = (Discovery, TextSymbols);
 /// or takes them from `cache` (a directory, see [`callsites::cache`]) where this boot's were
 /// kept; keeps them there. Returns whether they came from the cache.
 pub fn find(layout: &Layout, cache: Option<&Path>) -> Result<(Found, bool)> {
-    let key = cache.and(cache::Key::running(layout));
+    let key = cache.and_then(|_| cache::Key::running(layout));
     if let (Some(dir), Some(key)) = (cache, &key)
         && let Some(discovery) = cache::load(dir, key, layout)
     {

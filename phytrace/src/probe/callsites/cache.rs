@@ -59,10 +59,11 @@ impl Key {
     }
 }
 
+/// An entry as stored: owned when read, borrowed when written.
 #[derive(Serialize, Deserialize)]
-struct Entry {
-    key: Key,
-    discovery: Discovery,
+struct Entry<K, D> {
+    key: K,
+    discovery: D,
 }
 
 /// The cache's directory: `$XDG_CACHE_HOME/phytrace/call-sites`, else under `~/.cache`.
@@ -77,7 +78,7 @@ pub fn default_dir() -> Option<PathBuf> {
 /// The sites kept in `dir` for `key` (made with `layout`), if any.
 pub fn load(dir: &Path, key: &Key, layout: &Layout) -> Option<Discovery> {
     let text = fs::read(key.file(dir)).ok()?;
-    let entry: Entry = serde_json::from_slice(&text).ok()?;
+    let entry: Entry<Key, Discovery> = serde_json::from_slice(&text).ok()?;
     if entry.key != *key {
         return None;
     }
@@ -95,19 +96,13 @@ pub fn store(dir: &Path, key: &Key, discovery: &Discovery) -> io::Result<()> {
         return Ok(());
     }
     fs::create_dir_all(dir)?;
-    let entry = serde_json::to_vec(&EntryRef { key, discovery })?;
+    let entry = serde_json::to_vec(&Entry { key, discovery })?;
     let file = key.file(dir);
     let partial = file.with_extension(format!("{}.partial", std::process::id()));
     fs::write(&partial, entry)?;
     fs::rename(&partial, &file).inspect_err(|_| {
         let _ = fs::remove_file(&partial);
     })
-}
-
-#[derive(Serialize)]
-struct EntryRef<'a> {
-    key: &'a Key,
-    discovery: &'a Discovery,
 }
 
 /// The GNU build id in ELF notes `notes` (as `/sys/kernel/notes` holds them), in hex.

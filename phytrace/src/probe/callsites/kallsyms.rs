@@ -122,17 +122,24 @@ impl TextSymbols {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.module.as_deref() == Some(module))
-            .map(|(i, s)| Function {
-                name: &s.name,
-                address: s.address,
-                end: self
-                    .modules
-                    .get(i + 1)
-                    .map_or(u64::MAX, |next| next.address)
-                    .min(s.address.saturating_add(MAX_MODULE_FUNCTION)),
-            })
-            .filter(|f| f.end > f.address)
+            .filter_map(|(index, _)| self.module_function(index))
             .collect()
+    }
+
+    /// The module text symbol at `index`, up to the next one (within [`MAX_MODULE_FUNCTION`]
+    /// bytes); `None` if that is empty.
+    fn module_function(&self, index: usize) -> Option<Function<'_>> {
+        let s = self.modules.get(index)?;
+        let end = self
+            .modules
+            .get(index + 1)
+            .map_or(u64::MAX, |next| next.address)
+            .min(s.address.saturating_add(MAX_MODULE_FUNCTION));
+        (end > s.address).then_some(Function {
+            name: &s.name,
+            address: s.address,
+            end,
+        })
     }
 
     /// The text function named `name`, of vmlinux or else of a module, up to the next text
@@ -153,18 +160,7 @@ impl TextSymbols {
             })
             .filter(|f| f.end > f.address);
         }
-        let index = self.modules.iter().position(|s| s.name == name)?;
-        let s = &self.modules[index];
-        Some(Function {
-            name: &s.name,
-            address: s.address,
-            end: self
-                .modules
-                .get(index + 1)
-                .map_or(u64::MAX, |next| next.address)
-                .min(s.address.saturating_add(MAX_MODULE_FUNCTION)),
-        })
-        .filter(|f| f.end > f.address)
+        self.module_function(self.modules.iter().position(|s| s.name == name)?)
     }
 
     /// The function starting at `address` and its module (`None`: vmlinux).
