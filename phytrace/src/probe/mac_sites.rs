@@ -15,6 +15,7 @@ use phytrace_common::{
 use super::{
     attach::loaded_kprobe,
     btf::KernelBtf,
+    call_site_probes,
     callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
     site_table::{self, SiteTable},
     symbols::KALLSYMS,
@@ -25,10 +26,10 @@ use super::{
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum MacChoice {
     /// asix's MAC ops, by name.
-    #[default]
     Name,
-    /// phylink's calls of `mac_ops->OP`: any MAC driver (asix's by name where no site can be
-    /// armed).
+    /// phylink's calls of `mac_ops->OP`: any MAC driver (asix's by name for an op no site of
+    /// which can be armed).
+    #[default]
     Callsite,
 }
 
@@ -50,14 +51,29 @@ pub struct Found {
 pub fn find(btf: &KernelBtf) -> Result<Found> {
     let btf = btf.with_module(MODULE)?;
     let layout = Layout::mac(&btf).context("phylink's BTF")?;
-    let config_from_ops = i64::from(btf.member_offset("phylink", &["config"])?)
-        - i64::from(btf.member_offset("phylink", &["mac_ops"])?);
+    let config_from_ops = layout
+        .first_argument
+        .context("phylink's MAC ops are checked through their first argument")?;
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
     let symbols = TextSymbols::parse(&kallsyms);
     let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
         .with_context(|| format!("reading the kernel's code from {}", callsites::text::KCORE))?;
-    let discovery =
-        callsites::discover_module(&symbols, &mut kcore, &layout, Isa::native(), &[], MODULE)?;
+    let probed = call_site_probes::probed_addresses();
+    let discovery = callsites::discover_module(
+        &symbols,
+        &mut kcore,
+        &layout,
+        Isa::native(),
+        &probed,
+        MODULE,
+    )?;
+    if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
+        bail!(
+            "no call through pl->mac_ops->mac_link_up/down found: kprobes of a running tracer \
+             (another phytrace session?) rewrote {}, where the calls are",
+            discovery.rewritten.join(", ")
+        );
+    }
     if discovery.sites.is_empty() {
         bail!(
             "no call through pl->mac_ops->mac_link_up/down found in {} bytes of phylink's code",
@@ -110,6 +126,7 @@ impl MacSites {
             |site| record(site, found.config_from_ops),
         )?;
         let mut links = Vec::new();
+        let mut refused = Vec::new();
         for (index, site) in table.sites().iter().enumerate() {
             let program = PROGRAMS[usize::from(site.found.op)];
             let attached = loaded_kprobe(ebpf, program)
@@ -123,19 +140,24 @@ impl MacSites {
                         index as u64,
                     )?)
                 });
-            match attached {
-                Ok(link) => links.push(link),
-                Err(err) => notes.push(format!(
-                    "the MAC call site {} ({}) is not traced: {}",
-                    site.place(),
-                    site.op(),
-                    site_table::refusal(site, &err)
-                )),
+            if let Err(err) = attached.map(|link| links.push(link)) {
+                refused.push((site, site_table::refusal(site, &err)));
             }
         }
         if links.is_empty() {
-            bail!("no MAC call site of phylink could be armed");
+            bail!(
+                "none of its {} MAC call sites could be armed: {}",
+                refused.len(),
+                by_reason(&refused)
+            );
         }
+        notes.extend(refused.iter().map(|(site, why)| {
+            format!(
+                "the MAC call site {} ({}) is not traced: {why}",
+                site.place(),
+                site.op()
+            )
+        }));
         Ok(Self { table, links })
     }
 
@@ -156,6 +178,23 @@ impl MacSites {
             format!("its phylink's mac_ops->{op}")
         })
     }
+}
+
+/// `refused` sites said once per reason: `PLACE (OP), …: REASON; …`.
+fn by_reason(refused: &[(&CallSite, String)]) -> String {
+    let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
+    for (site, why) in refused {
+        let place = format!("{} ({})", site.place(), site.op());
+        match reasons.iter_mut().find(|(reason, _)| reason == why) {
+            Some((_, places)) => places.push(place),
+            None => reasons.push((why, vec![place])),
+        }
+    }
+    reasons
+        .iter()
+        .map(|(why, places)| format!("{}: {why}", places.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The programs' record of `site` (which has an owner); `config_from_ops` as in [`Found`].

@@ -21,7 +21,7 @@ use super::{
     attach::{Programs, attach},
     btf::{self, PhyStates},
     call_site_probes::{self, CallSiteProbes, CallbackChoice, CallbackProbes, Finding, Sourcing},
-    callsites::{Layout, cache},
+    callsites::{Layout, MAC_OPS, cache},
     decode::{Decoder, c_string},
     driver_probes::{self, DriverProbes},
     error::Stage,
@@ -302,8 +302,8 @@ pub struct Tracer {
     mac_btf: Option<btf::KernelBtf>,
     /// phylink's MAC call sites, while it is live and they are armed.
     mac_sites: Option<MacSites>,
-    /// Whether the MAC ops are probed by name ([`MAC_BY_NAME`]).
-    mac_by_name: bool,
+    /// The MAC ops probed by name ([`MAC_BY_NAME`]'s programs are named by op).
+    mac_by_name: BTreeSet<&'static str>,
     /// The kernel's log lines, waiting for their place in the stream.
     kmsg: Kmsg,
 }
@@ -441,14 +441,14 @@ impl Tracer {
             callback_probes: None,
             mac_btf: None,
             mac_sites: None,
-            mac_by_name: false,
+            mac_by_name: BTreeSet::new(),
             kmsg,
         };
         let built_in = prefetched.built_in.clone();
         tracer.arm_callbacks(finding, prefetched)?;
         tracer.arm_mac(&built_in, MAC_PROBES);
         if tracer.options.mac == MacChoice::Name {
-            tracer.arm_mac_by_name(&built_in);
+            tracer.arm_mac_by_name(&built_in, &MAC_OPS);
         } else {
             tracer.mac_btf = Some(kernel_btf);
             if modules::read()?.contains_key(mac_sites::MODULE) {
@@ -590,30 +590,56 @@ impl Tracer {
         ));
     }
 
-    /// Finds and arms the live phylink's MAC call sites; where they cannot be, says why and
-    /// probes the MAC ops by name instead.
+    /// Finds and arms the live phylink's MAC call sites; an op none of whose sites can be
+    /// armed is probed by name instead, and said. An op once probed by name stays so (its
+    /// sites are not armed: each call is seen once).
     fn arm_mac_sites(&mut self) {
         let Some(btf) = &self.mac_btf else {
             return;
         };
-        let armed = mac_sites::find(btf)
-            .and_then(|found| MacSites::arm(&mut self.ebpf, found, &mut self.notes));
-        match armed {
-            Ok(sites) => self.mac_sites = Some(sites),
+        let by_name = &self.mac_by_name;
+        let armed = mac_sites::find(btf).and_then(|mut found| {
+            found
+                .discovery
+                .sites
+                .retain(|site| !by_name.contains(site.op()));
+            MacSites::arm(&mut self.ebpf, found, &mut self.notes)
+        });
+        let unarmed: Vec<&str> = match armed {
+            Ok(sites) => {
+                let unarmed = MAC_OPS
+                    .into_iter()
+                    .filter(|op| !by_name.contains(op))
+                    .filter(|op| !sites.sites().iter().any(|site| site.op() == *op))
+                    .collect();
+                self.mac_sites = Some(sites);
+                unarmed
+            }
             Err(err) => {
                 self.notes.push(format!(
                     "MAC ops are not traced at phylink's call sites ({err:#}): asix's by name"
                 ));
-                self.arm_mac_by_name(&BTreeSet::new());
+                MAC_OPS.to_vec()
+            }
+        };
+        if self.mac_sites.is_some() {
+            for op in &unarmed {
+                self.notes.push(format!(
+                    "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
+                ));
             }
         }
+        self.arm_mac_by_name(&BTreeSet::new(), &unarmed);
     }
 
-    /// Arms [`MAC_BY_NAME`], once.
-    fn arm_mac_by_name(&mut self, built_in: &BTreeSet<String>) {
-        if !std::mem::replace(&mut self.mac_by_name, true) {
-            self.arm_mac(built_in, MAC_BY_NAME);
-        }
+    /// Arms the entries of [`MAC_BY_NAME`] for `ops` not armed yet.
+    fn arm_mac_by_name(&mut self, built_in: &BTreeSet<String>, ops: &[&str]) {
+        let entries: Vec<_> = MAC_BY_NAME
+            .iter()
+            .filter(|(_, _, op, _)| ops.contains(op) && self.mac_by_name.insert(op))
+            .copied()
+            .collect();
+        self.arm_mac(built_in, &entries);
     }
 
     /// phylink's MAC call sites armed, if they are.
@@ -861,7 +887,7 @@ impl Tracer {
     ) -> Result<()> {
         let raw = &named.event;
         let module = c_string(&named.name);
-        if module == mac_sites::MODULE && !self.mac_by_name {
+        if module == mac_sites::MODULE && self.options.mac == MacChoice::Callsite {
             // Its kprobes went with its code; a new phylink has its own sites.
             if let Some(mut sites) = self.mac_sites.take() {
                 sites.disarm();

@@ -224,7 +224,7 @@ mod tests {
             ops,
             holders: vec![0x250, 0xa8],
             marker: Some(0x250),
-            needs_owner: false,
+            first_argument: None,
         }
     }
 

@@ -170,7 +170,7 @@ mod tests {
             ops,
             holders: vec![0x360, 0x68],
             marker: Some(0x360),
-            needs_owner: false,
+            first_argument: None,
         }
     }
 

@@ -66,9 +66,12 @@ pub struct Layout {
     pub holders: Vec<i64>,
     /// A displacement only the functions worth decoding hold (`None`: all are decoded).
     pub marker: Option<u32>,
-    /// Whether a site is checked through its holder, which a register must then be proven to
-    /// hold at the call ([`Found::owner`]).
-    pub needs_owner: bool,
+    /// For ops checked through their holder: the displacement, from the holder's pointer to
+    /// the ops struct, of what every call passes first (phylink passes each MAC op
+    /// `pl->config`). A register must then be proven to hold the holder at the call
+    /// ([`Found::owner`]), and a call whose first argument was not loaded from that holder is
+    /// another struct's op of the same shape (phylink's PCS ops), not a site.
+    pub first_argument: Option<i64>,
 }
 
 impl Layout {
@@ -85,7 +88,7 @@ impl Layout {
                 i64::from(btf.member_offset("phy_device", &["mdio", "dev", "driver"])?),
             ],
             marker: Some(bound_driver),
-            needs_owner: false,
+            first_argument: None,
         })
     }
 
@@ -94,6 +97,7 @@ impl Layout {
     /// phylink` or to a struct it holds (`phylink_resolve` gets its `resolve` work item).
     pub fn mac(btf: &KernelBtf) -> Result<Self> {
         let mac_ops = btf.member_offset("phylink", &["mac_ops"])?;
+        let config = btf.member_offset("phylink", &["config"])?;
         let holders = std::iter::once(0)
             .chain(btf.embedded_members("phylink")?)
             .map(|inner| i64::from(mac_ops) - i64::from(inner))
@@ -107,7 +111,7 @@ impl Layout {
                 .collect::<Result<_>>()?,
             holders,
             marker: None,
-            needs_owner: true,
+            first_argument: Some(i64::from(config) - i64::from(mac_ops)),
         })
     }
 
@@ -162,7 +166,7 @@ pub struct Found {
     pub op: u16,
     pub target: Target,
     pub ret: Return,
-    /// Where the holder is at the call, if [`Layout::needs_owner`] and it could be proven.
+    /// Where the holder is at the call, if [`Layout::first_argument`] asks and it could be proven.
     pub owner: Option<Owner>,
 }
 

@@ -85,14 +85,18 @@ pub fn scan(code: &[u8], address: u64, layout: &Layout, thunks: &BTreeMap<u64, u
         let Some((op, target, holders)) = function.op_call(at, via, layout) else {
             continue;
         };
+        let owner = match layout.first_argument {
+            None => None,
+            Some(from_ops) => match function.owner(at, &holders) {
+                Some(owner) if !function.passes_first(at, owner, from_ops) => continue,
+                owner => owner,
+            },
+        };
         found.push(Found {
             offset: (call.ip() - address) as u32,
             op,
             target,
-            owner: layout
-                .needs_owner
-                .then(|| function.owner(at, &holders))
-                .flatten(),
+            owner,
             ret: if tail {
                 Return::Tail
             } else {
@@ -315,6 +319,23 @@ impl Function {
             displacement: i32::try_from(displacement).ok()?,
         })
     }
+
+    /// Whether the call at `at` is passed first (`%rdi`) what was loaded from its holder
+    /// `owner` at `from_ops` past the ops struct's pointer, with the holder's register
+    /// holding at each such load what it holds at the call.
+    fn passes_first(&self, at: usize, owner: Owner, from_ops: i64) -> bool {
+        let Some(base) = register_at(owner.register) else {
+            return false;
+        };
+        let place = (base, i64::from(owner.displacement) + from_ops);
+        let base_at_call = self.writes_of(at, base);
+        self.writes_of(at, Register::RDI).is_some_and(|defs| {
+            defs.iter().all(|&def| {
+                load(&self.instructions[def]) == Some(place)
+                    && self.writes_of(def, base) == base_at_call
+            })
+        })
+    }
 }
 
 /// The bit of `reg`'s 64-bit register in [`Function::writes`].
@@ -351,7 +372,7 @@ mod tests {
             ops,
             holders: vec![0x360, 0x68],
             marker: Some(0x360),
-            needs_owner: false,
+            first_argument: None,
         }
     }
 
@@ -497,7 +518,7 @@ mod mac_tests {
             ops: vec![Some(0x30), Some(0x28)],
             holders: [0, 88, 168, 216, 248, 304].map(|inner| 8 - inner).to_vec(),
             marker: None,
-            needs_owner: true,
+            first_argument: Some(8),
         }
     }
 
@@ -545,6 +566,50 @@ mod mac_tests {
                 owner: owner(40, 8),
             }]
         );
+    }
+
+    /// The retpoline thunks of the 7.3 test data: one per register, 16 bytes apart past
+    /// `BASE + 0x100000`, in iced's register order (its calls were relocated to them).
+    fn thunks_7_3() -> BTreeMap<u64, u32> {
+        (0..16)
+            .filter_map(|n| {
+                Some((
+                    BASE + 0x10_0000 + 16 * n,
+                    pt_regs_offset(Register::RAX + n as u32)?,
+                ))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn mac_link_down_through_a_retpoline_in_debians_7_3() {
+        let code = include_bytes!("../../../tests/data/callsites/phylink_link_down-7.3-x86_64.bin");
+        let found = scan(code, BASE, &layout(), &thunks_7_3());
+        assert_eq!(
+            found,
+            [Found {
+                offset: 0x71,
+                op: 1,
+                target: Target::Register(80),
+                ret: Return::After(0x76),
+                owner: owner(40, 8),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_pcs_op_of_the_same_shape_is_no_mac_site() {
+        // `pl->pcs->ops->pcs_config(pl->pcs, …)` and `pcs->ops->pcs_get_state(pcs, …)`:
+        // `struct phylink_pcs` holds its ops at `mac_ops`'s offset, at the offsets of
+        // `mac_link_down` and `mac_link_up`, but passes the PCS first, not `pl->config`.
+        for code in [
+            &include_bytes!("../../../tests/data/callsites/phylink_major_config-7.3-x86_64.bin")[..],
+            &include_bytes!(
+                "../../../tests/data/callsites/phylink_mac_pcs_get_state-7.3-x86_64.bin"
+            )[..],
+        ] {
+            assert_eq!(scan(code, BASE, &layout(), &thunks_7_3()), []);
+        }
     }
 
     #[test]
