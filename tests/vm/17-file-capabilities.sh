@@ -3,6 +3,9 @@
 # exactly the advertised file capabilities (cap_bpf,cap_perfmon,cap_dac_override), run as
 # `nobody`, passes doctor's privilege check and records the driver's callbacks by name, with
 # the MDIO accesses on trampolines; with one capability less, it says which one is missing.
+# Where the kernel's compiler inlined the MDIO accessors into their wrappers (clang builds of
+# 7.3), finding the copies reads the kernel's code, which needs CAP_SYS_RAWIO: there phytrace
+# must say that such accesses are missed, and the MDIO count is skipped (said).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 trap_cleanup
@@ -14,11 +17,15 @@ cp "$PHYTRACE_BIN" "$bin"
 setcap cap_bpf,cap_perfmon,cap_dac_override+ep "$bin" || fail "setcap refused on $(stat -f -c %T /tmp)"
 getcap "$bin"
 
+inlined=false
+"$PHYTRACE_BIN" doctor 2>&1 | grep -q '^\[ok  \] MDIO probes .*inlined' && inlined=true
 out=$(as_nobody "$bin" doctor 2>&1) || true
 echo "$out"
 grep -q '^\[ok  \] privileges .*CAP_BPF, CAP_PERFMON and CAP_DAC_OVERRIDE' <<<"$out" ||
     fail "doctor does not accept the advertised capabilities"
-grep -q '^\[ok  \] MDIO probes .*fentry' <<<"$out" || fail "doctor as nobody: no fentry"
+grep -qE '^\[(ok  |warn)\] MDIO probes .*fentry' <<<"$out" || fail "doctor as nobody: no fentry"
+grep -q '^\[warn\] MDIO probes .*inlined the MDIO accessors .* could not be checked' <<<"$out" ||
+    fail "doctor as nobody does not say that inlined MDIO accessors could not be checked"
 ok "doctor as nobody with the file capabilities: privileges ok"
 
 cap=/tmp/caps.ptrace
@@ -42,8 +49,14 @@ kill -INT "$pid"
 wait "$pid" || fail "record as nobody exited with status $?"
 cat /tmp/caps.err
 jq -e '.mdio_probes == "fentry"' <(head -n 1 "$cap") >/dev/null || fail "the header does not say fentry"
+grep -q 'inlined the MDIO accessors .* could not be checked' /tmp/caps.err ||
+    fail "record as nobody does not say that inlined MDIO accessors could not be checked"
 n=$("$PHYTRACE_BIN" dump --format json "$cap" --kind mdio | grep -c '"reg":1,' || true)
-((n > 0)) || fail "no MDIO access recorded as nobody"
+if $inlined; then
+    echo "SKIP: MDIO accesses as nobody: this kernel inlined its MDIO accessors, whose copies are found by reading its code (CAP_SYS_RAWIO); said by record, $n BMSR reads"
+else
+    ((n > 0)) || fail "no MDIO access recorded as nobody"
+fi
 ok "record as nobody with the file capabilities: named callbacks and $n BMSR reads"
 
 setcap cap_bpf,cap_perfmon+ep "$bin"

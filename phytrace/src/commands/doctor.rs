@@ -411,10 +411,9 @@ fn mdio_attach() -> Check {
                 }
             );
             let survey = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
-                .ok()
                 .and_then(|btf| mdio_inlining::survey(&btf));
             match survey {
-                Some((inlined, sites)) if !sites.is_empty() => Check::ok(
+                Ok((inlined, sites)) if !sites.is_empty() => Check::ok(
                     MDIO_PROBES,
                     format!(
                         "{detail}; this kernel's compiler inlined {} accessor(s) into {}: \
@@ -424,7 +423,7 @@ fn mdio_attach() -> Check {
                         sites.len()
                     ),
                 ),
-                Some((inlined, _)) if !inlined.is_empty() => Check::warn(
+                Ok((inlined, _)) if !inlined.is_empty() => Check::warn(
                     MDIO_PROBES,
                     format!(
                         "{detail}, but {}",
@@ -433,7 +432,12 @@ fn mdio_attach() -> Check {
                     "none of the inlined copies' bus-op calls was found: accesses made through \
                      them are missed",
                 ),
-                _ => Check::ok(MDIO_PROBES, detail),
+                Ok(_) => Check::ok(MDIO_PROBES, detail),
+                Err(err) => Check::warn(
+                    MDIO_PROBES,
+                    format!("{detail}; {}", mdio_inlining::unchecked(&err)),
+                    "run as root to check (and to trace such copies)",
+                ),
             }
         }
         Err(err) => Check::warn(

@@ -10,7 +10,7 @@ use crate::{
     output,
     probe::{
         btf, call_site_probes,
-        callsites::{Layout, MAC_OPS, OPS},
+        callsites::{Layout, MAC_OPS, OPS, cache},
         mac_sites, mdio_probes, symbols,
     },
 };
@@ -18,13 +18,16 @@ use crate::{
 /// Lists phylib's call sites of each driver op (`--callback-probes callsite`), or why they
 /// cannot be found.
 fn call_sites_section(out: &mut String, kallsyms: &str) -> Result<()> {
-    writeln!(
-        out,
-        "Call sites of phy_driver operations (decoded from the kernel text in /proc/kcore):"
-    )?;
-    let found = btf::KernelBtf::running()
-        .and_then(|btf| call_site_probes::discover(&Layout::from_btf(&btf)?, kallsyms));
-    let (discovery, _) = match found {
+    let cache = cache::default_dir();
+    let found = btf::KernelBtf::running().and_then(|btf| {
+        call_site_probes::find_with(&Layout::from_btf(&btf)?, cache.as_deref(), Some(kallsyms))
+    });
+    let source = match &found {
+        Ok((_, true)) => "this boot's cache, kept by a session that decoded the kernel text",
+        _ => "decoded from the kernel text in /proc/kcore",
+    };
+    writeln!(out, "Call sites of phy_driver operations ({source}):")?;
+    let ((discovery, _), _) = match found {
         Ok(found) => found,
         Err(err) => {
             writeln!(out, "  unavailable: {err:#}")?;

@@ -74,15 +74,33 @@ pub type Found = (Discovery, TextSymbols);
 /// or takes them from `cache` (a directory, see [`callsites::cache`]) where this boot's were
 /// kept; keeps them there. Returns whether they came from the cache.
 pub fn find(layout: &Layout, cache: Option<&Path>) -> Result<(Found, bool)> {
+    find_with(layout, cache, None)
+}
+
+/// [`find`], with kallsyms if already read (`kallsyms`: then the cached sites' symbols are
+/// parsed from it; else they are named when a callback is first seen, as
+/// `CallSiteProbes::teach` reads kallsyms then).
+pub fn find_with(
+    layout: &Layout,
+    cache: Option<&Path>,
+    kallsyms: Option<&str>,
+) -> Result<(Found, bool)> {
     let key = cache.and_then(|_| cache::Key::running(layout));
     if let (Some(dir), Some(key)) = (cache, &key)
         && let Some(discovery) = cache::load(dir, key, layout)
     {
-        // Named when a callback is first seen (`CallSiteProbes::teach` reads kallsyms then).
-        return Ok(((discovery, TextSymbols::default()), true));
+        let symbols = kallsyms.map(TextSymbols::parse).unwrap_or_default();
+        return Ok(((discovery, symbols), true));
     }
-    let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-    let found = discover(layout, &kallsyms)?;
+    let read;
+    let kallsyms = match kallsyms {
+        Some(kallsyms) => kallsyms,
+        None => {
+            read = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
+            &read
+        }
+    };
+    let found = discover(layout, kallsyms)?;
     if let (Some(dir), Some(key)) = (cache, &key) {
         // A cache that cannot be written costs the next session the search, nothing else.
         let _ = cache::store(dir, key, &found.0);
@@ -103,17 +121,33 @@ fn rewritten_addresses(list: &str) -> Vec<u64> {
         .collect()
 }
 
+/// The addresses where running kprobes rewrote the kernel's code; none where the kernel does
+/// not list them (no debugfs: other tracers' kprobes are not known, nor said).
+pub fn probed_addresses() -> Vec<u64> {
+    fs::read_to_string(KPROBES_LIST)
+        .map(|list| rewritten_addresses(&list))
+        .unwrap_or_default()
+}
+
 /// [`find`] on the call sites in kallsyms text `kallsyms`.
 pub fn discover(layout: &Layout, kallsyms: &str) -> Result<Found> {
     let symbols = TextSymbols::parse(kallsyms);
     let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
         .map_err(|err| text_refused(&err))?;
-    // Unreadable (no debugfs): other tracers' kprobes are not known, nor said.
-    let probed = fs::read_to_string(KPROBES_LIST)
-        .map(|list| rewritten_addresses(&list))
-        .unwrap_or_default();
+    let probed = probed_addresses();
     let discovery = callsites::discover(&symbols, &mut kcore, layout, Isa::native(), &probed)
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
+    if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
+        return Err(ProbeError::unavailable(format!(
+            "no call site of a phy_driver operation found: kprobes of a running tracer (another \
+             phytrace session?) rewrote the code of {} of the {} functions decoded ({}), where \
+             the sites are; try again when it stops",
+            discovery.rewritten.len(),
+            discovery.functions_decoded,
+            discovery.rewritten.join(", ")
+        ))
+        .into());
+    }
     if discovery.sites.is_empty() {
         return Err(ProbeError::unavailable(format!(
             "no call site of a phy_driver operation found in {} bytes of kernel text \

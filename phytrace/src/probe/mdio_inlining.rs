@@ -224,11 +224,15 @@ pub fn arm_sites(ebpf: &mut Ebpf, sites: &[OpSite]) -> Result<Vec<EventLink>> {
 }
 
 /// Finds the bus-op calls of inlined accessors in the running kernel and arms them; what the
-/// user should know goes to `notes`. Nothing is armed (and nothing said) where the kernel's
-/// text cannot be read or holds no such call.
+/// user should know goes to `notes`, including that the kernel's text could not be read (the
+/// copies, if any, are then missed). Nothing is armed where the text holds no such call.
 pub fn arm_inlined(ebpf: &mut Ebpf, btf: &KernelBtf, notes: &mut Vec<String>) -> Vec<EventLink> {
-    let Some((inlined, sites)) = survey(btf) else {
-        return Vec::new();
+    let (inlined, sites) = match survey(btf) {
+        Ok(survey) => survey,
+        Err(err) => {
+            notes.push(unchecked(&err));
+            return Vec::new();
+        }
     };
     if sites.is_empty() {
         notes.extend(describe(&inlined));
@@ -309,15 +313,27 @@ fn branches_to(isa: Isa, code: &[u8], address: u64, target: u64) -> bool {
     }
 }
 
-/// The running kernel's inlined accessors and their copies' bus-op calls: `None` if its text
-/// cannot be read (kallsyms without addresses, no `/proc/kcore`).
-pub fn survey(btf: &KernelBtf) -> Option<(Vec<Inlined>, Vec<OpSite>)> {
-    let kallsyms = fs::read_to_string(KALLSYMS).ok()?;
+/// The running kernel's inlined accessors and their copies' bus-op calls; an error if its
+/// text cannot be read (kallsyms without addresses, `/proc/kcore` refused).
+pub fn survey(btf: &KernelBtf) -> Result<(Vec<Inlined>, Vec<OpSite>)> {
+    let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
     let symbols = TextSymbols::parse(&kallsyms);
-    let mut kcore = Kcore::open(Path::new(KCORE)).ok()?;
+    let mut kcore = Kcore::open(Path::new(KCORE)).map_err(|err| {
+        anyhow::anyhow!(
+            "{KCORE}: {err}: reading the kernel's code needs CAP_SYS_RAWIO (run as root)"
+        )
+    })?;
     let inlined = find(&symbols, &mut kcore, Isa::native());
     let sites = op_sites(&symbols, &mut kcore, Isa::native(), &op_offsets(btf));
-    Some((inlined, sites))
+    Ok((inlined, sites))
+}
+
+/// What is missing when the kernel's code could not be read (`err`).
+pub fn unchecked(err: &anyhow::Error) -> String {
+    format!(
+        "whether this kernel's compiler inlined the MDIO accessors into their wrappers could not \
+         be checked ({err:#}): accesses made through such copies would be missed"
+    )
 }
 
 /// The functions holding `sites`, each once, in order.
