@@ -6,6 +6,8 @@
 # matches it (an extended regular expression). The helpers are the VM suite's (tests/vm/*.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/kernel_log.sh
+. "$here/../vm/kernel_log.sh"
 filter=${1:-}
 logs="$PHYTRACE_OUT/stock-tests"
 rm -rf "$logs" && mkdir -p "$logs"
@@ -23,7 +25,7 @@ for test in "$here"/[0-9][0-9]-*.sh; do
         echo "$name left a phytrace process running" >>"$logs/$name.log"
         status=98
     fi
-    if dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection|Call Trace'; then
+    if [[ -n $(dmesg | kernel_trouble) ]]; then
         echo "kernel log after $name:" >>"$logs/$name.log"
         dmesg >>"$logs/$name.log"
         status=99

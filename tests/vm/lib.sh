@@ -89,7 +89,8 @@ dmesg_since_mark() {
     dmesg | awk -v m="$DMESG_MARK" 'found { print } index($0, m) { found = 1 }'
 }
 
-KERNEL_TROUBLE='WARNING:|BUG:|Oops|general protection|Call Trace:|refcount_t:|kernel BUG|UBSAN|KASAN|list_del corruption'
+# shellcheck source=tests/vm/kernel_log.sh
+. "$(dirname "${BASH_SOURCE[0]}")/kernel_log.sh"
 
 # WARN() only prints (and taints) with CONFIG_BUG=y; debugfs has clear_warn_once only then.
 kernel_warns() { [[ -e /sys/kernel/debug/clear_warn_once ]]; }
@@ -98,8 +99,12 @@ kernel_warns() { [[ -e /sys/kernel/debug/clear_warn_once ]]; }
 assert_clean_dmesg() {
     local what=${1:-kernel log}
     local bad
-    bad=$(dmesg_since_mark | grep -E "$KERNEL_TROUBLE" || true)
+    bad=$(dmesg_since_mark | kernel_trouble)
     [[ -z $bad ]] || fail "$what: kernel trouble in dmesg: $bad"
+    local unplug
+    unplug=$(dmesg_since_mark | without_unplug_warning | unplug_warnings)
+    unplug=$(($(dmesg_since_mark | unplug_warnings) - unplug))
+    ((unplug == 0)) || log "$what: the kernel's own phy_error warning at the unplug (-EPROTO), $unplug time(s): expected"
     if kernel_warns; then
         ok "$what: no WARNING/BUG/Oops in dmesg"
     else

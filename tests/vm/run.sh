@@ -5,6 +5,8 @@
 # expression, e.g. `kill9|churn`). TEST_TIMEOUT is the limit per test in seconds (default 300).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/kernel_log.sh
+. "$here/kernel_log.sh"
 filter=${1:-}
 logs="$PHYTRACE_OUT/vm-tests"
 rm -rf "$logs" && mkdir -p "$logs"
@@ -34,12 +36,14 @@ for test in "$here"/[0-9][0-9]-*.sh; do
             done
     fi
     unload_all
-    if dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection|Call Trace'; then
+    if [[ -n $(dmesg | kernel_trouble) ]]; then
         echo "kernel log after $name:" >>"$logs/$name.log"
         dmesg >>"$logs/$name.log"
         status=99
     fi
     dmesg -c >/dev/null
+    # Parts a test skipped (it goes on with the rest) are said in its log as "SKIP: …".
+    while read -r line; do echo "    $line"; done < <(grep -E '^SKIP' "$logs/$name.log")
     if [[ $status -eq 0 ]]; then
         passed=$((passed + 1))
         echo "ok      $name (${secs} s)"
