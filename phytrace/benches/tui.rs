@@ -50,7 +50,9 @@ fn frames(c: &mut Criterion) {
     // The worst case: a filter that hides most of the 100 000 held events, timeline scrolled.
     app.filter = Filter::parse("err").unwrap();
     app.focus = Pane::Timeline;
-    app.call_cursor = app.calls.get(app.calls.len() / 2).map(|c| c.seq);
+    app.panes
+        .timeline
+        .select(app.calls.get(app.calls.len() / 2).map(|c| c.seq));
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
     group.bench_function("200x60 sparse filter, timeline cursor", |b| {
         b.iter(|| {

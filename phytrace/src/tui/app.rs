@@ -1,5 +1,6 @@
 //! The TUI's state: the model, the statistics, the events held for the log and the timeline,
-//! and what the user looks at. `update` changes it, `ui` draws it; neither does I/O.
+//! what the user looks at (view, focus, filter, mode) and the panes, each keeping its own
+//! position. `update` changes it, `ui` draws it; neither does I/O.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -13,6 +14,9 @@ use super::filter::Filter;
 use super::rate::RateMeter;
 use super::source::SourceStatus;
 use super::ui::theme::Theme;
+use super::ui::{
+    KmsgPane, LatencyPane, LogPane, PhysPane, RegistersPane, Sequenced, StatesPane, TimelinePane,
+};
 
 /// Default number of events held for the log and timeline (`--keep`).
 pub const DEFAULT_KEEP: usize = 100_000;
@@ -28,6 +32,12 @@ pub struct LogEntry {
     pub applied: Applied,
 }
 
+impl Sequenced for LogEntry {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// A completed callback run, for the timeline.
 #[derive(Clone, Debug)]
 pub struct CallEntry {
@@ -37,6 +47,12 @@ pub struct CallEntry {
     pub key: String,
     /// The run with its MDIO accesses.
     pub call: ClosedCallback,
+}
+
+impl Sequenced for CallEntry {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
 }
 
 /// A kernel message, for its pane.
@@ -149,77 +165,81 @@ pub enum Mode {
     Prompt(PromptKind, String),
 }
 
-/// A bottom-anchored list position: `None` follows the newest entry, `Some(seq)` stays on it.
-pub type Cursor = Option<u64>;
+/// The panes that keep a position of their own; the others show what these select.
+#[derive(Debug, Default)]
+pub struct Panes {
+    /// The PHY list: which PHY the panes show.
+    pub phys: PhysPane,
+    /// The registers and their scroll.
+    pub registers: RegistersPane,
+    /// The callbacks and their cursor.
+    pub timeline: TimelinePane,
+    /// The kernel's lines and their scroll.
+    pub kmsg: KmsgPane,
+    /// The `phy_state` history and its scroll.
+    pub states: StatesPane,
+    /// The events and their cursor.
+    pub log: LogPane,
+    /// The latency table: which callback the histogram shows.
+    pub latency: LatencyPane,
+}
 
 /// Everything the TUI shows.
 #[derive(Debug)]
 pub struct App {
     /// Per-PHY state.
-    pub model: Model,
+    pub(super) model: Model,
     /// Description of the events (for saving).
-    pub header: Header,
+    pub(super) header: Header,
     /// Timestamps are shown relative to this.
-    pub start_ns: u64,
+    pub(super) start_ns: u64,
     /// Events held, oldest first, at most `keep`.
-    pub log: VecDeque<LogEntry>,
+    pub(super) log: VecDeque<LogEntry>,
     /// Completed callbacks held, oldest first, at most `keep`.
     pub calls: VecDeque<CallEntry>,
+    /// The kernel's lines held, oldest first, at most `keep`.
+    pub(super) kmsgs: VecDeque<KmsgEntry>,
     /// Events held at most.
-    pub keep: usize,
+    keep: usize,
     /// Statistics of every event taken in (not only the held ones): latencies, MDIO rate, link
     /// and state history, per PHY and callback.
     pub stats: Collector,
     /// Registers of each PHY when its latest top-level callback was entered.
-    pub baselines: BTreeMap<String, BTreeMap<u16, u16>>,
-    /// Key of the selected PHY (`None`: the first one).
-    pub selected: Option<String>,
-    /// Callback whose latency histogram is shown (`None`: the first one of the selected PHY).
-    pub selected_callback: Option<String>,
+    pub(super) baselines: BTreeMap<String, BTreeMap<u16, u16>>,
     /// Panes shown.
     pub view: View,
     /// Focused pane.
     pub focus: Pane,
     /// The focused pane fills the screen.
     pub zoom: bool,
-    /// Log position.
-    pub log_cursor: Cursor,
-    /// Timeline position.
-    pub call_cursor: Cursor,
-    /// Register pane scroll, in lines from the top.
-    pub reg_scroll: u16,
-    /// State history scroll, in entries from the newest.
-    pub state_scroll: usize,
-    /// The kernel's lines held, oldest first, at most `keep`.
-    pub kmsgs: VecDeque<KmsgEntry>,
-    /// Kernel message scroll, in lines from the newest.
-    pub kmsg_scroll: usize,
-    /// This terminal is the kernel's console: a line the console prints lands on the screen.
-    pub console_shared: bool,
-    /// The screen may hold what phytrace did not draw: clear it and draw it whole.
-    pub repaint: bool,
+    /// The panes' positions.
+    pub panes: Panes,
     /// Log filter.
     pub filter: Filter,
     /// Log search text (lower case).
-    pub search: Option<String>,
+    pub(super) search: Option<String>,
     /// Input mode.
     pub mode: Mode,
     /// Paused by the user.
     pub paused: bool,
     /// Source state for the status line.
-    pub source: SourceStatus,
+    pub(super) source: SourceStatus,
     /// Events per second.
-    pub rate: RateMeter,
+    pub(super) rate: RateMeter,
     /// A one-off message for the status line.
-    pub message: Option<String>,
+    pub(super) message: Option<String>,
     /// Colours or `NO_COLOR` styles.
-    pub theme: Theme,
+    pub(super) theme: Theme,
     /// Only events this keeps are taken in (`--phy`).
     pub phy_filter: Option<PhyFilter>,
+    /// This terminal is the kernel's console: a line the console prints lands on the screen.
+    pub console_shared: bool,
+    /// The screen may hold what phytrace did not draw: clear it and draw it whole.
+    pub(super) repaint: bool,
     /// Something changed since the last frame.
-    pub dirty: bool,
+    pub(super) dirty: bool,
     /// The user asked to quit.
-    pub quit: bool,
+    pub(super) quit: bool,
     next_seq: u64,
 }
 
@@ -235,22 +255,14 @@ impl App {
             // (memory is taken as entries come).
             log: VecDeque::with_capacity(keep),
             calls: VecDeque::with_capacity(keep),
+            kmsgs: VecDeque::new(),
             keep,
             stats: Collector::new(start_ns),
             baselines: BTreeMap::new(),
-            selected: None,
-            selected_callback: None,
             view: View::default(),
             focus: Pane::default(),
             zoom: false,
-            log_cursor: None,
-            call_cursor: None,
-            reg_scroll: 0,
-            state_scroll: 0,
-            kmsgs: VecDeque::new(),
-            kmsg_scroll: 0,
-            console_shared: false,
-            repaint: false,
+            panes: Panes::default(),
             filter: Filter::default(),
             search: None,
             mode: Mode::default(),
@@ -260,6 +272,8 @@ impl App {
             message: None,
             theme,
             phy_filter: None,
+            console_shared: false,
+            repaint: false,
             dirty: true,
             quit: false,
             next_seq: 0,
@@ -274,9 +288,8 @@ impl App {
         self.kmsgs.clear();
         self.stats = Collector::new(self.start_ns);
         self.baselines.clear();
-        self.log_cursor = None;
-        self.call_cursor = None;
-        self.state_scroll = 0;
+        self.follow_newest();
+        self.panes.states.scroll_to_newest();
         self.next_seq = 0;
         self.dirty = true;
     }
@@ -364,10 +377,7 @@ impl App {
 
     /// Key of the selected PHY: the chosen one if still known, else the first.
     pub fn selected_key(&self) -> Option<&str> {
-        self.selected
-            .as_deref()
-            .filter(|k| self.model.phys.contains_key(*k))
-            .or_else(|| self.model.phys.keys().next().map(String::as_str))
+        self.panes.phys.selected(&self.model)
     }
 
     /// Statistics of the selected PHY.
@@ -384,61 +394,55 @@ impl App {
     /// Name and statistics of the selected callback of the selected PHY: the chosen one if the
     /// PHY has it, else its first.
     pub fn selected_callback_stats(&self) -> Option<(&str, &CallbackCollector)> {
-        let callbacks = &self.selected_stats()?.callbacks;
-        self.selected_callback
-            .as_deref()
-            .and_then(|name| callbacks.get_key_value(name))
-            .or_else(|| callbacks.iter().next())
-            .map(|(name, c)| (name.as_str(), c))
+        self.panes.latency.selected(self.selected_stats()?)
     }
 
-    /// Whether the log shows `entry`.
-    pub fn log_shows(&self, entry: &LogEntry) -> bool {
-        self.filter.matches(&entry.event)
+    /// Moves the PHY selection by `delta` PHYs; the panes that show the selected PHY go back
+    /// to its newest callbacks, first registers and newest states.
+    pub fn select_phy(&mut self, delta: isize) {
+        if self.panes.phys.select_by(&self.model, delta) {
+            self.panes.timeline.follow();
+            self.panes.registers.scroll_to_top();
+            self.panes.states.scroll_to_newest();
+        }
     }
 
-    /// Whether the timeline shows `entry`.
-    pub fn timeline_shows(&self, entry: &CallEntry) -> bool {
-        self.selected_key() == Some(entry.key.as_str())
+    /// Moves in the focused pane by `delta` lines or entries (negative: up, towards older).
+    pub fn move_in_focus(&mut self, delta: isize) {
+        // Selections and the register scroll move by at most a thousand.
+        let bounded = delta.clamp(-1_000, 1_000);
+        let panes = &mut self.panes;
+        match self.focus {
+            Pane::Phys | Pane::Figures | Pane::Links | Pane::Mdio => self.select_phy(bounded),
+            Pane::Latency | Pane::Histogram => {
+                let key = panes.phys.selected(&self.model);
+                if let Some(phy) = key.and_then(|k| self.stats.phys.get(k)) {
+                    panes.latency.select_by(phy, bounded);
+                }
+            }
+            Pane::Registers => panes.registers.scroll_by(bounded),
+            Pane::States => panes.states.scroll_by(delta),
+            Pane::Kmsg => panes.kmsg.scroll_by(delta),
+            Pane::Log => panes.log.move_by(&self.log, &self.filter, delta),
+            Pane::Timeline => {
+                let key = panes.phys.selected(&self.model);
+                panes.timeline.move_by(&self.calls, key, delta);
+            }
+        }
     }
 
-    /// Index in `log` of the entry with sequence number `seq` or the nearest before it.
-    pub fn log_index(&self, seq: u64) -> Option<usize> {
-        index_of(&self.log, seq, |e| e.seq)
+    /// The log and the timeline follow their newest entries.
+    pub fn follow_newest(&mut self) {
+        self.panes.log.follow();
+        self.panes.timeline.follow();
     }
 
-    /// Index in `calls` of the entry with sequence number `seq` or the nearest before it.
-    pub fn call_index(&self, seq: u64) -> Option<usize> {
-        index_of(&self.calls, seq, |e| e.seq)
+    /// Points the log and the timeline at their last entries at or before `ts_ns`.
+    pub fn show_time(&mut self, ts_ns: u64) {
+        self.panes.log.show_time(&self.log, ts_ns);
+        self.panes.timeline.show_time(&self.calls, ts_ns);
+        self.dirty = true;
     }
-}
-
-/// Position of the last entry whose sequence number is at most `seq`.
-fn index_of<T>(entries: &VecDeque<T>, seq: u64, seq_of: impl Fn(&T) -> u64) -> Option<usize> {
-    entries.partition_point(|e| seq_of(e) <= seq).checked_sub(1)
-}
-
-/// Up to `height` entries of `entries` that `shows`, ending at `cursor` (the newest when
-/// following), oldest first, with their indices.
-pub fn window<T>(
-    entries: &VecDeque<T>,
-    end: Option<usize>,
-    height: usize,
-    shows: impl Fn(&T) -> bool,
-) -> Vec<(usize, &T)> {
-    let end = match end {
-        Some(i) => (i + 1).min(entries.len()),
-        None => entries.len(),
-    };
-    let mut rows: Vec<_> = entries
-        .range(..end)
-        .enumerate()
-        .rev()
-        .filter(|(_, e)| shows(e))
-        .take(height)
-        .collect();
-    rows.reverse();
-    rows
 }
 
 #[cfg(test)]
@@ -476,18 +480,7 @@ mod tests {
         }
         app.tick(Duration::from_secs(1));
         assert_eq!(app.rate.per_second(), 100_000);
-        assert_eq!(app.log_index(95_000), Some(5_000));
-        assert_eq!(app.log_index(1), None);
-    }
-
-    #[test]
-    fn window_is_bottom_anchored_and_filtered() {
-        let entries: VecDeque<u32> = (0..10).collect();
-        let rows = window(&entries, None, 3, |v| v % 2 == 0);
-        assert_eq!(rows, vec![(4, &4), (6, &6), (8, &8)]);
-        let rows = window(&entries, Some(5), 2, |_| true);
-        assert_eq!(rows, vec![(4, &4), (5, &5)]);
-        assert!(window(&entries, Some(99), 0, |_| true).is_empty());
+        assert_eq!(app.log.front().map(|e| e.seq), Some(90_000));
     }
 
     #[test]

@@ -101,8 +101,7 @@ pub fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration
             if one.is_empty() {
                 app.message = Some("no event to step to".to_owned());
             }
-            app.log_cursor = None;
-            app.call_cursor = None;
+            app.follow_newest();
             app.ingest(one, now);
         }
         Action::Speed(factor) => match source.scale_speed(factor) {
@@ -120,7 +119,7 @@ pub fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration
                 app.paused = true;
                 replay.set_paused(true);
             }
-            update::show_time(app, target);
+            app.show_time(target);
         }
         Action::Repaint => app.repaint = true,
         Action::Save(path) => {
@@ -166,7 +165,7 @@ mod tests {
         let forward = app.log.len();
         assert!(forward > 2);
         assert!(app.log.iter().all(|e| e.event.ts_ns <= target));
-        assert_eq!(app.log_cursor, app.log.back().map(|e| e.seq));
+        assert_eq!(app.panes.log.selected(), app.log.back().map(|e| e.seq));
         let back = app.start_ns + 7_000_000_000;
         perform(&mut app, &mut source, Action::Seek(back), now).unwrap();
         assert!(app.log.len() < forward);

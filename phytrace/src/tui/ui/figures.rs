@@ -9,7 +9,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::pane_block;
+use super::phy_pane_frame;
 use super::theme::Theme;
 use crate::render;
 use crate::stats::text::{errors, lost, secs};
@@ -35,10 +35,7 @@ struct Section {
 
 /// Draws the figures.
 pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let key = app.selected_key().unwrap_or("");
-    let block = pane_block(app, Pane::Figures, format!(" Figures {key} "));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = phy_pane_frame(frame, app, Pane::Figures, "Figures", area);
     let Some(report) = app.selected_report() else {
         return;
     };

@@ -8,9 +8,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::pane_block;
+use super::phy_pane_frame;
 use crate::render;
-use crate::stats::{CallbackCollector, Summary};
+use crate::stats::{CallbackCollector, PhyCollector, Summary};
 use crate::tui::app::{App, Pane};
 
 /// A column after the callback name.
@@ -102,61 +102,91 @@ fn fitting(width: usize) -> Vec<Column> {
     columns
 }
 
-/// Draws the table.
-pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let key = app.selected_key().unwrap_or("");
-    let block = pane_block(app, Pane::Latency, format!(" Latencies {key} "));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let Some(phy) = app.selected_stats() else {
-        return;
-    };
-    let theme = app.theme;
-    let width = usize::from(inner.width);
-    let columns = fitting(width);
-    let name_width = width
-        .saturating_sub(columns.iter().map(|c| c.width()).sum())
-        .max(1);
-    let mut head = format!("{:<name_width$}", "  callback");
-    for c in &columns {
-        head.push_str(&format!("{:>w$}", c.head(), w = c.width()));
+/// The latency table and the callback chosen in it, the one the histogram shows.
+#[derive(Debug, Default)]
+pub struct LatencyPane {
+    /// Name of the callback chosen (`None`: the first one of the selected PHY).
+    chosen: Option<String>,
+}
+
+impl LatencyPane {
+    /// Name and statistics of the selected callback of `phy`: the chosen one if `phy` has it,
+    /// else its first.
+    pub fn selected<'a>(&self, phy: &'a PhyCollector) -> Option<(&'a str, &'a CallbackCollector)> {
+        self.chosen
+            .as_deref()
+            .and_then(|name| phy.callbacks.get_key_value(name))
+            .or_else(|| phy.callbacks.iter().next())
+            .map(|(name, c)| (name.as_str(), c))
     }
-    let mut lines = vec![Line::from(Span::styled(head, theme.dim()))];
-    let chosen = app.selected_callback_stats().map(|(name, _)| name);
-    let rows = usize::from(inner.height.saturating_sub(1)).max(1);
-    let at = phy
-        .callbacks
-        .keys()
-        .position(|name| Some(name.as_str()) == chosen)
-        .unwrap_or(0);
-    for (name, cb) in phy
-        .callbacks
-        .iter()
-        .skip(at.saturating_sub(rows - 1))
-        .take(rows)
-    {
-        let selected = Some(name.as_str()) == chosen;
-        let marker = if selected { "▶ " } else { "  " };
-        let shown: String = format!("{marker}{name}").chars().take(name_width).collect();
-        let summary = cb.latencies.summary();
-        let mut spans = vec![Span::styled(format!("{shown:<name_width$}"), theme.name())];
+
+    /// Moves the choice by `delta` callbacks of `phy`.
+    pub fn select_by(&mut self, phy: &PhyCollector, delta: isize) {
+        let names: Vec<&String> = phy.callbacks.keys().collect();
+        let Some(last) = names.len().checked_sub(1) else {
+            return;
+        };
+        let current = self
+            .selected(phy)
+            .and_then(|(name, _)| names.iter().position(|n| n.as_str() == name))
+            .unwrap_or(0);
+        let next = current.saturating_add_signed(delta).min(last);
+        self.chosen = Some(names[next].clone());
+    }
+
+    /// Draws the table.
+    pub fn draw(&self, frame: &mut Frame, app: &App, area: Rect) {
+        let inner = phy_pane_frame(frame, app, Pane::Latency, "Latencies", area);
+        let Some(phy) = app.selected_stats() else {
+            return;
+        };
+        let theme = app.theme;
+        let width = usize::from(inner.width);
+        let columns = fitting(width);
+        let name_width = width
+            .saturating_sub(columns.iter().map(|c| c.width()).sum())
+            .max(1);
+        let mut head = format!("{:<name_width$}", "  callback");
         for c in &columns {
-            let text = format!("{:>w$}", c.cell(cb, &summary), w = c.width());
-            let bad = matches!(c, Column::Errors | Column::Lost) && text.trim() != "0";
-            spans.push(if bad {
-                Span::styled(text, theme.bad())
+            head.push_str(&format!("{:>w$}", c.head(), w = c.width()));
+        }
+        let mut lines = vec![Line::from(Span::styled(head, theme.dim()))];
+        let chosen = self.selected(phy).map(|(name, _)| name);
+        let rows = usize::from(inner.height.saturating_sub(1)).max(1);
+        let at = phy
+            .callbacks
+            .keys()
+            .position(|name| Some(name.as_str()) == chosen)
+            .unwrap_or(0);
+        for (name, cb) in phy
+            .callbacks
+            .iter()
+            .skip(at.saturating_sub(rows - 1))
+            .take(rows)
+        {
+            let selected = Some(name.as_str()) == chosen;
+            let marker = if selected { "▶ " } else { "  " };
+            let shown: String = format!("{marker}{name}").chars().take(name_width).collect();
+            let summary = cb.latencies.summary();
+            let mut spans = vec![Span::styled(format!("{shown:<name_width$}"), theme.name())];
+            for c in &columns {
+                let text = format!("{:>w$}", c.cell(cb, &summary), w = c.width());
+                let bad = matches!(c, Column::Errors | Column::Lost) && text.trim() != "0";
+                spans.push(if bad {
+                    Span::styled(text, theme.bad())
+                } else {
+                    Span::raw(text)
+                });
+            }
+            let line = Line::from(spans);
+            lines.push(if selected {
+                line.style(theme.selected())
             } else {
-                Span::raw(text)
+                line
             });
         }
-        let line = Line::from(spans);
-        lines.push(if selected {
-            line.style(theme.selected())
-        } else {
-            line
-        });
+        frame.render_widget(Paragraph::new(lines), inner);
     }
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 #[cfg(test)]

@@ -1,4 +1,6 @@
-//! Drawing: one file per pane, each a function of the [`App`] state into a screen area.
+//! The panes, one file each, and how the screen is laid out. A pane that keeps a position of
+//! its own (a cursor, a scroll, a selection) is a type holding it, with the moves it makes and
+//! its drawing; the others draw the [`App`] state into a screen area.
 
 mod axis;
 mod figures;
@@ -7,6 +9,7 @@ mod histogram;
 mod kmsg;
 mod latency;
 mod links;
+mod list;
 mod log;
 mod mdio;
 mod phys;
@@ -15,6 +18,15 @@ mod states;
 mod status;
 pub mod theme;
 mod timeline;
+
+pub use kmsg::KmsgPane;
+pub use latency::LatencyPane;
+pub(super) use list::Sequenced;
+pub use log::LogPane;
+pub use phys::PhysPane;
+pub use registers::RegistersPane;
+pub use states::StatesPane;
+pub use timeline::TimelinePane;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -117,13 +129,13 @@ const MIN_FIGURES: u16 = 4;
 
 fn draw_pane(frame: &mut Frame, app: &App, pane: Pane, area: Rect) {
     match pane {
-        Pane::Phys => phys::draw(frame, app, area),
-        Pane::Registers => registers::draw(frame, app, area),
-        Pane::Timeline => timeline::draw(frame, app, area),
-        Pane::Kmsg => kmsg::draw(frame, app, area),
-        Pane::States => states::draw(frame, app, area),
-        Pane::Log => log::draw(frame, app, area),
-        Pane::Latency => latency::draw(frame, app, area),
+        Pane::Phys => app.panes.phys.draw(frame, app, area),
+        Pane::Registers => app.panes.registers.draw(frame, app, area),
+        Pane::Timeline => app.panes.timeline.draw(frame, app, area),
+        Pane::Kmsg => app.panes.kmsg.draw(frame, app, area),
+        Pane::States => app.panes.states.draw(frame, app, area),
+        Pane::Log => app.panes.log.draw(frame, app, area),
+        Pane::Latency => app.panes.latency.draw(frame, app, area),
         Pane::Histogram => histogram::draw(frame, app, area),
         Pane::Figures => figures::draw(frame, app, area),
         Pane::Links => links::draw(frame, app, area),
@@ -144,6 +156,16 @@ fn pane_block<'a>(app: &App, pane: Pane, title: impl Into<Line<'a>>) -> Block<'a
         .border_set(set)
         .border_style(style)
         .title(title.into().style(style))
+}
+
+/// Draws the frame of a pane about the selected PHY, titled ` {name} {key} `; returns the area
+/// inside it.
+fn phy_pane_frame(frame: &mut Frame, app: &App, pane: Pane, name: &str, area: Rect) -> Rect {
+    let key = app.selected_key().unwrap_or("");
+    let block = pane_block(app, pane, format!(" {name} {key} "));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    inner
 }
 
 /// Seconds since the start, microsecond precision, without padding: `8.868204`.

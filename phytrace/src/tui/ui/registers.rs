@@ -17,24 +17,45 @@ use crate::tui::ui::theme::Theme;
 /// Inner width from which each register also shows its 16 bits.
 const BINARY_WIDTH: u16 = 60;
 
-/// Draws the register panel.
-pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let key = app.selected_key();
-    let title = format!(" Registers {} ", key.unwrap_or(""));
-    let block = pane_block(app, Pane::Registers, title);
-    let Some(phy) = key.and_then(|k| app.model.phy(k)) else {
-        frame.render_widget(Paragraph::new("").block(block), area);
-        return;
-    };
-    let empty = BTreeMap::new();
-    let baseline = key.and_then(|k| app.baselines.get(k)).unwrap_or(&empty);
-    let binary = area.width.saturating_sub(2) >= BINARY_WIDTH;
-    let lines = lines(phy, baseline, binary, app.theme);
-    let paragraph = Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .scroll((app.reg_scroll, 0))
-        .block(block);
-    frame.render_widget(paragraph, area);
+/// The registers of the selected PHY and how far they are scrolled.
+#[derive(Debug, Default)]
+pub struct RegistersPane {
+    /// Lines scrolled from the top.
+    scroll: u16,
+}
+
+impl RegistersPane {
+    /// Scrolls by `delta` lines (at most a thousand), down when positive.
+    pub fn scroll_by(&mut self, delta: isize) {
+        self.scroll = self
+            .scroll
+            .saturating_add_signed(delta.clamp(-1_000, 1_000) as i16);
+    }
+
+    /// Back to the first register.
+    pub fn scroll_to_top(&mut self) {
+        self.scroll = 0;
+    }
+
+    /// Draws the register panel.
+    pub fn draw(&self, frame: &mut Frame, app: &App, area: Rect) {
+        let key = app.selected_key();
+        let title = format!(" Registers {} ", key.unwrap_or(""));
+        let block = pane_block(app, Pane::Registers, title);
+        let Some(phy) = key.and_then(|k| app.model.phy(k)) else {
+            frame.render_widget(Paragraph::new("").block(block), area);
+            return;
+        };
+        let empty = BTreeMap::new();
+        let baseline = key.and_then(|k| app.baselines.get(k)).unwrap_or(&empty);
+        let binary = area.width.saturating_sub(2) >= BINARY_WIDTH;
+        let lines = lines(phy, baseline, binary, app.theme);
+        let paragraph = Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((self.scroll, 0))
+            .block(block);
+        frame.render_widget(paragraph, area);
+    }
 }
 
 /// Text of every register known for `phy`.

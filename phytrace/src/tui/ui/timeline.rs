@@ -2,6 +2,7 @@
 //! MDIO accesses made inside (`read_status → BMSR 0x786d, LPA 0x41e1`). With a cursor, the
 //! selected run's accesses are listed decoded below.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use ratatui::Frame;
@@ -9,48 +10,77 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{pane_block, short_time, time};
+use super::list::{Cursor, window};
+use super::{phy_pane_frame, short_time, time};
 use crate::event::MdioOp;
 use crate::model::{Access, ClosedCallback};
 use crate::registers;
 use crate::render;
-use crate::tui::app::{App, CallEntry, Pane, window};
+use crate::tui::app::{App, CallEntry, Pane};
 
-/// Draws the timeline.
-pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let title = format!(" Callbacks {} ", app.selected_key().unwrap_or(""));
-    let block = pane_block(app, Pane::Timeline, title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let selected = app
-        .call_cursor
-        .and_then(|seq| app.call_index(seq))
-        .map(|i| &app.calls[i])
-        .filter(|c| app.timeline_shows(c));
-    let (list_area, detail_area) = match selected {
-        Some(_) if inner.height >= 8 => {
-            let [list, detail] =
-                Layout::vertical([Constraint::Fill(1), Constraint::Fill(1)]).areas(inner);
-            (list, Some(detail))
-        }
-        _ => (inner, None),
-    };
-    let end = app.call_cursor.and_then(|seq| app.call_index(seq));
-    let rows = window(&app.calls, end, usize::from(list_area.height), |c| {
-        app.timeline_shows(c)
-    });
-    let lines: Vec<Line> = rows
-        .into_iter()
-        .map(|(_, entry)| call_line(app, entry, selected.is_some_and(|s| s.seq == entry.seq)))
-        .collect();
-    frame.render_widget(Paragraph::new(lines), list_area);
-    if let (Some(area), Some(entry)) = (detail_area, selected) {
-        let detail = Paragraph::new(detail_lines(app, &entry.call)).wrap(Wrap { trim: false });
-        frame.render_widget(
-            detail.block(ratatui::widgets::Block::new().borders(ratatui::widgets::Borders::TOP)),
-            area,
-        );
+/// The callbacks of the selected PHY and the cursor among them.
+#[derive(Debug, Default)]
+pub struct TimelinePane {
+    cursor: Cursor,
+}
+
+impl TimelinePane {
+    /// Stays on the run whose exit has sequence number `seq`; `None` follows the newest.
+    pub fn select(&mut self, seq: Option<u64>) {
+        self.cursor.select(seq);
     }
+
+    /// Follows the newest run.
+    pub fn follow(&mut self) {
+        self.cursor.select(None);
+    }
+
+    /// Moves by `delta` runs of the PHY `key`; past the newest it follows again.
+    pub fn move_by(&mut self, calls: &VecDeque<CallEntry>, key: Option<&str>, delta: isize) {
+        self.cursor.step(calls, |c| shows(key, c), delta);
+    }
+
+    /// Stays on the last run that returned at or before `ts_ns` (the oldest if none did).
+    pub fn show_time(&mut self, calls: &VecDeque<CallEntry>, ts_ns: u64) {
+        self.cursor.show_until(calls, |c| c.call.exit_ns <= ts_ns);
+    }
+
+    /// Draws the timeline.
+    pub fn draw(&self, frame: &mut Frame, app: &App, area: Rect) {
+        let inner = phy_pane_frame(frame, app, Pane::Timeline, "Callbacks", area);
+        let key = app.selected_key();
+        let end = self.cursor.index(&app.calls);
+        let selected = end.map(|i| &app.calls[i]).filter(|c| shows(key, c));
+        let (list_area, detail_area) = match selected {
+            Some(_) if inner.height >= 8 => {
+                let [list, detail] =
+                    Layout::vertical([Constraint::Fill(1), Constraint::Fill(1)]).areas(inner);
+                (list, Some(detail))
+            }
+            _ => (inner, None),
+        };
+        let rows = window(&app.calls, end, usize::from(list_area.height), |c| {
+            shows(key, c)
+        });
+        let lines: Vec<Line> = rows
+            .into_iter()
+            .map(|(_, entry)| call_line(app, entry, selected.is_some_and(|s| s.seq == entry.seq)))
+            .collect();
+        frame.render_widget(Paragraph::new(lines), list_area);
+        if let (Some(area), Some(entry)) = (detail_area, selected) {
+            let detail = Paragraph::new(detail_lines(app, &entry.call)).wrap(Wrap { trim: false });
+            frame.render_widget(
+                detail
+                    .block(ratatui::widgets::Block::new().borders(ratatui::widgets::Borders::TOP)),
+                area,
+            );
+        }
+    }
+}
+
+/// Whether the timeline of the PHY `key` shows `entry`.
+fn shows(key: Option<&str>, entry: &CallEntry) -> bool {
+    key == Some(entry.key.as_str())
 }
 
 /// `8.868 read_status 531.5µs ret 0 UP→RUNNING: BMCR 0x3100, BMSR 0x786d`
