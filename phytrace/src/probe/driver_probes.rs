@@ -13,12 +13,11 @@ use aya::Ebpf;
 use super::error::ProbeError;
 use super::{
     attach::loaded_kprobe,
-    decode::Decoder,
     symbols::CallbackSymbol,
     trace_events::{self, EventGroup, EventLink, Probe, TraceEventError},
-    tracer::monotonic_ns,
 };
 use crate::event::Callback;
+use crate::records::{clock::monotonic_ns, decode::Decoder};
 
 /// A module's callbacks, armed.
 pub struct ArmedModule {

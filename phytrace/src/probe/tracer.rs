@@ -19,10 +19,9 @@ use tokio::io::unix::AsyncFd;
 
 use super::{
     attach::{Programs, attach},
-    btf::{self, PhyStates},
+    btf,
     call_site_probes::{self, CallSiteProbes, CallbackChoice, CallbackProbes, Finding, Sourcing},
     callsites::{Layout, cache},
-    decode::{Decoder, c_string},
     driver_probes::{self, DriverProbes},
     error::Stage,
     kmsg::{Kmsg, KmsgScope},
@@ -33,12 +32,17 @@ use super::{
     module_files::{self, ModuleTree},
     modules,
     preload::{self, Planned},
-    raw::{self, Record},
     symbols::{self, CallbackSymbol},
     trace_events,
 };
-use crate::capture::format::{KmsgHeader, MdioProbes};
 use crate::event::{Event, EventKind, Guarantee, LossCause};
+use crate::records::{
+    clock::monotonic_ns,
+    decode::{Decoder, c_string},
+    raw::{self, Record},
+    session::{KmsgHeader, MdioProbes},
+    states::PhyStates,
+};
 
 /// Functions after which a PHY or bus may be re-created at the same address, or a PHY has
 /// another driver: the programs then look the device up and name it anew.
@@ -317,17 +321,6 @@ enum Read {
     CaughtUp,
     /// As many records as one read takes: more are waiting.
     Backlog,
-}
-
-/// `CLOCK_MONOTONIC` now, the clock the eBPF programs stamp events with.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC is supported on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The CPU this thread runs on, for the events phytrace stamps itself.
