@@ -4,7 +4,7 @@
 use super::tracer::Tracer;
 use crate::records::{
     clock::ClockRef,
-    session::{ArmingEntry, CallSiteEntry, ProbeEntry, Session},
+    session::{CallSiteEntry, ProbeEntry, Session},
 };
 
 impl Tracer {
@@ -24,15 +24,7 @@ impl Tracer {
                 })
                 .collect(),
             phy_states: self.phy_states().to_list(),
-            arming: self
-                .arming()
-                .into_iter()
-                .map(|a| ArmingEntry {
-                    module: a.module,
-                    guarantee: a.guarantee,
-                    source: a.source,
-                })
-                .collect(),
+            arming: self.arming(),
             mdio_probes: self.mdio_probes(),
             callback_probes: self
                 .callback_probes()
