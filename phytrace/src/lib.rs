@@ -11,6 +11,7 @@ pub mod capture;
 pub mod check;
 pub mod cli;
 pub mod commands;
+pub mod diagnose;
 pub mod diff;
 pub mod event;
 pub mod exit;
