@@ -8,8 +8,9 @@ use std::{borrow::Cow, hint::black_box};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use phytrace::capture::{Encoding, Writer};
 use phytrace::event::Callback;
-use phytrace::probe::{btf::PhyStates, decode::Decoder, raw, raw::Record, tracer::Sink};
+use phytrace::probe::tracer::Sink;
 use phytrace::recording::CaptureSink;
+use phytrace::records::{decode::Decoder, raw, raw::Record, states::PhyStates};
 use phytrace::synth;
 use phytrace_common::{RawEvent, RawIdentity, RawKind};
 

@@ -1,7 +1,7 @@
 //! Decoded events: what the model, the capture files, the TUI and the checker work on.
 //!
 //! A [`RawEvent`](phytrace_common::RawEvent) from the kernel becomes an [`Event`] once its
-//! addresses are resolved to callbacks and its strings decoded (see `probe::decode`). A capture
+//! addresses are resolved to callbacks and its strings decoded (see `records::decode`). A capture
 //! file stores `Event`s, so a replay feeds the same type to the same code.
 
 use std::sync::Arc;

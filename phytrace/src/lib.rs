@@ -2,6 +2,8 @@
 //!
 //! Data flows one way: [`probe`] loads the eBPF programs and turns kernel records into
 //! [`event::Event`]s, which the [`model`] and the sinks (TUI, [`capture`] files, checker) consume.
+//! The records' layout and decoding ([`records`]) sit below both [`probe`] and [`capture`],
+//! which store and read the same records without importing each other.
 //! The model is the one place events get their meaning (nesting, state and link changes); the
 //! [`commands`] sit on top, and nothing below them imports from them.
 
@@ -9,6 +11,7 @@ pub mod capture;
 pub mod check;
 pub mod cli;
 pub mod commands;
+pub mod diagnose;
 pub mod diff;
 pub mod event;
 pub mod exit;
@@ -17,6 +20,7 @@ pub mod model;
 pub mod output;
 pub mod probe;
 pub mod recording;
+pub mod records;
 pub mod registers;
 pub mod render;
 pub mod stats;

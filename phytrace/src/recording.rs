@@ -12,13 +12,13 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use phytrace_common::RawKind;
 
-use crate::capture::{Encoding, Trailer, WriteError, Writer};
+use crate::capture::{Encoding, Header, Trailer, WriteError, Writer};
 use crate::event::{Event, PhyFilter};
 use crate::exit::{Failure, FailureKind};
-use crate::probe::decode::Decoder;
-use crate::probe::raw::Record;
-use crate::probe::session::{clock_now, session_header};
-use crate::probe::tracer::{Sink, Tracer, TracerOptions, monotonic_ns};
+use crate::probe::tracer::{Sink, Tracer, TracerOptions};
+use crate::records::clock::{clock_now, monotonic_ns};
+use crate::records::decode::Decoder;
+use crate::records::raw::Record;
 
 /// How `record` (and `check --record`) store captures unless told otherwise: binary, which
 /// keeps up with MDIO accesses back to back.
@@ -193,7 +193,7 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
     let clock = clock_now();
     let mut tracer = Tracer::start(recording.tracer.clone())?;
     let attached_in = started.elapsed();
-    let mut header = session_header(&tracer, clock);
+    let mut header = Header::for_this_host(tracer.session(clock));
     header.encoding = recording.encoding;
     let mut writer = Writer::create(&recording.output, &header).map_err(output_failure)?;
     let filter = recording.phy.as_ref();
@@ -266,8 +266,8 @@ mod tests {
     use super::*;
     use crate::capture::{Capture, Problem, Reader};
     use crate::event::{Callback, EventKind, Guarantee, LossCause};
-    use crate::probe::btf::PhyStates;
-    use crate::probe::raw;
+    use crate::records::raw;
+    use crate::records::states::PhyStates;
     use crate::synth;
 
     const PHY: u64 = 0xffff_8880_0000_1000;

@@ -7,10 +7,11 @@
 
 use std::collections::VecDeque;
 
-use crate::capture::{ClockRef, Header, ProbeEntry};
+use crate::capture::Header;
 use crate::event::{
     Callback, Duplex, Event, EventKind, Guarantee, LinkState, MdioOp, PhyRef, PhyState,
 };
+use crate::records::{clock::ClockRef, session::ProbeEntry};
 
 /// `enum phy_state` of Linux 6.12.
 pub const PHY_STATES_6_12: &[(u32, &str)] = &[

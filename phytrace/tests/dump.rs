@@ -229,7 +229,7 @@ fn kernel_messages_in_every_view() {
         });
     }
     let mut header = synth::header();
-    header.kmsg = Some(phytrace::capture::format::KmsgHeader {
+    header.kmsg = Some(phytrace::records::session::KmsgHeader {
         scope: "related".to_owned(),
         unavailable: None,
         restricted: true,

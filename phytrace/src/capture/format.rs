@@ -16,6 +16,10 @@ use crate::event::{
     Duplex, Event, EventKind, Guarantee, LinkState, LossCause, LossCounts, MacChange, MdioOp,
     PhyState,
 };
+use crate::records::{
+    clock::ClockRef,
+    session::{ArmingEntry, CallSiteEntry, KmsgHeader, MdioProbes, ProbeEntry, Session},
+};
 
 /// Value of the header's `format` field.
 pub const FORMAT_NAME: &str = "phytrace-capture";
@@ -74,49 +78,6 @@ pub struct Header {
     pub kmsg: Option<KmsgHeader>,
 }
 
-impl KmsgHeader {
-    /// What a reader should know of the capture's kernel messages, if anything: none could be
-    /// taken, or they are hidden from unprivileged readers where they were recorded.
-    pub fn note(&self) -> Option<String> {
-        match (&self.unavailable, self.restricted) {
-            (Some(why), _) => Some(format!("kernel messages: none recorded ({why})")),
-            (None, true) => Some(
-                "kernel messages: restricted on the traced machine (kernel.dmesg_restrict=1: \
-                 unprivileged users may not read them there)"
-                    .to_owned(),
-            ),
-            (None, false) => None,
-        }
-    }
-}
-
-/// What a capture holds of the kernel's log.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KmsgHeader {
-    /// `related` (lines about the traced PHYs, buses, MAC devices and driver modules) or `all`.
-    pub scope: String,
-    /// Why no line could be taken, if so (no tracefs, no access).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unavailable: Option<String>,
-    /// `kernel.dmesg_restrict` was set: the lines are hidden from unprivileged readers on the
-    /// traced machine (`dmesg` needs `CAP_SYSLOG` there).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub restricted: bool,
-}
-
-/// A call site of a driver op probed by the session.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CallSiteEntry {
-    /// The call instruction, `function+0xOFF`.
-    pub call: String,
-    /// The `phy_driver` op called there.
-    pub op: String,
-    /// Where its return is seen, `function+0xOFF`; absent for a tail call (at the function's
-    /// return).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ret: Option<String>,
-}
-
 /// How a capture stores its records after the header line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -133,37 +94,6 @@ impl Encoding {
     fn is_jsonl(&self) -> bool {
         *self == Self::Jsonl
     }
-}
-
-/// The attach type of the MDIO accessor probes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MdioProbes {
-    /// fentry/fexit programs on BPF trampolines.
-    Fentry,
-    /// kprobe/kretprobe programs.
-    Kprobe,
-}
-
-impl MdioProbes {
-    /// The name `probes`, `doctor`, `--mdio-probes` and the header use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Fentry => "fentry",
-            Self::Kprobe => "kprobe",
-        }
-    }
-}
-
-/// How one followed module's callbacks were armed at the start of the session.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ArmingEntry {
-    pub module: String,
-    /// `first_callback` or `after_load` (see [`Guarantee`]).
-    pub guarantee: Guarantee,
-    /// Where the callbacks were read (module file or `/proc/kallsyms`), or why they could not
-    /// be read before the module loads.
-    pub source: String,
 }
 
 impl Header {
@@ -193,60 +123,29 @@ impl Header {
         }
     }
 
-    /// A header for tracing the machine phytrace runs on: kernel release and host name come
-    /// from `/proc/sys/kernel` (empty if unreadable).
-    pub fn for_this_host(
-        clock: ClockRef,
-        probes: Vec<ProbeEntry>,
-        phy_states: Vec<PhyState>,
-    ) -> Self {
+    /// The header of `session`, traced on the machine phytrace runs on: kernel release and
+    /// host name come from `/proc/sys/kernel` (empty if unreadable).
+    pub fn for_this_host(session: Session) -> Self {
         let read = |file: &str| {
             std::fs::read_to_string(format!("/proc/sys/kernel/{file}"))
                 .map(|s| s.trim().to_owned())
                 .unwrap_or_default()
         };
-        Self::new(
-            read("osrelease"),
-            read("hostname"),
-            clock,
-            probes,
-            phy_states,
-        )
+        Self {
+            arming: session.arming,
+            mdio_probes: Some(session.mdio_probes),
+            callback_probes: session.callback_probes,
+            call_sites: session.call_sites,
+            kmsg: Some(session.kmsg),
+            ..Self::new(
+                read("osrelease"),
+                read("hostname"),
+                session.clock,
+                session.probes,
+                session.phy_states,
+            )
+        }
     }
-}
-
-/// A `CLOCK_MONOTONIC` time and the wall-clock time taken at the same moment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClockRef {
-    /// `CLOCK_MONOTONIC`, nanoseconds (the clock of [`Event::ts_ns`]); `boot_ns` before
-    /// version 3, which held the same clock under a wrong name.
-    #[serde(alias = "boot_ns")]
-    pub mono_ns: u64,
-    /// `CLOCK_REALTIME`, nanoseconds since the Unix epoch.
-    pub unix_ns: u64,
-}
-
-impl ClockRef {
-    /// Wall-clock time of a monotonic-clock timestamp, in nanoseconds since the Unix epoch.
-    pub fn to_unix_ns(&self, mono_ns: u64) -> i128 {
-        i128::from(self.unix_ns) + i128::from(mono_ns) - i128::from(self.mono_ns)
-    }
-}
-
-/// One probed callback.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProbeEntry {
-    /// Kernel module, e.g. `ax88796b_rust`.
-    pub module: String,
-    /// Rust type implementing the driver, e.g. `ax88796b_rust::PhyAX88772A`.
-    pub driver_type: String,
-    /// `phy_driver` operation, e.g. `read_status`.
-    pub callback: String,
-    /// Kernel address, written as a hex string (JSON numbers lose precision above 2^53).
-    #[serde(with = "hex_u64")]
-    pub address: u64,
-    /// Demangled symbol.
-    pub symbol: String,
 }
 
 /// Last record: what the file holds, for a check that nothing was cut.
@@ -697,34 +596,4 @@ impl<'a> WireEvent<'a> {
 
 fn need<T>(value: Option<T>, field: &str) -> Result<T, String> {
     value.ok_or_else(|| format!("missing field `{field}`"))
-}
-
-/// Serializes a `u64` as a `0x…` hex string; reads it back (a plain number is accepted too).
-mod hex_u64 {
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub fn serialize<S: Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{value:#x}"))
-    }
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum HexOrNumber {
-        Hex(String),
-        Number(u64),
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        match HexOrNumber::deserialize(d)? {
-            HexOrNumber::Number(n) => Ok(n),
-            HexOrNumber::Hex(s) => {
-                let digits = s
-                    .strip_prefix("0x")
-                    .or_else(|| s.strip_prefix("0X"))
-                    .unwrap_or(&s);
-                u64::from_str_radix(digits, 16)
-                    .map_err(|e| D::Error::custom(format!("address {s:?}: {e}")))
-            }
-        }
-    }
 }

@@ -13,10 +13,7 @@ pub mod writer;
 
 use std::path::Path;
 
-pub use format::{
-    ArmingEntry, ClockRef, Encoding, FORMAT_NAME, FORMAT_VERSION, Header, KindCounts, MdioProbes,
-    ProbeEntry, Trailer,
-};
+pub use format::{Encoding, FORMAT_NAME, FORMAT_VERSION, Header, KindCounts, Trailer};
 pub use reader::{MAX_RECORD_BYTES, OpenError, Problem, ReadIssue, Reader};
 pub use timeline::{END_SLACK_NS, MAX_HELD};
 pub use writer::{FlushPolicy, WriteError, Writer};

@@ -23,7 +23,7 @@ use super::frame::{self, Frames, Tag};
 use super::limits;
 use super::timeline::Timeline;
 use crate::event::Event;
-use crate::probe::{btf::PhyStates, decode::Decoder, raw};
+use crate::records::{decode::Decoder, raw, states::PhyStates};
 
 /// Longest record accepted; longer lines are skipped (and reported) without being buffered.
 pub const MAX_RECORD_BYTES: usize = 1 << 20;

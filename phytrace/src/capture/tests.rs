@@ -363,13 +363,3 @@ fn flush_policy_pushes_records_out() {
     assert_eq!(c.issues[0].problem, Problem::Truncated);
     std::fs::remove_file(&path).unwrap();
 }
-
-#[test]
-fn clock_reference_converts_to_wall_clock() {
-    let clock = ClockRef {
-        mono_ns: 5_000,
-        unix_ns: 1_000_000,
-    };
-    assert_eq!(clock.to_unix_ns(7_000), 1_002_000);
-    assert_eq!(clock.to_unix_ns(0), 995_000);
-}

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use crate::capture::Header;
 use crate::commands::FollowArgs;
 use crate::event::PhyFilter;
 use crate::exit::{Failure, FailureKind};
 use crate::probe::loader::DEFAULT_RING_SIZE;
-use crate::probe::session::{clock_now, session_header};
 use crate::probe::tracer::Tracer;
+use crate::records::clock::clock_now;
 use crate::tui::{
     self,
     app::{App, DEFAULT_KEEP},
@@ -125,7 +126,7 @@ fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
         None => {
             let clock = clock_now();
             let tracer = Tracer::start(args.follow.tracer_options(args.ring_size))?;
-            let header = session_header(&tracer, clock);
+            let header = Header::for_this_host(tracer.session(clock));
             let mut live = LiveSource::new(tracer, header, args.keep);
             live.set_paused(args.paused);
             Ok((Source::Live(Box::new(live)), clock.mono_ns))

@@ -1,4 +1,5 @@
-//! Attaching kprobes and kretprobes, with errors that say what is wrong.
+//! Attaching kprobes and kretprobes, with errors that say what is wrong; and the seams between
+//! the tracer's logic and the kernel ([`Programs`], [`ArmCallbacks`]), which tests stand in for.
 
 use aya::{
     Ebpf,
@@ -7,6 +8,7 @@ use aya::{
 
 use super::error::{Cause, ProbeError, Stage};
 use super::loader::explain_refusal;
+use super::symbols::CallbackSymbol;
 
 /// The kprobe PMU, there when the kernel has kprobes.
 pub const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe";
@@ -33,6 +35,23 @@ impl Programs for Ebpf {
     fn program_mut(&mut self, name: &str) -> Option<&mut Program> {
         Ebpf::program_mut(self, name)
     }
+}
+
+/// A driver module's callbacks as armed: their symbols, and `CLOCK_MONOTONIC` just before the
+/// first was armed.
+pub struct Armed<'a> {
+    pub callbacks: Vec<&'a CallbackSymbol>,
+    pub armed_ns: u64,
+}
+
+/// Where driver modules' symbol probes are armed: the session's
+/// ([`super::driver_probes::SymbolArmer`]), or a stand-in in the tests of what is armed when.
+pub trait ArmCallbacks {
+    /// Arms `symbols` of `module`, replacing what was armed for it.
+    fn arm(&mut self, module: &str, symbols: Vec<CallbackSymbol>) -> anyhow::Result<()>;
+
+    /// What is armed for `module`, if anything.
+    fn armed(&self, module: &str) -> Option<Armed<'_>>;
 }
 
 /// The kprobe program `program`, loaded into the kernel (once).

@@ -25,15 +25,14 @@ use super::{
     callsites::{
         self, CallSite, Discovery, Isa, Layout, Return, Target, cache, kallsyms::TextSymbols,
     },
-    decode::Decoder,
     driver_probes::DriverProbes,
     error::ProbeError,
-    raw::Record,
     site_table::{self, SiteTable},
     symbols::{self, KALLSYMS},
     trace_events::{self, EventLink},
 };
 use crate::event::Callback;
+use crate::records::{decode::Decoder, raw::Record};
 
 /// How driver callbacks are to be probed (`--callback-probes`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -12,13 +12,12 @@ use aya::Ebpf;
 
 use super::error::ProbeError;
 use super::{
-    attach::loaded_kprobe,
-    decode::Decoder,
+    attach::{ArmCallbacks, Armed, loaded_kprobe},
     symbols::CallbackSymbol,
     trace_events::{self, EventGroup, EventLink, Probe, TraceEventError},
-    tracer::monotonic_ns,
 };
 use crate::event::Callback;
+use crate::records::{clock::monotonic_ns, decode::Decoder};
 
 /// A module's callbacks, armed.
 pub struct ArmedModule {
@@ -222,14 +221,29 @@ impl DriverProbes {
         }
     }
 
-    /// What is armed for `module`.
-    pub fn armed(&self, module: &str) -> Option<&ArmedModule> {
-        self.modules.get(module)
-    }
-
     /// Every armed module.
     pub fn modules(&self) -> impl Iterator<Item = (&String, &ArmedModule)> {
         self.modules.iter()
+    }
+}
+
+/// [`DriverProbes`] arming on the session's object, teaching the decoder their keys.
+pub struct SymbolArmer<'a> {
+    pub probes: &'a mut DriverProbes,
+    pub ebpf: &'a mut Ebpf,
+    pub decoder: &'a mut Decoder,
+}
+
+impl ArmCallbacks for SymbolArmer<'_> {
+    fn arm(&mut self, module: &str, symbols: Vec<CallbackSymbol>) -> Result<()> {
+        self.probes.arm(self.ebpf, self.decoder, module, symbols)
+    }
+
+    fn armed(&self, module: &str) -> Option<Armed<'_>> {
+        self.probes.modules.get(module).map(|armed| Armed {
+            callbacks: armed.callbacks.iter().map(|c| &c.symbol).collect(),
+            armed_ns: armed.armed_ns,
+        })
     }
 }
 

@@ -16,10 +16,9 @@ use std::path::{Path, PathBuf};
 
 use phytrace_common::RawIdentity;
 
-use super::decode::c_string;
 use super::tracer::Sink;
-use crate::capture::format::KmsgHeader;
 use crate::event::{Event, EventKind, MacChange, PhyRef};
+use crate::records::{decode::c_string, session::KmsgHeader};
 
 /// Where tracefs is mounted.
 const TRACEFS: &str = "/sys/kernel/tracing";

@@ -16,7 +16,7 @@ use super::{
     loader::explain_refusal,
     preload::Planned,
 };
-use crate::capture::format::MdioProbes;
+use crate::records::session::MdioProbes;
 
 /// The accessors every phylib register access goes through (`phy_modify` included), with the
 /// stem of their programs' names and whether tracing cannot do without them (the Clause-45

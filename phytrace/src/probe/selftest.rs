@@ -13,7 +13,8 @@ use anyhow::{Context as _, Result, bail};
 use aya::maps::RingBuf;
 use phytrace_common::{KernelOffsets, RawKind};
 
-use super::{attach::attach, loader, raw};
+use super::{attach::attach, loader};
+use crate::records::raw;
 
 /// Kernel functions that every `open()` reaches, tried in order.
 const TARGETS: &[&str] = &["do_sys_openat2", "do_filp_open"];

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use phytrace::capture::{Capture, Encoding, Writer};
 use phytrace::event::{Callback, Duplex, Event, EventKind, MacChange, MdioOp, PhyRef};
-use phytrace::probe::raw::Record;
+use phytrace::records::raw::Record;
 use phytrace_common::{
     MAC_RX_PAUSE, MAC_TX_PAUSE, NAME_LEN, RawEvent, RawIdentity, RawKind, RawNamed,
 };

@@ -4,7 +4,7 @@ use foldhash::HashMap as FastMap;
 
 use phytrace_common::{MAC_RX_PAUSE, MAC_TX_PAUSE, RawEvent, RawIdentity, RawKind, RawNamed};
 
-use super::{btf::PhyStates, raw::Record};
+use super::{raw::Record, states::PhyStates};
 use crate::event::{
     Callback, Duplex, Event, EventKind, LinkState, MacChange, MdioOp, PhyRef, Text,
 };

@@ -1,0 +1,145 @@
+//! `phytrace probes`' survey: what phytrace would probe on this kernel (the Rust drivers'
+//! callbacks, phylib's and phylink's call sites, the MDIO accessors, the PHYs on MDIO buses,
+//! the struct layouts), each part with why it is missing where it is.
+
+use std::{fs, path::Path};
+
+use anyhow::Result;
+use phytrace_common::KernelOffsets;
+
+use crate::probe::{
+    btf, call_site_probes,
+    callsites::{Discovery, Layout, cache},
+    mac_sites, mdio_probes, symbols,
+    symbols::CallbackSymbol,
+};
+use crate::records::states::PhyStates;
+
+/// Where sysfs lists the devices on MDIO buses.
+pub const MDIO_BUS_DEVICES: &str = "/sys/bus/mdio_bus/devices";
+
+/// What phytrace would probe on this kernel.
+pub struct Survey {
+    /// The Rust drivers' callbacks in kallsyms.
+    pub callbacks: Vec<CallbackSymbol>,
+    /// phylib's call sites of the driver ops and whether they came from this boot's cache
+    /// (kept by a session that decoded the kernel text), or why they cannot be found.
+    pub call_sites: Result<(Discovery, bool)>,
+    /// phylink's call sites of the MAC ops, or why they cannot be found.
+    pub mac_sites: Result<mac_sites::Found>,
+    /// The MDIO accessors, in [`mdio_probes::ACCESSORS`]' order.
+    pub accessors: Vec<Accessor>,
+    /// The PHY devices on MDIO buses, by name.
+    pub phys: Vec<BoundPhy>,
+    /// The struct offsets and `enum phy_state` in the kernel's BTF, or why they cannot be read.
+    pub offsets: Result<(KernelOffsets, PhyStates)>,
+}
+
+/// An MDIO accessor and whether this kernel has it.
+pub struct Accessor {
+    pub name: &'static str,
+    /// Whether tracing cannot do without it.
+    pub required: bool,
+    pub present: bool,
+}
+
+/// A PHY device bound (or not) to a driver, from sysfs.
+pub struct BoundPhy {
+    pub name: String,
+    pub phy_id: String,
+    pub driver: String,
+    pub module: String,
+}
+
+impl Survey {
+    /// Surveys this kernel, given the text of its kallsyms; `module`: only that driver
+    /// module's callbacks.
+    pub fn take(kallsyms: &str, module: Option<&str>) -> Self {
+        let callbacks = symbols::parse_kallsyms(kallsyms)
+            .into_iter()
+            .filter(|s| module.is_none_or(|m| s.module == m))
+            .collect();
+        let cache = cache::default_dir();
+        let call_sites = btf::KernelBtf::running()
+            .and_then(|btf| {
+                let layout = Layout::from_btf(&btf)?;
+                call_site_probes::find_with(&layout, cache.as_deref(), Some(kallsyms))
+            })
+            .map(|((discovery, _), cached)| (discovery, cached));
+        let mac_sites = btf::KernelBtf::running().and_then(|btf| mac_sites::find(&btf));
+        let accessors = mdio_probes::ACCESSORS
+            .iter()
+            .map(|&(name, _, required)| Accessor {
+                name,
+                required,
+                present: in_kallsyms(kallsyms, name),
+            })
+            .collect();
+        let offsets = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
+            .and_then(|b| Ok((b.offsets()?, b.phy_states()?)));
+        Self {
+            callbacks,
+            call_sites,
+            mac_sites,
+            accessors,
+            phys: bound_phys(),
+            offsets,
+        }
+    }
+}
+
+/// Whether kallsyms text `kallsyms` names the function `name`.
+fn in_kallsyms(kallsyms: &str, name: &str) -> bool {
+    kallsyms
+        .lines()
+        .any(|line| line.split_whitespace().nth(2) == Some(name))
+}
+
+/// The name of the file a symbolic link at `path` points to.
+fn link_name(path: &Path) -> Option<String> {
+    Some(
+        fs::read_link(path)
+            .ok()?
+            .file_name()?
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// The PHY devices in [`MDIO_BUS_DEVICES`], by name.
+fn bound_phys() -> Vec<BoundPhy> {
+    let Ok(entries) = fs::read_dir(MDIO_BUS_DEVICES) else {
+        return Vec::new();
+    };
+    let mut phys: Vec<BoundPhy> = entries
+        .flatten()
+        .map(|entry| {
+            let dir = entry.path();
+            let driver = link_name(&dir.join("driver")).unwrap_or_else(|| "(none)".to_owned());
+            BoundPhy {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                phy_id: fs::read_to_string(dir.join("phy_id"))
+                    .map_or_else(|_| "-".to_owned(), |s| s.trim().to_owned()),
+                module: link_name(&dir.join("driver/module"))
+                    .unwrap_or_else(|| "built-in".to_owned()),
+                driver,
+            }
+        })
+        .collect();
+    phys.sort_by(|a, b| a.name.cmp(&b.name));
+    phys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_names_a_function_in_its_third_field_only() {
+        let text = "ffffffff81123c10 T __mdiobus_read\n\
+                    ffffffff81123d10 t helper\t[__mdiobus_write]\n";
+        assert!(in_kallsyms(text, "__mdiobus_read"));
+        assert!(!in_kallsyms(text, "__mdiobus_write"));
+        assert!(!in_kallsyms(text, "__mdiobus"));
+    }
+}
