@@ -142,6 +142,62 @@ impl Duplex {
     }
 }
 
+/// The kinds of [`EventKind`], the one list of them: named as records and `dump --format json`
+/// spell them ([`Kind::name`], serde's `kind` tag), and as `dump --kind` takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// Callback entries.
+    #[value(name = "enter", alias = "callback_enter")]
+    CallbackEnter,
+    /// Callback returns.
+    #[value(name = "exit", alias = "callback_exit")]
+    CallbackExit,
+    /// MDIO register accesses.
+    Mdio,
+    /// Probes attached to a module.
+    Attached,
+    /// Module unloaded.
+    Detached,
+    /// Events lost by the kernel side.
+    Lost,
+    /// The MAC side: phylink_resolve, mac_link_up/down, carrier.
+    Mac,
+    /// Kernel messages (the kernel's log lines).
+    Kmsg,
+}
+
+impl Kind {
+    pub const ALL: [Self; 8] = [
+        Self::CallbackEnter,
+        Self::CallbackExit,
+        Self::Mdio,
+        Self::Attached,
+        Self::Detached,
+        Self::Lost,
+        Self::Mac,
+        Self::Kmsg,
+    ];
+
+    /// The name records spell (`callback_enter`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CallbackEnter => "callback_enter",
+            Self::CallbackExit => "callback_exit",
+            Self::Mdio => "mdio",
+            Self::Attached => "attached",
+            Self::Detached => "detached",
+            Self::Lost => "lost",
+            Self::Mac => "mac",
+            Self::Kmsg => "kmsg",
+        }
+    }
+
+    /// The kind records name `name`.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+}
+
 /// What an [`Event`] records.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -241,6 +297,22 @@ pub enum EventKind {
         /// The line, without its level and time.
         text: Text,
     },
+}
+
+impl EventKind {
+    /// Which kind this is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Self::CallbackEnter { .. } => Kind::CallbackEnter,
+            Self::CallbackExit { .. } => Kind::CallbackExit,
+            Self::Mdio { .. } => Kind::Mdio,
+            Self::Attached { .. } => Kind::Attached,
+            Self::Detached { .. } => Kind::Detached,
+            Self::Lost { .. } => Kind::Lost,
+            Self::Mac { .. } => Kind::Mac,
+            Self::Kmsg { .. } => Kind::Kmsg,
+        }
+    }
 }
 
 /// The syslog levels of kernel messages (`KERN_EMERG` … `KERN_DEBUG`).

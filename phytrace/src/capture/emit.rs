@@ -39,6 +39,15 @@ impl<'a> Object<'a> {
         }
     }
 
+    /// The event's kind (a [`crate::event::Kind::name`]: nothing to escape).
+    #[inline(always)]
+    fn kind(&mut self, name: &str) {
+        self.key(r#""kind":"#);
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.push(b'"');
+    }
+
     #[inline(always)]
     fn raw(&mut self, key: &str, json: &str) {
         self.key(key);
@@ -109,9 +118,9 @@ pub(crate) fn write_event(
     o.int(r#""cpu":"#, event.cpu);
     o.int(r#""tid":"#, event.tid);
     o.opt_int(r#""phy":"#, phy);
+    o.kind(event.kind.kind().name());
     match &event.kind {
         EventKind::CallbackEnter { depth, state, .. } => {
-            o.raw(r#""kind":"#, r#""callback_enter""#);
             o.opt_int(r#""cb":"#, cb);
             o.int(r#""depth":"#, *depth);
             o.int(r#""state":"#, state.value);
@@ -125,7 +134,6 @@ pub(crate) fn write_event(
             link,
             ..
         } => {
-            o.raw(r#""kind":"#, r#""callback_exit""#);
             o.opt_int(r#""cb":"#, cb);
             o.int(r#""depth":"#, *depth);
             o.int(r#""state":"#, state_before.value);
@@ -145,7 +153,6 @@ pub(crate) fn write_event(
             link,
             ..
         } => {
-            o.raw(r#""kind":"#, r#""mdio""#);
             o.opt_int(r#""cb":"#, cb);
             o.opt_int(r#""state":"#, state.as_ref().map(|s| s.value));
             o.int(r#""lat":"#, *latency_ns);
@@ -164,7 +171,6 @@ pub(crate) fn write_event(
             reattached,
             guarantee,
         } => {
-            o.raw(r#""kind":"#, r#""attached""#);
             o.string(r#""module":"#, module)?;
             o.int(r#""callbacks":"#, *callbacks);
             o.bool(r#""reattached":"#, *reattached);
@@ -173,44 +179,38 @@ pub(crate) fn write_event(
             }
         }
         EventKind::Detached { module } => {
-            o.raw(r#""kind":"#, r#""detached""#);
             o.string(r#""module":"#, module)?;
         }
         EventKind::Lost { count, cause } => {
-            o.raw(r#""kind":"#, r#""lost""#);
             o.int(r#""count":"#, *count);
             if let Some(cause) = cause {
                 o.string(r#""cause":"#, cause.name())?;
             }
         }
-        EventKind::Mac { change } => {
-            o.raw(r#""kind":"#, r#""mac""#);
-            match change {
-                MacChange::Resolve { latency_ns } => {
-                    o.int(r#""lat":"#, *latency_ns);
-                    o.string(r#""mac":"#, change.name())?;
-                }
-                MacChange::LinkUp {
-                    speed,
-                    duplex: d,
-                    tx_pause,
-                    rx_pause,
-                } => {
-                    o.int(r#""speed":"#, *speed);
-                    o.raw(r#""duplex":"#, duplex(*d));
-                    o.string(r#""mac":"#, change.name())?;
-                    o.bool(r#""tx_pause":"#, *tx_pause);
-                    o.bool(r#""rx_pause":"#, *rx_pause);
-                }
-                MacChange::LinkDown => o.string(r#""mac":"#, change.name())?,
-                MacChange::Carrier { netdev, .. } => {
-                    o.string(r#""mac":"#, change.name())?;
-                    o.string(r#""netdev":"#, netdev)?;
-                }
+        EventKind::Mac { change } => match change {
+            MacChange::Resolve { latency_ns } => {
+                o.int(r#""lat":"#, *latency_ns);
+                o.string(r#""mac":"#, change.name())?;
             }
-        }
+            MacChange::LinkUp {
+                speed,
+                duplex: d,
+                tx_pause,
+                rx_pause,
+            } => {
+                o.int(r#""speed":"#, *speed);
+                o.raw(r#""duplex":"#, duplex(*d));
+                o.string(r#""mac":"#, change.name())?;
+                o.bool(r#""tx_pause":"#, *tx_pause);
+                o.bool(r#""rx_pause":"#, *rx_pause);
+            }
+            MacChange::LinkDown => o.string(r#""mac":"#, change.name())?,
+            MacChange::Carrier { netdev, .. } => {
+                o.string(r#""mac":"#, change.name())?;
+                o.string(r#""netdev":"#, netdev)?;
+            }
+        },
         EventKind::Kmsg { level, text } => {
-            o.raw(r#""kind":"#, r#""kmsg""#);
             o.opt_int(r#""level":"#, *level);
             o.string(r#""text":"#, text)?;
         }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::dictionary::{CallbackDef, Definition, Interner, PhyDef, Tables};
 use crate::event::{
-    Duplex, Event, EventKind, Guarantee, LinkState, LossCause, LossCounts, MacChange, MdioOp,
+    Duplex, Event, EventKind, Guarantee, Kind, LinkState, LossCause, LossCounts, MacChange, MdioOp,
     PhyState,
 };
 use crate::records::{
@@ -397,11 +397,10 @@ impl<'a> WireEvent<'a> {
             cb,
             ..Self::default()
         };
-        let kind = match &event.kind {
+        match &event.kind {
             EventKind::CallbackEnter { depth, state, .. } => {
                 w.depth = Some(*depth);
                 w.state = Some(state.value);
-                "callback_enter"
             }
             EventKind::CallbackExit {
                 depth,
@@ -418,7 +417,6 @@ impl<'a> WireEvent<'a> {
                 w.state = Some(state_before.value);
                 w.state_after = Some(state_after.value);
                 w.set_link(link);
-                "callback_exit"
             }
             EventKind::Mdio {
                 op,
@@ -441,7 +439,6 @@ impl<'a> WireEvent<'a> {
                 if let Some(link) = link {
                     w.set_link(link);
                 }
-                "mdio"
             }
             EventKind::Attached {
                 module,
@@ -453,16 +450,13 @@ impl<'a> WireEvent<'a> {
                 w.callbacks = Some(*callbacks);
                 w.reattached = Some(*reattached);
                 w.guarantee = *guarantee;
-                "attached"
             }
             EventKind::Detached { module } => {
                 w.module = Some(Cow::Borrowed(module));
-                "detached"
             }
             EventKind::Lost { count, cause } => {
                 w.count = Some(*count);
                 w.cause = *cause;
-                "lost"
             }
             EventKind::Mac { change } => {
                 w.mac = Some(Cow::Borrowed(change.name()));
@@ -482,15 +476,13 @@ impl<'a> WireEvent<'a> {
                     MacChange::LinkDown => {}
                     MacChange::Carrier { netdev, .. } => w.netdev = Some(Cow::Borrowed(netdev)),
                 }
-                "mac"
             }
             EventKind::Kmsg { level, text } => {
                 w.level = *level;
                 w.text = Some(Cow::Borrowed(text));
-                "kmsg"
             }
-        };
-        w.kind = Cow::Borrowed(kind);
+        }
+        w.kind = Cow::Borrowed(event.kind.kind().name());
         w
     }
 
@@ -516,13 +508,16 @@ impl<'a> WireEvent<'a> {
         let phy = self.phy.map(|id| tables.phy(id).cloned()).transpose()?;
         let callback = || tables.callback(need(self.cb, "cb")?).cloned();
         let state = |v: Option<u32>, field: &str| need(v, field).map(|v| tables.state(v));
-        let kind = match &*self.kind {
-            "callback_enter" => EventKind::CallbackEnter {
+        let Some(kind) = Kind::named(&self.kind) else {
+            return Err(format!("unknown event kind `{}`", self.kind));
+        };
+        let kind = match kind {
+            Kind::CallbackEnter => EventKind::CallbackEnter {
                 callback: callback()?,
                 depth: need(self.depth, "depth")?,
                 state: state(self.state, "state")?,
             },
-            "callback_exit" => EventKind::CallbackExit {
+            Kind::CallbackExit => EventKind::CallbackExit {
                 callback: callback()?,
                 depth: need(self.depth, "depth")?,
                 latency_ns: need(self.lat, "lat")?,
@@ -535,7 +530,7 @@ impl<'a> WireEvent<'a> {
                     duplex: need(self.duplex, "duplex")?,
                 },
             },
-            "mdio" => EventKind::Mdio {
+            Kind::Mdio => EventKind::Mdio {
                 op: need(self.op, "op")?,
                 reg: need(self.reg, "reg")?,
                 devad: self.devad,
@@ -546,20 +541,20 @@ impl<'a> WireEvent<'a> {
                 state: self.state.map(|v| tables.state(v)),
                 link: self.link(),
             },
-            "attached" => EventKind::Attached {
+            Kind::Attached => EventKind::Attached {
                 module: need(self.module, "module")?.into_owned(),
                 callbacks: need(self.callbacks, "callbacks")?,
                 reattached: self.reattached.unwrap_or(false),
                 guarantee: self.guarantee,
             },
-            "detached" => EventKind::Detached {
+            Kind::Detached => EventKind::Detached {
                 module: need(self.module, "module")?.into_owned(),
             },
-            "lost" => EventKind::Lost {
+            Kind::Lost => EventKind::Lost {
                 count: need(self.count, "count")?,
                 cause: self.cause,
             },
-            "mac" => EventKind::Mac {
+            Kind::Mac => EventKind::Mac {
                 change: match &*need(self.mac.clone(), "mac")? {
                     "phylink_resolve" => MacChange::Resolve {
                         latency_ns: need(self.lat, "lat")?,
@@ -578,11 +573,10 @@ impl<'a> WireEvent<'a> {
                     other => return Err(format!("unknown MAC change `{other}`")),
                 },
             },
-            "kmsg" => EventKind::Kmsg {
+            Kind::Kmsg => EventKind::Kmsg {
                 level: self.level,
                 text: need(self.text.clone(), "text")?.as_ref().into(),
             },
-            other => return Err(format!("unknown event kind `{other}`")),
         };
         Ok(Event {
             ts_ns: self.ts,

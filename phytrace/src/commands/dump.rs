@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::capture::{Problem, Reader};
-use crate::event::{Event, EventKind, PhyFilter};
+use crate::event::{Event, Kind, PhyFilter};
 use crate::model::Model;
 use crate::output;
 use crate::render;
@@ -54,52 +54,13 @@ pub enum Format {
     Json,
 }
 
-/// Event kinds `--kind` selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kind {
-    /// Callback entries.
-    #[value(alias = "callback_enter")]
-    Enter,
-    /// Callback returns.
-    #[value(alias = "callback_exit")]
-    Exit,
-    /// MDIO register accesses.
-    Mdio,
-    /// Probes attached to a module.
-    Attached,
-    /// Module unloaded.
-    Detached,
-    /// Events lost by the kernel side.
-    Lost,
-    /// The MAC side: phylink_resolve, mac_link_up/down, carrier.
-    Mac,
-    /// Kernel messages (the kernel's log lines).
-    Kmsg,
-}
-
-impl Kind {
-    fn matches(self, kind: &EventKind) -> bool {
-        matches!(
-            (self, kind),
-            (Self::Enter, EventKind::CallbackEnter { .. })
-                | (Self::Exit, EventKind::CallbackExit { .. })
-                | (Self::Mdio, EventKind::Mdio { .. })
-                | (Self::Attached, EventKind::Attached { .. })
-                | (Self::Detached, EventKind::Detached { .. })
-                | (Self::Lost, EventKind::Lost { .. })
-                | (Self::Mac, EventKind::Mac { .. })
-                | (Self::Kmsg, EventKind::Kmsg { .. })
-        )
-    }
-}
-
 impl DumpArgs {
     fn selects(&self, event: &Event) -> bool {
         let phy_ok = self
             .phy
             .as_ref()
             .is_none_or(|filter| event.phy.as_ref().is_some_and(|p| filter.matches(p)));
-        phy_ok && (self.kind.is_empty() || self.kind.iter().any(|k| k.matches(&event.kind)))
+        phy_ok && (self.kind.is_empty() || self.kind.contains(&event.kind.kind()))
     }
 }
 

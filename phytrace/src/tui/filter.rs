@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, Kind};
 use crate::registers;
 
 /// Kinds of events a filter can select.
@@ -38,24 +38,21 @@ impl KindSel {
         })
     }
 
+    /// The event kinds this selects.
+    fn kinds(self) -> &'static [Kind] {
+        match self {
+            Self::Callbacks => &[Kind::CallbackEnter, Kind::CallbackExit],
+            Self::Enter => &[Kind::CallbackEnter],
+            Self::Exit => &[Kind::CallbackExit],
+            Self::Mdio => &[Kind::Mdio],
+            Self::Session => &[Kind::Attached, Kind::Detached, Kind::Lost],
+            Self::Mac => &[Kind::Mac],
+            Self::Kmsg => &[Kind::Kmsg],
+        }
+    }
+
     fn matches(self, kind: &EventKind) -> bool {
-        matches!(
-            (self, kind),
-            (
-                Self::Callbacks,
-                EventKind::CallbackEnter { .. } | EventKind::CallbackExit { .. }
-            ) | (Self::Enter, EventKind::CallbackEnter { .. })
-                | (Self::Exit, EventKind::CallbackExit { .. })
-                | (Self::Mdio, EventKind::Mdio { .. })
-                | (
-                    Self::Session,
-                    EventKind::Attached { .. }
-                        | EventKind::Detached { .. }
-                        | EventKind::Lost { .. }
-                )
-                | (Self::Mac, EventKind::Mac { .. })
-                | (Self::Kmsg, EventKind::Kmsg { .. })
-        )
+        self.kinds().contains(&kind.kind())
     }
 }
 
