@@ -26,10 +26,10 @@ use super::{
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum MacChoice {
     /// asix's MAC ops, by name.
+    #[default]
     Name,
     /// phylink's calls of `mac_ops->OP`: any MAC driver (asix's by name for an op no site of
     /// which can be armed).
-    #[default]
     Callsite,
 }
 
