@@ -17,7 +17,7 @@ pub use callbacks::{
     Access, CallStacks, ClosedCallback, LostReturn, LostWhy, MAX_ACCESSES_PER_CALL, MAX_DEPTH,
     OpenCallback,
 };
-pub use counters::{CallbackStats, Counters};
+pub use counters::Counters;
 pub use facts::{Fact, FactKind};
 pub use history::History;
 pub use phy::{LinkChange, PhyModel, RegisterValue, StateTransition};
@@ -256,11 +256,9 @@ impl Model {
                 }
                 applied.transition = transition.map(Box::new);
             }
-            (EventKind::Mdio { op, error, .. }, None) => match (error, op) {
-                (Some(_), _) => self.unowned.mdio_errors += 1,
-                (None, crate::event::MdioOp::Read) => self.unowned.mdio_reads += 1,
-                (None, crate::event::MdioOp::Write) => self.unowned.mdio_writes += 1,
-            },
+            (EventKind::Mdio { op, error, .. }, None) => {
+                self.unowned.mdio_access(*op, error.is_some());
+            }
             // A callback event always names its PHY; without one there is nothing to update.
             (EventKind::CallbackEnter { .. } | EventKind::CallbackExit { .. }, None) => {}
             (
@@ -327,14 +325,6 @@ impl Model {
             total.unmatched_exits += c.unmatched_exits;
             total.unclosed += c.unclosed;
             total.lost += c.lost;
-            for (name, s) in &c.callbacks {
-                let t = total.callbacks.entry(name.clone()).or_default();
-                t.calls += s.calls;
-                t.errors += s.errors;
-                t.total_latency_ns = t.total_latency_ns.saturating_add(s.total_latency_ns);
-                t.max_latency_ns = t.max_latency_ns.max(s.max_latency_ns);
-                t.lost_returns += s.lost_returns;
-            }
         }
         total
     }
