@@ -641,7 +641,7 @@ impl P1 {
         )?;
         writeln!(
             md,
-            "tracer running, one after the other in each round. Each tracer's first burst after it starts\nis a warm-up, not counted: for phytrace it cost ~100 ns more per access than the next ones, whether\nor not the session had sat idle 2 s first (measured once, 2026-12-05)."
+            "tracer running, one after the other in each round. Each tracer's first burst after it starts\nis a warm-up, not counted."
         )?;
         writeln!(md)?;
         Added::write_table(md, "ns per access", &self.none, &self.tracers)?;
@@ -799,10 +799,6 @@ impl Samples {
             md,
             "\nThe trampolines take {trampolines:.0} ns per access with phytrace and {floor_trampolines:.0} with the empty pair. Above them,\nphytrace's programs and the helpers they call take {programs:.0} ns per access. The 3× goal leaves\nthem about {goal_room:.0} (three times the empty pair's {floor:.0} added, less the trampolines'\nshare): the two clock reads ({clock:.0}) and the ring buffer ({ring:.0}) alone take {clock_and_ring:.0}.\nWithout any output at all, the clock reads, the per-thread state and the programs' own code\nwould still take {without_output:.0}. The latency needs both clock reads and the record needs an output. The\nbpftrace script reads the clock twice as well, and pays more for its output (the perf buffer)\nand far more for its per-thread start time (a hash map: insert, look up, delete).\n"
         )?;
-        writeln!(
-            md,
-            "A per-CPU batched ring does not save the ring's cost: a build that staged MDIO records per CPU\nand wrote them 32 at a time with one `bpf_ringbuf_output` (measured once, 2026-12-05, not by this\ncommand: 15 bursts each, alternating with this build in one boot) took 1565 ns per access against\n1600, within the noise: copying a batch into the ring costs about what the reserves and commits it\nsaves. Batching would also lose the ring's order (a thread's staged records must reach the ring\nbefore it runs on another CPU, and two threads taking turns on one PHY would need the consumer to\nmerge the CPUs by timestamp), so it was not kept.\n\nThe consumer costs the producer too, though it runs on the other CPU: bursts with `record`\nstopped (SIGSTOP, the ring holding the records) were ~300 ns per access faster than with it\nrunning, in one boot (2026-12-05, not by this command, a JSON Lines capture then). A binary\ncapture takes its consumer a quarter of the time per event (P3 below), and P1 dropped by about\n150 ns with it.\n"
-        )?;
         Ok(())
     }
 }
@@ -916,10 +912,6 @@ impl P2 {
             "phytrace is **{ratio:.1} ×** faster to attach (goal ≥ 5: {}).\n",
             goal(*ratio >= 5.0)
         )?;
-        writeln!(
-            md,
-            "Where phytrace's start-up goes (`record`'s own line, `attached in … ms: BTF, load … with MDIO probes\nattached meanwhile, modules`; release build, quiet guest, 2026-12-04): about 170 ms in all, of which\nthe process's own start (exec, the capture's header) ~16 ms, the kernel's BTF ~16 ms (copied out of\nits BTF object in one call; read from sysfs 4 KiB at a time it took ~10 ms more), the load\n~125 ms and arming the driver's callbacks ~9 ms. The load is the kernel's verifier: the programs of one\nsession are 9 996 instructions as verified (each MDIO return program ~1 050, `callback_enter`\n1 937, `callback_exit` 1 138, the MAC-side ones ~500 each; 14 458 before the slow paths became\nglobal functions), verified in parallel on one thread per CPU, and the start attaches each of\nits own probes as soon as its program is loaded (trampolines ~5 ms each, vmlinux kprobes\n3–4 ms), while the others are still being verified. The slow paths (a device's lookup, a PHY's\nnaming) are BPF global functions, checked once per program whatever paths reach them; the rest\nis inlined. With the two CPUs of the guest busy verifying, what limits P2 is the code to verify:\neach program carries its own copy of the slow paths (a trampoline program is loaded for one\nfunction, and this kernel refuses tail calls between programs of different attach points).\n"
-        )?;
         Ok(())
     }
 }
@@ -1009,10 +1001,6 @@ impl<'r> P3<'r> {
         writeln!(
             md,
             "The consumer (`record` reading each ring-buffer record and writing it to the capture as it is)\nruns on one CPU under software emulation, the producer on the other: at that rate the consumer\nis busy {consumer_busy_percent:.0}% of the time (its ns per event × events per second). Writing JSON Lines instead, it\ntakes {jsonl_consumer_ns:.0} ns per event and loses events in {jsonl_lossy} of {jsonl_rounds} rounds. At low rates the time per event is\nhigher: each wake-up reads a small batch.\n",
-        )?;
-        writeln!(
-            md,
-            "What the JSON Lines consumer spends its time on at that rate (`perf record -e cpu-clock` of `record`\nin the guest, 2026-12-04, not by this command): the kernel copying the capture's lines into the\npage cache (`write`) 25%, encoding events as JSON 21%, decoding records into events 12%, the\nwriter's bookkeeping (ids, counts, the filter) ~15%, copies 6%, reading the ring 5%. No single\nstep gave the 2× it needed, so since format version 4 `record` writes binary captures: each\nring-buffer record is written as the kernel wrote it (77 bytes with its frame, against 150–200\nfor a JSON line) and decoded when the capture is read, by the decoder a live session uses\n([capture-format.md](capture-format.md#binary-encoding)). Natively the two paths take ~23 and\n~170 ns per event (`cargo bench -p phytrace --bench record`, `record_binary` and `record_jsonl`).\n"
         )?;
         Ok(())
     }
