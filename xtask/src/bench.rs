@@ -582,24 +582,18 @@ impl<'r> Figures<'r> {
         Ok(md)
     }
 
+    /// The title, and when, where and how the run measured.
     fn write_header(&self, md: &mut String) -> Result<()> {
-        let Self {
-            date,
-            host,
-            cpus,
-            release,
-            repeats,
-            reads,
-            ..
-        } = self;
         writeln!(md, "# Benchmarks\n")?;
         writeln!(
             md,
-            "Measured by `cargo xtask bench` ({repeats} rounds, {reads} MDIO reads per burst) on {date}:",
+            "Measured by `cargo xtask bench` ({} rounds, {} MDIO reads per burst) on {}:",
+            self.repeats, self.reads, self.date
         )?;
         writeln!(
             md,
-            "host `{host}` with {cpus} CPUs, guest kernel {release} under QEMU (TCG when KVM does not work)."
+            "host `{}` with {} CPUs, guest kernel {} under QEMU (TCG when KVM does not work).",
+            self.host, self.cpus, self.release
         )?;
         writeln!(
             md,
@@ -632,6 +626,7 @@ impl P1 {
         })
     }
 
+    /// The P1 section: the cost table and the ratios to the goals.
     fn write(&self, md: &mut String) -> Result<()> {
         let (peer_ratio, floor_ratio) = (self.peer_ratio, self.floor_ratio);
         writeln!(md, "## P1: cost per MDIO access\n")?;
@@ -755,6 +750,7 @@ impl Samples {
         })
     }
 
+    /// The CPU samples' table and what it says of phytrace's cost.
     fn write(&self, md: &mut String) -> Result<()> {
         let Self {
             reads,
@@ -834,7 +830,9 @@ impl C1 {
         })
     }
 
+    /// The C1 section: the cost table, call sites against symbols, and the start.
     fn write(&self, md: &mut String) -> Result<()> {
+        writeln!(md, "## C1: cost per driver callback\n")?;
         let Self {
             calls,
             call_sites,
@@ -847,7 +845,6 @@ impl C1 {
             ratio,
             ..
         } = self;
-        writeln!(md, "## C1: cost per driver callback\n")?;
         writeln!(
             md,
             "Synchronous bursts of {calls} `phy_resume()` calls in the simulator (`load` control, `resume N`):\neach runs the Rust driver's `resume` through phylib (`__phy_resume` calls `drv->resume`), which\nreads BMCR once. phytrace traces the MDIO access too, the same in both of its rows: the\ndifference between them is the callback probes'. The floors are an empty program on every call\nsite phytrace probes (its call and return kprobes, loaded by `scenarios/kprobe_floor.py` through\nbpf(2) and the kprobe PMU: Debian's bpftrace 0.17 has no kprobe offsets) and an empty\nkprobe+kretprobe on the driver's resume callback (bpftrace).\n",
@@ -883,15 +880,10 @@ impl P2 {
         })
     }
 
+    /// The P2 section: how the start is timed, the table and the ratio to the goal.
     fn write(&self, md: &mut String) -> Result<()> {
-        let Self {
-            phytrace,
-            bpftrace,
-            ratio,
-            callbacks,
-            kprobes,
-        } = self;
         writeln!(md, "## P2: start to attached\n")?;
+        let (kprobes, callbacks, ratio) = (self.kprobes, self.callbacks, self.ratio);
         writeln!(
             md,
             "Process start until the first event can be recorded (phytrace: its `--status` line says `recording`,"
@@ -905,12 +897,12 @@ impl P2 {
             "Both attach the same {kprobes} probes: fentry and fexit of `__mdiobus_read`, `__mdiobus_write`,\nkprobe and kretprobe of the driver's {callbacks} callbacks (found in `/proc/kallsyms`: by phytrace as it\nstarts, for bpftrace by `bench.sh` beforehand); bpftrace runs `scenarios/bench-kfunc.bt`. phytrace\nalso attaches what a session needs besides: the Clause-45 accessors' trampolines, the module\nload/unload tracepoints, kprobes on PHY removal and carrier changes, and the MAC side's pending\nevents (`phylink_resolve`, `ax88772_mac_link_up/down`).\n"
         )?;
         writeln!(md, "| tool | ms |\n|---|---|")?;
-        writeln!(md, "| phytrace | {} |", phytrace.cell())?;
-        writeln!(md, "| bpftrace | {} |\n", bpftrace.cell())?;
+        writeln!(md, "| phytrace | {} |", self.phytrace.cell())?;
+        writeln!(md, "| bpftrace | {} |\n", self.bpftrace.cell())?;
         writeln!(
             md,
             "phytrace is **{ratio:.1} ×** faster to attach (goal ≥ 5: {}).\n",
-            goal(*ratio >= 5.0)
+            goal(ratio >= 5.0)
         )?;
         Ok(())
     }
@@ -949,7 +941,9 @@ impl<'r> P3<'r> {
         })
     }
 
+    /// The P3 section, with `repeats` rounds per rate: the table, loss and the consumer.
     fn write(&self, md: &mut String, repeats: u64) -> Result<()> {
+        writeln!(md, "## P3: drop-free rate (default 4 MiB ring)\n")?;
         let Self {
             drop_free,
             exact,
@@ -962,7 +956,6 @@ impl<'r> P3<'r> {
             jsonl_rounds,
             ..
         } = self;
-        writeln!(md, "## P3: drop-free rate (default 4 MiB ring)\n")?;
         writeln!(
             md,
             "MDIO reads at a set rate from a simulator kernel thread while `phytrace record` runs;"
@@ -1008,12 +1001,10 @@ impl<'r> P3<'r> {
 
 /// The TUI's CPU share, `tui`: % of one CPU by events per second.
 fn write_tui(md: &mut String, tui: &BTreeMap<u64, u64>) -> Result<()> {
-    writeln!(md, "## TUI CPU share\n")?;
     writeln!(
         md,
-        "`phytrace tui` in tmux, user + system time over the measuring window, % of one CPU.\n"
+        "## TUI CPU share\n\n`phytrace tui` in tmux, user + system time over the measuring window, % of one CPU.\n\n| events/s | CPU % |\n|---|---|"
     )?;
-    writeln!(md, "| events/s | CPU % |\n|---|---|")?;
     for (rate, cpu) in tui {
         writeln!(md, "| {rate} | {cpu} |")?;
     }
