@@ -193,7 +193,9 @@ impl Trace {
                 .collect(),
             EventKind::Mdio { .. } => {
                 // Never before the PHY's previous event, so slices nest inside callbacks.
-                vec![self.mdio_slice(event, applied.previous, previous.min(ts), pid)]
+                let not_before = previous.min(ts);
+                let slice = self.mdio_slice(event, applied.previous, not_before, pid);
+                slice.into_iter().collect()
             }
             EventKind::Mac {
                 change: MacChange::Resolve { latency_ns },
@@ -223,9 +225,15 @@ impl Trace {
         self.entries.extend(entries);
     }
 
-    /// The slice of an MDIO access (`event`), starting no earlier than `not_before`, with the
-    /// register's `previous` value to show what changed.
-    fn mdio_slice(&self, event: &Event, previous: Option<u16>, not_before: u64, pid: u32) -> Entry {
+    /// The slice of `event` if it is an MDIO access, starting no earlier than `not_before`,
+    /// with the register's `previous` value to show what changed.
+    fn mdio_slice(
+        &self,
+        event: &Event,
+        previous: Option<u16>,
+        not_before: u64,
+        pid: u32,
+    ) -> Option<Entry> {
         let EventKind::Mdio {
             op,
             reg,
@@ -236,7 +244,7 @@ impl Trace {
             ..
         } = &event.kind
         else {
-            unreachable!("called for MDIO events only");
+            return None;
         };
         let ts = event.ts_ns;
         let start = ts.saturating_sub(*latency_ns).max(not_before);
@@ -260,13 +268,13 @@ impl Trace {
                 }
             }
         }
-        Entry {
+        Some(Entry {
             ts_ns: start,
             dur_ns: ts - start,
             value: json!({"ph": "X", "cat": "mdio", "name": format!("{op_name} {reg_name}"),
                           "ts": self.us(start), "dur": (ts - start) as f64 / 1e3,
                           "pid": pid, "tid": pid, "args": args}),
-        }
+        })
     }
 
     /// The slice of a completed callback, from its entry (or return minus latency) to its
