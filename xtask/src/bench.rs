@@ -138,7 +138,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
             .arg(&results)
             .arg("+%Y-%m-%d %H:%M UTC"),
     )?;
-    let (json, markdown) = report(&rows, &kernel.tree, &date)?;
+    let figures = Figures::of(&rows, &kernel.tree, date)?;
+    let (json, markdown) = (figures.json(), figures.markdown()?);
     let docs = paths::workspace().join("docs");
     fs::write(
         docs.join("benchmarks.json"),
@@ -163,44 +164,6 @@ fn profile_median(
         .filter_map(|r| r[field].as_f64())
         .collect();
     Spread::of(values).map_or(f64::NAN, |s| s.median)
-}
-
-/// Where phytrace's cost per access goes: time inside each of its MDIO programs
-/// (`scenarios/profile-bpf.sh`, the kernel's own BPF statistics).
-fn profile_section(
-    md: &mut String,
-    rows: &[serde_json::Value],
-    added: f64,
-    floor: f64,
-) -> Result<()> {
-    writeln!(md, "### Where the cost goes\n")?;
-    writeln!(
-        md,
-        "Time inside each program per run, from the kernel's BPF statistics (`kernel.bpf_stats_enabled`,\nwhich adds two clock reads per run), in the same boot (`scenarios/profile-bpf.sh`):\n"
-    )?;
-    writeln!(
-        md,
-        "| MDIO probes | entry program ns | return program ns | burst ns per read (statistics on) |\n|---|---|---|---|"
-    )?;
-    for (probes, entry, exit) in [
-        ("fentry", "mdio_read_enter", "mdio_read_exit"),
-        ("kprobe", "mdio_read_enter_kprobe", "mdio_read_exit_kprobe"),
-    ] {
-        writeln!(
-            md,
-            "| {probes} | {:.0} | {:.0} | {:.0} |",
-            profile_median(rows, probes, "ns_per_run", Some(entry)),
-            profile_median(rows, probes, "ns_per_run", Some(exit)),
-            profile_median(rows, probes, "burst_ns_per_read", None),
-        )?;
-    }
-    let inside = profile_median(rows, "fentry", "ns_per_run", Some("mdio_read_enter"))
-        + profile_median(rows, "fentry", "ns_per_run", Some("mdio_read_exit"));
-    writeln!(
-        md,
-        "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\nthe thread's state (task-local storage) and a timestamp; on return, the thread's state again (entry\ntime, calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n"
-    )?;
-    Ok(())
 }
 
 /// Where a CPU sample of the thread making the reads landed, by the kernel symbol's prefix
@@ -297,72 +260,6 @@ fn sample_split(rows: &[serde_json::Value], tracer: &str) -> Option<Vec<f64>> {
     (total > 0.0).then(|| counts.iter().map(|c| c / total * ns).collect())
 }
 
-/// Where the reading thread's time goes with each tracer, from CPU samples.
-fn samples_section(md: &mut String, rows: &[serde_json::Value], floor: f64) -> Result<()> {
-    let splits: Vec<Vec<f64>> = SAMPLE_TRACERS
-        .iter()
-        .map(|(tracer, _)| sample_split(rows, tracer))
-        .collect::<Option<_>>()
-        .context("the results have no CPU samples for every tracer: rerun `cargo xtask bench`")?;
-    let total_samples: f64 = series(rows, "samples", "phytrace", "samples").iter().sum();
-    let reads = series(rows, "samples", "phytrace", "reads")
-        .first()
-        .copied()
-        .context("the samples do not say their reads")?;
-    writeln!(
-        md,
-        "Where the time of the thread making the reads goes, from CPU samples of one burst of {reads:.0}\nreads per tracer and round (`perf record -e cpu-clock`, at most one sample per timer tick:\n{total_samples:.0} samples in all for phytrace), grouped by the kernel function they landed in; ns per\naccess are each group's share of the samples times the burst's median ns per read:\n"
-    )?;
-    write!(md, "| ns per access |")?;
-    for (_, title) in SAMPLE_TRACERS {
-        write!(md, " {title} |")?;
-    }
-    writeln!(md, "\n|---|{}", "---|".repeat(SAMPLE_TRACERS.len()))?;
-    let names = SAMPLE_PARTS
-        .iter()
-        .map(|(name, _)| *name)
-        .chain(["the access itself"]);
-    for (part, name) in names.enumerate() {
-        write!(md, "| {name} |")?;
-        for split in &splits {
-            write!(md, " {:.0} |", split[part])?;
-        }
-        writeln!(md)?;
-    }
-    write!(md, "| **all** |")?;
-    for split in &splits {
-        write!(md, " **{:.0}** |", split.iter().sum::<f64>())?;
-    }
-    writeln!(md)?;
-    let split = |tracer: &str| {
-        let at = SAMPLE_TRACERS.iter().position(|(t, _)| *t == tracer);
-        &splits[at.expect("a tracer the samples are taken with")]
-    };
-    let (none, floor_split, phytrace) = (
-        split("none"),
-        split("bpftrace-floor-fentry"),
-        split("phytrace"),
-    );
-    let added = |part: usize| phytrace[part] - none[part];
-    // Every part but the trampolines and the access itself.
-    let programs: f64 = (PROGRAM_CODE..SAMPLE_PARTS.len()).map(added).sum();
-    let (clock, ring) = (added(CLOCK), added(OUTPUT));
-    writeln!(
-        md,
-        "\nThe trampolines take {:.0} ns per access with phytrace and {:.0} with the empty pair. Above them,\nphytrace's programs and the helpers they call take {programs:.0} ns per access. The 3× goal leaves\nthem about {:.0} (three times the empty pair's {floor:.0} added, less the trampolines'\nshare): the two clock reads ({clock:.0}) and the ring buffer ({ring:.0}) alone take {:.0}.\nWithout any output at all, the clock reads, the per-thread state and the programs' own code\nwould still take {:.0}. The latency needs both clock reads and the record needs an output. The\nbpftrace script reads the clock twice as well, and pays more for its output (the perf buffer)\nand far more for its per-thread start time (a hash map: insert, look up, delete).\n",
-        phytrace[TRAMPOLINES] - none[TRAMPOLINES],
-        floor_split[TRAMPOLINES] - none[TRAMPOLINES],
-        2.0 * floor,
-        clock + ring,
-        clock + added(THREAD_STATE) + added(PROGRAM_CODE),
-    )?;
-    writeln!(
-        md,
-        "A per-CPU batched ring does not save the ring's cost: a build that staged MDIO records per CPU\nand wrote them 32 at a time with one `bpf_ringbuf_output` (measured once, 2026-12-05, not by this\ncommand: 15 bursts each, alternating with this build in one boot) took 1565 ns per access against\n1600, within the noise: copying a batch into the ring costs about what the reserves and commits it\nsaves. Batching would also lose the ring's order (a thread's staged records must reach the ring\nbefore it runs on another CPU, and two threads taking turns on one PHY would need the consumer to\nmerge the CPUs by timestamp), so it was not kept.\n\nThe consumer costs the producer too, though it runs on the other CPU: bursts with `record`\nstopped (SIGSTOP, the ring holding the records) were ~300 ns per access faster than with it\nrunning, in one boot (2026-12-05, not by this command, a JSON Lines capture then). A binary\ncapture takes its consumer a quarter of the time per event (P3 below), and P1 dropped by about\n150 ns with it.\n"
-    )?;
-    Ok(())
-}
-
 /// The tracers P1 measures, as `bench.sh` names them, and what each is.
 const P1_TRACERS: &[(&str, &str)] = &[
     ("phytrace", "phytrace record"),
@@ -399,71 +296,6 @@ const C1_TRACERS: &[(&str, &str)] = &[
     ),
 ];
 
-/// C1, the cost per driver callback, and the start with call-site probes against bpftrace's
-/// (`bpftrace_attach_ms`, P2's median): the report's section and its JSON.
-fn callback_section(
-    md: &mut String,
-    rows: &[serde_json::Value],
-    bpftrace_attach_ms: f64,
-) -> Result<serde_json::Value> {
-    let probes = rows
-        .iter()
-        .find(|r| r["bench"] == "c1-probes")
-        .context("the results have no `c1-probes` row: rerun `cargo xtask bench`")?;
-    let spread = |bench, tracer, field| {
-        Spread::of(series(rows, bench, tracer, field))
-            .with_context(|| format!("no {bench} results for {tracer}"))
-    };
-    let none = spread("c1", "none", "ns_per_call")?;
-    let mut added = BTreeMap::new();
-    writeln!(md, "## C1: cost per driver callback\n")?;
-    writeln!(
-        md,
-        "Synchronous bursts of {} `phy_resume()` calls in the simulator (`load` control, `resume N`):\neach runs the Rust driver's `resume` through phylib (`__phy_resume` calls `drv->resume`), which\nreads BMCR once. phytrace traces the MDIO access too, the same in both of its rows: the\ndifference between them is the callback probes'. The floors are an empty program on every call\nsite phytrace probes (its call and return kprobes, loaded by `scenarios/kprobe_floor.py` through\nbpf(2) and the kprobe PMU: Debian's bpftrace 0.17 has no kprobe offsets) and an empty\nkprobe+kretprobe on the driver's resume callback (bpftrace).\n",
-        probes["calls"]
-    )?;
-    writeln!(md, "| tracing | ns per call | added ns |\n|---|---|---|")?;
-    writeln!(md, "| none | {} | – |", none.cell())?;
-    for (tracer, what) in C1_TRACERS {
-        let s = spread("c1", tracer, "ns_per_call")?;
-        let extra = s.median - none.median;
-        writeln!(md, "| {what} (`{tracer}`) | {} | {extra:.0} |", s.cell())?;
-        added.insert(*tracer, extra);
-    }
-    let pair = added["phytrace-callsite"] - added["phytrace-symbol"];
-    let floors = added["floor-callsite"] - added["bpftrace-floor-symbol"];
-    writeln!(
-        md,
-        "\nProbing callbacks at the call sites instead of the Rust symbols changes phytrace's cost per\ncallback by **{pair:+.0} ns** (goal: no more than the symbol pair: {}); the empty programs'\nfloors differ by {floors:+.0} ns, so the probes themselves (kprobes on an instruction trap; a\nfunction's entry and return go through ftrace) account for {:.0} % of the difference.\n",
-        if pair <= 0.0 { "met" } else { "missed" },
-        if pair > 0.0 {
-            100.0 * floors / pair
-        } else {
-            0.0
-        }
-    )?;
-    let attach = spread("p2", "phytrace-callsite", "attach_ms")?;
-    let cold = spread("p2-cold", "phytrace-callsite", "attach_ms")?;
-    let ratio = bpftrace_attach_ms / attach.median;
-    writeln!(
-        md,
-        "Start to attached with the call sites ({} of them): {} ms from this boot's cache, **{ratio:.1} ×**\nfaster than bpftrace's P2 start (goal ≥ 5: {}); the boot's first start, which finds them by\ndecoding the kernel text, {} ms.\n",
-        probes["call_sites"],
-        attach.cell(),
-        if ratio >= 5.0 { "met" } else { "missed" },
-        cold.cell()
-    )?;
-    Ok(serde_json::json!({
-        "c1_ns_per_call": C1_TRACERS.iter().map(|(t, _)| (t.to_string(), spread("c1", t, "ns_per_call").map(|s| s.json()).unwrap_or_default()))
-            .chain([("none".to_owned(), none.json())]).collect::<BTreeMap<_, _>>(),
-        "c1_added_ns": added,
-        "c1_callsite_minus_symbol_ns": pair,
-        "p2_attach_ms_callsite": attach.json(),
-        "p2_attach_ms_callsite_first": cold.json(),
-        "p2_bpftrace_over_phytrace_callsite": ratio,
-    }))
-}
-
 fn series(rows: &[serde_json::Value], bench: &str, tracer: &str, field: &str) -> Vec<f64> {
     rows.iter()
         .filter(|r| r["bench"] == bench && r["tracer"] == tracer)
@@ -471,241 +303,712 @@ fn series(rows: &[serde_json::Value], bench: &str, tracer: &str, field: &str) ->
         .collect()
 }
 
-fn report(
-    rows: &[serde_json::Value],
-    tree: &std::path::Path,
-    date: &str,
-) -> Result<(serde_json::Value, String)> {
-    let run = rows
-        .iter()
-        .find(|r| r["bench"] == "probes")
-        .context("the results have no `probes` row")?;
-    let (Some(repeats), Some(reads)) = (run["repeats"].as_u64(), run["reads"].as_u64()) else {
-        bail!(
-            "the results do not say their rounds and reads (older than this xtask): rerun `cargo xtask bench`"
-        );
-    };
-    let spread = |bench, tracer, field| {
-        Spread::of(series(rows, bench, tracer, field))
-            .with_context(|| format!("no {bench} results for {tracer}"))
-    };
-    let none = spread("p1", "none", "ns_per_access")?;
-    let mut p1 = Vec::new();
-    for (tracer, _) in P1_TRACERS {
-        let s = spread("p1", tracer, "ns_per_access")?;
-        let added = s.median - none.median;
-        p1.push((*tracer, s, added));
+/// The spread of `field` over the `bench` rows of `tracer`; an error if there are none.
+fn spread(rows: &[serde_json::Value], bench: &str, tracer: &str, field: &str) -> Result<Spread> {
+    Spread::of(series(rows, bench, tracer, field))
+        .with_context(|| format!("no {bench} results for {tracer}"))
+}
+
+/// A tracer's figures in a table of costs: its name, what it is, its spread and what it adds
+/// to the untraced median.
+struct Added {
+    tracer: &'static str,
+    what: &'static str,
+    spread: Spread,
+    added: f64,
+}
+
+impl Added {
+    /// The `field` spreads of `tracers` in the `bench` rows, against the untraced `none`.
+    fn each(
+        rows: &[serde_json::Value],
+        bench: &str,
+        field: &str,
+        tracers: &[(&'static str, &'static str)],
+        none: Spread,
+    ) -> Result<Vec<Self>> {
+        tracers
+            .iter()
+            .map(|&(tracer, what)| {
+                let spread = spread(rows, bench, tracer, field)?;
+                Ok(Self {
+                    tracer,
+                    what,
+                    spread,
+                    added: spread.median - none.median,
+                })
+            })
+            .collect()
     }
-    let added = |name: &str| {
-        p1.iter()
-            .find(|(t, ..)| *t == name)
-            .map_or(f64::NAN, |t| t.2)
-    };
-    let peer_ratio = added("phytrace") / added("bpftrace-kfunc");
-    let floor_ratio = added("phytrace") / added("bpftrace-floor-fentry");
-    let kprobe_ratio = added("phytrace-kprobe") / added("bpftrace-kprobe");
-    let attach_phytrace = spread("p2", "phytrace", "attach_ms")?;
-    let attach_bpftrace = spread("p2", "bpftrace-kfunc", "attach_ms")?;
-    let attach_ratio = attach_bpftrace.median / attach_phytrace.median;
-    let p3: Vec<&serde_json::Value> = rows.iter().filter(|r| r["bench"] == "p3").collect();
-    let rates = RateRuns::group(&p3);
-    let p3_jsonl: Vec<&serde_json::Value> =
-        rows.iter().filter(|r| r["bench"] == "p3-jsonl").collect();
-    let jsonl = RateRuns::group(&p3_jsonl);
-    let drop_free = rates
-        .iter()
-        .filter(|r| r.lost.iter().all(|&l| l == 0))
-        .map(|r| r.achieved.median)
-        .fold(0.0, f64::max);
-    let exact = p3.iter().chain(&p3_jsonl).all(|r| {
-        r["generated"].as_u64()
-            == Some(r["recorded"].as_u64().unwrap_or(0) + r["lost"].as_u64().unwrap_or(0))
-    });
-    let callbacks = rows
-        .iter()
-        .find(|r| r["bench"] == "probes")
-        .and_then(|r| r["callbacks"].as_u64())
-        .context("no probe count in the results")?;
-    let kprobes = 2 * (2 + callbacks);
-    let tui: BTreeMap<u64, u64> = rows
-        .iter()
-        .filter(|r| r["bench"] == "tui")
-        .filter_map(|r| Some((r["rate"].as_u64()?, r["cpu_percent"].as_u64()?)))
+
+    /// A table of `all` below the untraced `none`: `unit` (`ns per access`) and what each adds.
+    fn write_table(md: &mut String, unit: &str, none: &Spread, all: &[Self]) -> Result<()> {
+        writeln!(md, "| tracing | {unit} | added ns |\n|---|---|---|")?;
+        writeln!(md, "| none | {} | – |", none.cell())?;
+        for a in all {
+            writeln!(
+                md,
+                "| {} (`{}`) | {} | {:.0} |",
+                a.what,
+                a.tracer,
+                a.spread.cell(),
+                a.added
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The spreads of `all` and of the untraced `none`, by tracer, for the JSON.
+    fn json_spreads(all: &[Self], none: &Spread) -> BTreeMap<String, serde_json::Value> {
+        all.iter()
+            .map(|a| (a.tracer.to_owned(), a.spread.json()))
+            .chain([("none".to_owned(), none.json())])
+            .collect()
+    }
+
+    /// What each of `all` adds, by tracer, for the JSON.
+    fn json_added(all: &[Self]) -> BTreeMap<&'static str, f64> {
+        all.iter().map(|a| (a.tracer, a.added)).collect()
+    }
+
+    /// What `tracer` of `all` adds (NaN if it was not measured).
+    fn of(all: &[Self], tracer: &str) -> f64 {
+        all.iter()
+            .find(|a| a.tracer == tracer)
+            .map_or(f64::NAN, |a| a.added)
+    }
+}
+
+/// Everything one run measured, from its rows: what the report's JSON and text say.
+struct Figures<'r> {
+    /// When the results were written.
+    date: String,
+    /// The host (`uname -srm`) and its CPUs.
+    host: String,
+    cpus: usize,
+    /// The guest kernel's release.
+    release: String,
+    /// Rounds, and MDIO reads per P1 burst.
+    repeats: u64,
+    reads: u64,
+    p1: P1,
+    profile: Profile,
+    samples: Samples,
+    c1: C1,
+    p2: P2,
+    p3: P3<'r>,
+    /// `phytrace tui`'s CPU % by events per second.
+    tui: BTreeMap<u64, u64>,
+}
+
+/// P1: the cost per MDIO access, untraced and with each of [`P1_TRACERS`].
+struct P1 {
+    none: Spread,
+    tracers: Vec<Added>,
+    /// phytrace's added cost over the bpftrace kfunc script's.
+    peer_ratio: f64,
+    /// phytrace's added cost over the empty fentry+fexit pair's.
+    floor_ratio: f64,
+    /// phytrace's with kprobes over the bpftrace twin of that design.
+    kprobe_ratio: f64,
+}
+
+/// Time inside phytrace's MDIO programs per run, from the kernel's BPF statistics.
+struct Profile {
+    /// Per kind of MDIO probe: entry and return program ns per run, burst ns per read.
+    probes: Vec<(&'static str, f64, f64, f64)>,
+    /// The fentry pair's ns per run together.
+    inside: f64,
+}
+
+/// Where the reading thread's time goes with each of [`SAMPLE_TRACERS`], from CPU samples.
+struct Samples {
+    /// Reads per sampled burst.
+    reads: f64,
+    /// phytrace's samples in all.
+    phytrace_samples: f64,
+    /// Per tracer, ns per access of each part of [`SAMPLE_PARTS`], then of the access itself.
+    splits: Vec<Vec<f64>>,
+    /// The trampolines' ns per access above untraced: with phytrace, with the empty pair.
+    trampolines: f64,
+    floor_trampolines: f64,
+    /// What phytrace adds above the trampolines: its programs and the helpers they call.
+    programs: f64,
+    /// What the empty pair adds per access in P1, and what the 3× goal leaves phytrace's
+    /// programs: three times that, less the trampolines' share.
+    floor: f64,
+    goal_room: f64,
+    /// phytrace's two clock reads, its ring buffer, and both.
+    clock: f64,
+    ring: f64,
+    clock_and_ring: f64,
+    /// What would remain without any output: the clock reads, the per-thread state and the
+    /// programs' own code.
+    without_output: f64,
+}
+
+/// C1: the cost per driver callback, and the start with call-site probes.
+struct C1 {
+    /// Calls per burst and call sites probed, as the results write them.
+    calls: serde_json::Value,
+    call_sites: serde_json::Value,
+    none: Spread,
+    tracers: Vec<Added>,
+    /// Call sites against symbols: phytrace's added cost, and the empty programs'.
+    pair: f64,
+    floors: f64,
+    /// The floors' difference as a share of phytrace's, %.
+    floors_percent: f64,
+    /// Start to attached from the boot's cache and the boot's first.
+    attach: Spread,
+    cold: Spread,
+    /// bpftrace's P2 start over `attach`.
+    ratio: f64,
+}
+
+/// P2: start to attached.
+struct P2 {
+    phytrace: Spread,
+    bpftrace: Spread,
+    /// bpftrace's over phytrace's.
+    ratio: f64,
+    /// The driver's callbacks, and the probes both attach.
+    callbacks: u64,
+    kprobes: u64,
+}
+
+/// P3: events per second without loss, binary and JSON Lines captures.
+struct P3<'r> {
+    rows: Vec<&'r serde_json::Value>,
+    jsonl_rows: Vec<&'r serde_json::Value>,
+    rates: Vec<RateRuns>,
+    jsonl: Vec<RateRuns>,
+    /// The highest median rate without loss in any round.
+    drop_free: f64,
+    /// Recorded + lost = generated in every round.
+    exact: bool,
+    /// At the top rate: its median, the rounds that lost events and all rounds.
+    top_rate: f64,
+    top_lossy: usize,
+    top_rounds: usize,
+    /// How busy the consumer was at the top rate, % of one CPU.
+    consumer_busy_percent: f64,
+    /// The JSON Lines consumer at the top rate: ns per event, rounds with loss, all rounds.
+    jsonl_consumer_ns: f64,
+    jsonl_lossy: usize,
+    jsonl_rounds: usize,
+}
+
+/// Rounds of `runs` that lost events.
+fn lossy(runs: &RateRuns) -> usize {
+    runs.lost.iter().filter(|&&l| l > 0).count()
+}
+
+impl<'r> Figures<'r> {
+    /// The figures of `rows`, measured on `date` with the guest kernel of `tree`.
+    fn of(rows: &'r [serde_json::Value], tree: &std::path::Path, date: String) -> Result<Self> {
+        let run = rows
+            .iter()
+            .find(|r| r["bench"] == "probes")
+            .context("the results have no `probes` row")?;
+        let (Some(repeats), Some(reads)) = (run["repeats"].as_u64(), run["reads"].as_u64()) else {
+            bail!(
+                "the results do not say their rounds and reads (older than this xtask): rerun `cargo xtask bench`"
+            );
+        };
+        let callbacks = run["callbacks"]
+            .as_u64()
+            .context("no probe count in the results")?;
+        let p1 = P1::of(rows)?;
+        let p2 = P2::of(rows, callbacks)?;
+        let release =
+            fs::read_to_string(tree.join("include/config/kernel.release")).unwrap_or_default();
+        Ok(Self {
+            date,
+            host: run::output(Command::new("uname").arg("-srm"))?,
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            release: release.trim().to_owned(),
+            repeats,
+            reads,
+            profile: Profile::of(rows),
+            samples: Samples::of(rows, Added::of(&p1.tracers, "bpftrace-floor-fentry"))?,
+            c1: C1::of(rows, p2.bpftrace.median)?,
+            p1,
+            p2,
+            p3: P3::of(rows)?,
+            tui: rows
+                .iter()
+                .filter(|r| r["bench"] == "tui")
+                .filter_map(|r| Some((r["rate"].as_u64()?, r["cpu_percent"].as_u64()?)))
+                .collect(),
+        })
+    }
+
+    /// `docs/benchmarks.json`.
+    fn json(&self) -> serde_json::Value {
+        let (p1, p2, p3, c1) = (&self.p1, &self.p2, &self.p3, &self.c1);
+        serde_json::json!({
+            "date": self.date, "host": self.host, "host_cpus": self.cpus, "guest_kernel": self.release,
+            "accel": "see `xtask vm` output (TCG when KVM does not work)",
+            "repeats": self.repeats, "reads_per_burst": self.reads,
+            "p1_ns_per_access": Added::json_spreads(&p1.tracers, &p1.none),
+            "p1_added_ns": Added::json_added(&p1.tracers),
+            "p1_ratios": { "phytrace_over_bpftrace_kfunc": p1.peer_ratio, "phytrace_over_empty_fentry": p1.floor_ratio,
+                           "phytrace_kprobe_over_bpftrace_kprobe": p1.kprobe_ratio },
+            "p2_kprobes": p2.kprobes,
+            "p2_attach_ms": { "phytrace": p2.phytrace.json(), "bpftrace": p2.bpftrace.json(), "bpftrace_over_phytrace": p2.ratio },
+            "p3": p3.rows, "p3_jsonl": p3.jsonl_rows, "p3_drop_free_per_s": p3.drop_free.round(), "p3_loss_counted_exactly": p3.exact,
+            "tui_cpu_percent": self.tui,
+            "c1_ns_per_call": Added::json_spreads(&c1.tracers, &c1.none),
+            "c1_added_ns": Added::json_added(&c1.tracers),
+            "c1_callsite_minus_symbol_ns": c1.pair,
+            "p2_attach_ms_callsite": c1.attach.json(),
+            "p2_attach_ms_callsite_first": c1.cold.json(),
+            "p2_bpftrace_over_phytrace_callsite": c1.ratio,
+        })
+    }
+
+    /// `docs/benchmarks.md`.
+    fn markdown(&self) -> Result<String> {
+        let mut md = String::new();
+        self.write_header(&mut md)?;
+        self.p1.write(&mut md)?;
+        self.profile.write(&mut md, &self.p1)?;
+        self.samples.write(&mut md)?;
+        self.c1.write(&mut md)?;
+        self.p2.write(&mut md)?;
+        self.p3.write(&mut md, self.repeats)?;
+        write_tui(&mut md, &self.tui)?;
+        Ok(md)
+    }
+
+    /// The title, and when, where and how the run measured.
+    fn write_header(&self, md: &mut String) -> Result<()> {
+        writeln!(md, "# Benchmarks\n")?;
+        writeln!(
+            md,
+            "Measured by `cargo xtask bench` ({} rounds, {} MDIO reads per burst) on {}:",
+            self.repeats, self.reads, self.date
+        )?;
+        writeln!(
+            md,
+            "host `{}` with {} CPUs, guest kernel {} under QEMU (TCG when KVM does not work).",
+            self.host, self.cpus, self.release
+        )?;
+        writeln!(
+            md,
+            "Absolute times under software emulation mean little; the ratios, measured side by side in one"
+        )?;
+        writeln!(
+            md,
+            "boot, are what to read. Values are median (min–max). Rerun: `cargo xtask bench`.\n"
+        )?;
+        Ok(())
+    }
+}
+
+/// `met` or `missed`, for a goal.
+fn goal(ok: bool) -> &'static str {
+    if ok { "met" } else { "missed" }
+}
+
+impl P1 {
+    fn of(rows: &[serde_json::Value]) -> Result<Self> {
+        let none = spread(rows, "p1", "none", "ns_per_access")?;
+        let tracers = Added::each(rows, "p1", "ns_per_access", P1_TRACERS, none)?;
+        let added = |tracer| Added::of(&tracers, tracer);
+        Ok(Self {
+            none,
+            peer_ratio: added("phytrace") / added("bpftrace-kfunc"),
+            floor_ratio: added("phytrace") / added("bpftrace-floor-fentry"),
+            kprobe_ratio: added("phytrace-kprobe") / added("bpftrace-kprobe"),
+            tracers,
+        })
+    }
+
+    /// The P1 section: the cost table and the ratios to the goals.
+    fn write(&self, md: &mut String) -> Result<()> {
+        let (peer_ratio, floor_ratio) = (self.peer_ratio, self.floor_ratio);
+        writeln!(md, "## P1: cost per MDIO access\n")?;
+        writeln!(
+            md,
+            "Synchronous `mdiobus_read()` bursts in the simulator (`load` control), untraced and with each"
+        )?;
+        writeln!(
+            md,
+            "tracer running, one after the other in each round. Each tracer's first burst after it starts\nis a warm-up, not counted."
+        )?;
+        writeln!(md)?;
+        Added::write_table(md, "ns per access", &self.none, &self.tracers)?;
+        writeln!(
+            md,
+            "\nphytrace's added cost is **{peer_ratio:.2} ×** the strongest bpftrace script's (goal ≤ 0.5: {})",
+            goal(peer_ratio <= 0.5)
+        )?;
+        writeln!(
+            md,
+            "and **{floor_ratio:.2} ×** the empty fentry+fexit pair's (goal ≤ 3: {}). With `--mdio-probes kprobe`",
+            goal(floor_ratio <= 3.0)
+        )?;
+        writeln!(
+            md,
+            "it costs {:.2} × the bpftrace twin of its kprobe design.\n",
+            self.kprobe_ratio
+        )?;
+        Ok(())
+    }
+}
+
+impl Profile {
+    fn of(rows: &[serde_json::Value]) -> Self {
+        let probes = [
+            ("fentry", "mdio_read_enter", "mdio_read_exit"),
+            ("kprobe", "mdio_read_enter_kprobe", "mdio_read_exit_kprobe"),
+        ]
+        .into_iter()
+        .map(|(probes, entry, exit)| {
+            (
+                probes,
+                profile_median(rows, probes, "ns_per_run", Some(entry)),
+                profile_median(rows, probes, "ns_per_run", Some(exit)),
+                profile_median(rows, probes, "burst_ns_per_read", None),
+            )
+        })
         .collect();
+        Self {
+            probes,
+            inside: profile_median(rows, "fentry", "ns_per_run", Some("mdio_read_enter"))
+                + profile_median(rows, "fentry", "ns_per_run", Some("mdio_read_exit")),
+        }
+    }
 
-    let release =
-        fs::read_to_string(tree.join("include/config/kernel.release")).unwrap_or_default();
-    let release = release.trim();
-    let host = run::output(Command::new("uname").arg("-srm"))?;
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let mut json = serde_json::json!({
-        "date": date, "host": host, "host_cpus": cpus, "guest_kernel": release,
-        "accel": "see `xtask vm` output (TCG when KVM does not work)",
-        "repeats": repeats, "reads_per_burst": reads,
-        "p1_ns_per_access": p1.iter().map(|(t, s, _)| (t.to_string(), s.json()))
-            .chain([("none".to_owned(), none.json())]).collect::<BTreeMap<_, _>>(),
-        "p1_added_ns": p1.iter().map(|(t, _, a)| (t.to_string(), *a)).collect::<BTreeMap<_, _>>(),
-        "p1_ratios": { "phytrace_over_bpftrace_kfunc": peer_ratio, "phytrace_over_empty_fentry": floor_ratio,
-                       "phytrace_kprobe_over_bpftrace_kprobe": kprobe_ratio },
-        "p2_kprobes": kprobes,
-        "p2_attach_ms": { "phytrace": attach_phytrace.json(), "bpftrace": attach_bpftrace.json(), "bpftrace_over_phytrace": attach_ratio },
-        "p3": p3, "p3_jsonl": p3_jsonl, "p3_drop_free_per_s": drop_free.round(), "p3_loss_counted_exactly": exact,
-        "tui_cpu_percent": tui,
-    });
-
-    let goal = |ok: bool| if ok { "met" } else { "missed" };
-    let mut md = String::new();
-    writeln!(md, "# Benchmarks\n")?;
-    writeln!(
-        md,
-        "Measured by `cargo xtask bench` ({repeats} rounds, {reads} MDIO reads per burst) on {date}:",
-    )?;
-    writeln!(
-        md,
-        "host `{host}` with {cpus} CPUs, guest kernel {release} under QEMU (TCG when KVM does not work)."
-    )?;
-    writeln!(
-        md,
-        "Absolute times under software emulation mean little; the ratios, measured side by side in one"
-    )?;
-    writeln!(
-        md,
-        "boot, are what to read. Values are median (min–max). Rerun: `cargo xtask bench`.\n"
-    )?;
-    writeln!(md, "## P1: cost per MDIO access\n")?;
-    writeln!(
-        md,
-        "Synchronous `mdiobus_read()` bursts in the simulator (`load` control), untraced and with each"
-    )?;
-    writeln!(
-        md,
-        "tracer running, one after the other in each round. Each tracer's first burst after it starts\nis a warm-up, not counted: for phytrace it cost ~100 ns more per access than the next ones, whether\nor not the session had sat idle 2 s first (measured once, 2026-12-05)."
-    )?;
-    writeln!(md)?;
-    writeln!(md, "| tracing | ns per access | added ns |\n|---|---|---|")?;
-    writeln!(md, "| none | {} | – |", none.cell())?;
-    for ((tracer, spread, added), (_, what)) in p1.iter().zip(P1_TRACERS) {
+    /// Where phytrace's cost per access goes: time inside each of its MDIO programs
+    /// (`scenarios/profile-bpf.sh`, the kernel's own BPF statistics), against P1's `p1`.
+    fn write(&self, md: &mut String, p1: &P1) -> Result<()> {
+        let added = Added::of(&p1.tracers, "phytrace");
+        let floor = Added::of(&p1.tracers, "bpftrace-floor-fentry");
+        let inside = self.inside;
+        writeln!(md, "### Where the cost goes\n")?;
         writeln!(
             md,
-            "| {what} (`{tracer}`) | {} | {added:.0} |",
-            spread.cell()
+            "Time inside each program per run, from the kernel's BPF statistics (`kernel.bpf_stats_enabled`,\nwhich adds two clock reads per run), in the same boot (`scenarios/profile-bpf.sh`):\n"
         )?;
-    }
-    writeln!(
-        md,
-        "\nphytrace's added cost is **{peer_ratio:.2} ×** the strongest bpftrace script's (goal ≤ 0.5: {})",
-        goal(peer_ratio <= 0.5)
-    )?;
-    writeln!(
-        md,
-        "and **{floor_ratio:.2} ×** the empty fentry+fexit pair's (goal ≤ 3: {}). With `--mdio-probes kprobe`",
-        goal(floor_ratio <= 3.0)
-    )?;
-    writeln!(
-        md,
-        "it costs {kprobe_ratio:.2} × the bpftrace twin of its kprobe design.\n"
-    )?;
-    profile_section(
-        &mut md,
-        rows,
-        added("phytrace"),
-        added("bpftrace-floor-fentry"),
-    )?;
-    samples_section(&mut md, rows, added("bpftrace-floor-fentry"))?;
-    let callbacks_json = callback_section(&mut md, rows, attach_bpftrace.median)?;
-    writeln!(md, "## P2: start to attached\n")?;
-    writeln!(
-        md,
-        "Process start until the first event can be recorded (phytrace: its `--status` line says `recording`,"
-    )?;
-    writeln!(
-        md,
-        "written after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms. `bench.sh`\nwaits for that line blocked on a FIFO the tracer writes (no poll: a look that forks a process\ntakes CPU from the tracer being timed) and reads the time from bash's own clock\n(`$EPOCHREALTIME`: running `date` would fork within the time measured)."
-    )?;
-    writeln!(
-        md,
-        "Both attach the same {kprobes} probes: fentry and fexit of `__mdiobus_read`, `__mdiobus_write`,\nkprobe and kretprobe of the driver's {callbacks} callbacks (found in `/proc/kallsyms`: by phytrace as it\nstarts, for bpftrace by `bench.sh` beforehand); bpftrace runs `scenarios/bench-kfunc.bt`. phytrace\nalso attaches what a session needs besides: the Clause-45 accessors' trampolines, the module\nload/unload tracepoints, kprobes on PHY removal and carrier changes, and the MAC side's pending\nevents (`phylink_resolve`, `ax88772_mac_link_up/down`).\n"
-    )?;
-    writeln!(md, "| tool | ms |\n|---|---|")?;
-    writeln!(md, "| phytrace | {} |", attach_phytrace.cell())?;
-    writeln!(md, "| bpftrace | {} |\n", attach_bpftrace.cell())?;
-    writeln!(
-        md,
-        "phytrace is **{attach_ratio:.1} ×** faster to attach (goal ≥ 5: {}).\n",
-        goal(attach_ratio >= 5.0)
-    )?;
-    writeln!(
-        md,
-        "Where phytrace's start-up goes (`record`'s own line, `attached in … ms: BTF, load … with MDIO probes\nattached meanwhile, modules`; release build, quiet guest, 2026-12-04): about 170 ms in all, of which\nthe process's own start (exec, the capture's header) ~16 ms, the kernel's BTF ~16 ms (copied out of\nits BTF object in one call; read from sysfs 4 KiB at a time it took ~10 ms more), the load\n~125 ms and arming the driver's callbacks ~9 ms. The load is the kernel's verifier: the programs of one\nsession are 9 996 instructions as verified (each MDIO return program ~1 050, `callback_enter`\n1 937, `callback_exit` 1 138, the MAC-side ones ~500 each; 14 458 before the slow paths became\nglobal functions), verified in parallel on one thread per CPU, and the start attaches each of\nits own probes as soon as its program is loaded (trampolines ~5 ms each, vmlinux kprobes\n3–4 ms), while the others are still being verified. The slow paths (a device's lookup, a PHY's\nnaming) are BPF global functions, checked once per program whatever paths reach them; the rest\nis inlined. With the two CPUs of the guest busy verifying, what limits P2 is the code to verify:\neach program carries its own copy of the slow paths (a trampoline program is loaded for one\nfunction, and this kernel refuses tail calls between programs of different attach points).\n"
-    )?;
-    writeln!(md, "## P3: drop-free rate (default 4 MiB ring)\n")?;
-    writeln!(
-        md,
-        "MDIO reads at a set rate from a simulator kernel thread while `phytrace record` runs;"
-    )?;
-    writeln!(
-        md,
-        "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded.\nThe capture is binary (`record`'s default); the last row is the top rate again with\n`--encoding jsonl`."
-    )?;
-    writeln!(md, "{repeats} rounds per rate.\n")?;
-    writeln!(
-        md,
-        "| asked /s | achieved /s | generated per round | lost per round | consumer ns/event |\n|---|---|---|---|---|"
-    )?;
-    let jsonl_rows = jsonl.iter().map(|r| (r, " (JSON Lines)"));
-    for (r, label) in rates.iter().map(|r| (r, "")).chain(jsonl_rows) {
         writeln!(
             md,
-            "| {}{label} | {} | {} | {} | {} |",
-            r.rate,
-            r.achieved.cell(),
-            r.generated.cell(),
-            join(&r.lost),
-            r.consumer_ns.cell()
+            "| MDIO probes | entry program ns | return program ns | burst ns per read (statistics on) |\n|---|---|---|---|"
         )?;
+        for (probes, entry, exit, burst) in &self.probes {
+            writeln!(md, "| {probes} | {entry:.0} | {exit:.0} | {burst:.0} |")?;
+        }
+        writeln!(
+            md,
+            "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\nthe thread's state (task-local storage) and a timestamp; on return, the thread's state again (entry\ntime, calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n"
+        )?;
+        Ok(())
     }
+}
+
+impl Samples {
+    /// The samples of `rows`; `floor` is what the empty pair adds per access in P1.
+    fn of(rows: &[serde_json::Value], floor: f64) -> Result<Self> {
+        let splits: Vec<Vec<f64>> = SAMPLE_TRACERS
+            .iter()
+            .map(|(tracer, _)| sample_split(rows, tracer))
+            .collect::<Option<_>>()
+            .context(
+                "the results have no CPU samples for every tracer: rerun `cargo xtask bench`",
+            )?;
+        let reads = series(rows, "samples", "phytrace", "reads")
+            .first()
+            .copied()
+            .context("the samples do not say their reads")?;
+        let split = |tracer: &str| {
+            let at = SAMPLE_TRACERS.iter().position(|(t, _)| *t == tracer);
+            &splits[at.expect("a tracer the samples are taken with")]
+        };
+        let (none, floor_split, phytrace) = (
+            split("none"),
+            split("bpftrace-floor-fentry"),
+            split("phytrace"),
+        );
+        let added = |part: usize| phytrace[part] - none[part];
+        let (clock, ring) = (added(CLOCK), added(OUTPUT));
+        Ok(Self {
+            reads,
+            phytrace_samples: series(rows, "samples", "phytrace", "samples").iter().sum(),
+            trampolines: phytrace[TRAMPOLINES] - none[TRAMPOLINES],
+            floor_trampolines: floor_split[TRAMPOLINES] - none[TRAMPOLINES],
+            // Every part but the trampolines and the access itself.
+            programs: (PROGRAM_CODE..SAMPLE_PARTS.len()).map(added).sum(),
+            floor,
+            goal_room: 2.0 * floor,
+            clock,
+            ring,
+            clock_and_ring: clock + ring,
+            without_output: clock + added(THREAD_STATE) + added(PROGRAM_CODE),
+            splits,
+        })
+    }
+
+    /// The CPU samples' table and what it says of phytrace's cost.
+    fn write(&self, md: &mut String) -> Result<()> {
+        let Self {
+            reads,
+            phytrace_samples,
+            trampolines,
+            floor_trampolines,
+            programs,
+            floor,
+            goal_room,
+            clock,
+            ring,
+            clock_and_ring,
+            without_output,
+            ..
+        } = self;
+        writeln!(
+            md,
+            "Where the time of the thread making the reads goes, from CPU samples of one burst of {reads:.0}\nreads per tracer and round (`perf record -e cpu-clock`, at most one sample per timer tick:\n{phytrace_samples:.0} samples in all for phytrace), grouped by the kernel function they landed in; ns per\naccess are each group's share of the samples times the burst's median ns per read:\n"
+        )?;
+        write!(md, "| ns per access |")?;
+        for (_, title) in SAMPLE_TRACERS {
+            write!(md, " {title} |")?;
+        }
+        writeln!(md, "\n|---|{}", "---|".repeat(SAMPLE_TRACERS.len()))?;
+        let names = SAMPLE_PARTS
+            .iter()
+            .map(|(name, _)| *name)
+            .chain(["the access itself"]);
+        for (part, name) in names.enumerate() {
+            write!(md, "| {name} |")?;
+            for split in &self.splits {
+                write!(md, " {:.0} |", split[part])?;
+            }
+            writeln!(md)?;
+        }
+        write!(md, "| **all** |")?;
+        for split in &self.splits {
+            write!(md, " **{:.0}** |", split.iter().sum::<f64>())?;
+        }
+        writeln!(md)?;
+        writeln!(
+            md,
+            "\nThe trampolines take {trampolines:.0} ns per access with phytrace and {floor_trampolines:.0} with the empty pair. Above them,\nphytrace's programs and the helpers they call take {programs:.0} ns per access. The 3× goal leaves\nthem about {goal_room:.0} (three times the empty pair's {floor:.0} added, less the trampolines'\nshare): the two clock reads ({clock:.0}) and the ring buffer ({ring:.0}) alone take {clock_and_ring:.0}.\nWithout any output at all, the clock reads, the per-thread state and the programs' own code\nwould still take {without_output:.0}. The latency needs both clock reads and the record needs an output. The\nbpftrace script reads the clock twice as well, and pays more for its output (the perf buffer)\nand far more for its per-thread start time (a hash map: insert, look up, delete).\n"
+        )?;
+        Ok(())
+    }
+}
+
+impl C1 {
+    /// C1's figures; `bpftrace_attach_ms` is P2's median start of bpftrace.
+    fn of(rows: &[serde_json::Value], bpftrace_attach_ms: f64) -> Result<Self> {
+        let probes = rows
+            .iter()
+            .find(|r| r["bench"] == "c1-probes")
+            .context("the results have no `c1-probes` row: rerun `cargo xtask bench`")?;
+        let none = spread(rows, "c1", "none", "ns_per_call")?;
+        let tracers = Added::each(rows, "c1", "ns_per_call", C1_TRACERS, none)?;
+        let added = |tracer| Added::of(&tracers, tracer);
+        let pair = added("phytrace-callsite") - added("phytrace-symbol");
+        let floors = added("floor-callsite") - added("bpftrace-floor-symbol");
+        let attach = spread(rows, "p2", "phytrace-callsite", "attach_ms")?;
+        Ok(Self {
+            calls: probes["calls"].clone(),
+            call_sites: probes["call_sites"].clone(),
+            none,
+            pair,
+            floors,
+            floors_percent: if pair > 0.0 {
+                100.0 * floors / pair
+            } else {
+                0.0
+            },
+            cold: spread(rows, "p2-cold", "phytrace-callsite", "attach_ms")?,
+            ratio: bpftrace_attach_ms / attach.median,
+            attach,
+            tracers,
+        })
+    }
+
+    /// The C1 section: the cost table, call sites against symbols, and the start.
+    fn write(&self, md: &mut String) -> Result<()> {
+        writeln!(md, "## C1: cost per driver callback\n")?;
+        let Self {
+            calls,
+            call_sites,
+            none,
+            pair,
+            floors,
+            floors_percent,
+            attach,
+            cold,
+            ratio,
+            ..
+        } = self;
+        writeln!(
+            md,
+            "Synchronous bursts of {calls} `phy_resume()` calls in the simulator (`load` control, `resume N`):\neach runs the Rust driver's `resume` through phylib (`__phy_resume` calls `drv->resume`), which\nreads BMCR once. phytrace traces the MDIO access too, the same in both of its rows: the\ndifference between them is the callback probes'. The floors are an empty program on every call\nsite phytrace probes (its call and return kprobes, loaded by `scenarios/kprobe_floor.py` through\nbpf(2) and the kprobe PMU: Debian's bpftrace 0.17 has no kprobe offsets) and an empty\nkprobe+kretprobe on the driver's resume callback (bpftrace).\n",
+        )?;
+        Added::write_table(md, "ns per call", none, &self.tracers)?;
+        writeln!(
+            md,
+            "\nProbing callbacks at the call sites instead of the Rust symbols changes phytrace's cost per\ncallback by **{pair:+.0} ns** (goal: no more than the symbol pair: {}); the empty programs'\nfloors differ by {floors:+.0} ns, so the probes themselves (kprobes on an instruction trap; a\nfunction's entry and return go through ftrace) account for {floors_percent:.0} % of the difference.\n",
+            goal(*pair <= 0.0),
+        )?;
+        writeln!(
+            md,
+            "Start to attached with the call sites ({call_sites} of them): {} ms from this boot's cache, **{ratio:.1} ×**\nfaster than bpftrace's P2 start (goal ≥ 5: {}); the boot's first start, which finds them by\ndecoding the kernel text, {} ms.\n",
+            attach.cell(),
+            goal(*ratio >= 5.0),
+            cold.cell()
+        )?;
+        Ok(())
+    }
+}
+
+impl P2 {
+    /// P2's figures; the driver has `callbacks` callbacks.
+    fn of(rows: &[serde_json::Value], callbacks: u64) -> Result<Self> {
+        let phytrace = spread(rows, "p2", "phytrace", "attach_ms")?;
+        let bpftrace = spread(rows, "p2", "bpftrace-kfunc", "attach_ms")?;
+        Ok(Self {
+            ratio: bpftrace.median / phytrace.median,
+            phytrace,
+            bpftrace,
+            callbacks,
+            kprobes: 2 * (2 + callbacks),
+        })
+    }
+
+    /// The P2 section: how the start is timed, the table and the ratio to the goal.
+    fn write(&self, md: &mut String) -> Result<()> {
+        writeln!(md, "## P2: start to attached\n")?;
+        let (kprobes, callbacks, ratio) = (self.kprobes, self.callbacks, self.ratio);
+        writeln!(
+            md,
+            "Process start until the first event can be recorded (phytrace: its `--status` line says `recording`,"
+        )?;
+        writeln!(
+            md,
+            "written after every probe is attached; bpftrace: its `BEGIN` output), wall clock, ms. `bench.sh`\nwaits for that line blocked on a FIFO the tracer writes (no poll: a look that forks a process\ntakes CPU from the tracer being timed) and reads the time from bash's own clock\n(`$EPOCHREALTIME`: running `date` would fork within the time measured)."
+        )?;
+        writeln!(
+            md,
+            "Both attach the same {kprobes} probes: fentry and fexit of `__mdiobus_read`, `__mdiobus_write`,\nkprobe and kretprobe of the driver's {callbacks} callbacks (found in `/proc/kallsyms`: by phytrace as it\nstarts, for bpftrace by `bench.sh` beforehand); bpftrace runs `scenarios/bench-kfunc.bt`. phytrace\nalso attaches what a session needs besides: the Clause-45 accessors' trampolines, the module\nload/unload tracepoints, kprobes on PHY removal and carrier changes, and the MAC side's pending\nevents (`phylink_resolve`, `ax88772_mac_link_up/down`).\n"
+        )?;
+        writeln!(md, "| tool | ms |\n|---|---|")?;
+        writeln!(md, "| phytrace | {} |", self.phytrace.cell())?;
+        writeln!(md, "| bpftrace | {} |\n", self.bpftrace.cell())?;
+        writeln!(
+            md,
+            "phytrace is **{ratio:.1} ×** faster to attach (goal ≥ 5: {}).\n",
+            goal(ratio >= 5.0)
+        )?;
+        Ok(())
+    }
+}
+
+impl<'r> P3<'r> {
+    fn of(rows: &'r [serde_json::Value]) -> Result<Self> {
+        let p3: Vec<&serde_json::Value> = rows.iter().filter(|r| r["bench"] == "p3").collect();
+        let jsonl_rows: Vec<&serde_json::Value> =
+            rows.iter().filter(|r| r["bench"] == "p3-jsonl").collect();
+        let rates = RateRuns::group(&p3);
+        let jsonl = RateRuns::group(&jsonl_rows);
+        let top = rates.last().context("no p3 results")?;
+        let jsonl_top = jsonl.last().context("no JSON Lines p3 results")?;
+        Ok(Self {
+            drop_free: rates
+                .iter()
+                .filter(|r| r.lost.iter().all(|&l| l == 0))
+                .map(|r| r.achieved.median)
+                .fold(0.0, f64::max),
+            exact: p3.iter().chain(&jsonl_rows).all(|r| {
+                r["generated"].as_u64()
+                    == Some(r["recorded"].as_u64().unwrap_or(0) + r["lost"].as_u64().unwrap_or(0))
+            }),
+            top_rate: top.achieved.median,
+            top_lossy: lossy(top),
+            top_rounds: top.lost.len(),
+            consumer_busy_percent: top.consumer_ns.median * top.achieved.median / 1e7,
+            jsonl_consumer_ns: jsonl_top.consumer_ns.median,
+            jsonl_lossy: lossy(jsonl_top),
+            jsonl_rounds: jsonl_top.lost.len(),
+            rows: p3,
+            jsonl_rows,
+            rates,
+            jsonl,
+        })
+    }
+
+    /// The P3 section, with `repeats` rounds per rate: the table, loss and the consumer.
+    fn write(&self, md: &mut String, repeats: u64) -> Result<()> {
+        writeln!(md, "## P3: drop-free rate (default 4 MiB ring)\n")?;
+        let Self {
+            drop_free,
+            exact,
+            top_rate,
+            top_lossy,
+            top_rounds,
+            consumer_busy_percent,
+            jsonl_consumer_ns,
+            jsonl_lossy,
+            jsonl_rounds,
+            ..
+        } = self;
+        writeln!(
+            md,
+            "MDIO reads at a set rate from a simulator kernel thread while `phytrace record` runs;"
+        )?;
+        writeln!(
+            md,
+            "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded.\nThe capture is binary (`record`'s default); the last row is the top rate again with\n`--encoding jsonl`."
+        )?;
+        writeln!(md, "{repeats} rounds per rate.\n")?;
+        writeln!(
+            md,
+            "| asked /s | achieved /s | generated per round | lost per round | consumer ns/event |\n|---|---|---|---|---|"
+        )?;
+        let jsonl_rows = self.jsonl.iter().map(|r| (r, " (JSON Lines)"));
+        for (r, label) in self.rates.iter().map(|r| (r, "")).chain(jsonl_rows) {
+            writeln!(
+                md,
+                "| {}{label} | {} | {} | {} | {} |",
+                r.rate,
+                r.achieved.cell(),
+                r.generated.cell(),
+                join(&r.lost),
+                r.consumer_ns.cell()
+            )?;
+        }
+        writeln!(
+            md,
+            "\nHighest rate without loss in any round: **{drop_free:.0} events/s**. Loss counted exactly (recorded + lost = generated) in every round: {}.",
+            if *exact { "yes" } else { "NO" }
+        )?;
+        writeln!(
+            md,
+            "At the highest rate one CPU generates (reads back to back, {top_rate:.0} /s), events were lost in {top_lossy} of {top_rounds} rounds (goal: none: {}).",
+            goal(*top_lossy == 0)
+        )?;
+        writeln!(
+            md,
+            "The consumer (`record` reading each ring-buffer record and writing it to the capture as it is)\nruns on one CPU under software emulation, the producer on the other: at that rate the consumer\nis busy {consumer_busy_percent:.0}% of the time (its ns per event × events per second). Writing JSON Lines instead, it\ntakes {jsonl_consumer_ns:.0} ns per event and loses events in {jsonl_lossy} of {jsonl_rounds} rounds. At low rates the time per event is\nhigher: each wake-up reads a small batch.\n",
+        )?;
+        Ok(())
+    }
+}
+
+/// The TUI's CPU share, `tui`: % of one CPU by events per second.
+fn write_tui(md: &mut String, tui: &BTreeMap<u64, u64>) -> Result<()> {
     writeln!(
         md,
-        "\nHighest rate without loss in any round: **{drop_free:.0} events/s**. Loss counted exactly (recorded + lost = generated) in every round: {}.",
-        if exact { "yes" } else { "NO" }
+        "## TUI CPU share\n\n`phytrace tui` in tmux, user + system time over the measuring window, % of one CPU.\n\n| events/s | CPU % |\n|---|---|"
     )?;
-    let top = rates.last().context("no p3 results")?;
-    let lossy = top.lost.iter().filter(|&&l| l > 0).count();
-    writeln!(
-        md,
-        "At the highest rate one CPU generates (reads back to back, {:.0} /s), events were lost in {lossy} of {} rounds (goal: none: {}).",
-        top.achieved.median,
-        top.lost.len(),
-        goal(lossy == 0)
-    )?;
-    let jsonl_top = jsonl.last().context("no JSON Lines p3 results")?;
-    writeln!(
-        md,
-        "The consumer (`record` reading each ring-buffer record and writing it to the capture as it is)\nruns on one CPU under software emulation, the producer on the other: at that rate the consumer\nis busy {:.0}% of the time (its ns per event × events per second). Writing JSON Lines instead, it\ntakes {:.0} ns per event and loses events in {} of {} rounds. At low rates the time per event is\nhigher: each wake-up reads a small batch.\n",
-        top.consumer_ns.median * top.achieved.median / 1e7,
-        jsonl_top.consumer_ns.median,
-        jsonl_top.lost.iter().filter(|&&l| l > 0).count(),
-        jsonl_top.lost.len()
-    )?;
-    writeln!(
-        md,
-        "What the JSON Lines consumer spends its time on at that rate (`perf record -e cpu-clock` of `record`\nin the guest, 2026-12-04, not by this command): the kernel copying the capture's lines into the\npage cache (`write`) 25%, encoding events as JSON 21%, decoding records into events 12%, the\nwriter's bookkeeping (ids, counts, the filter) ~15%, copies 6%, reading the ring 5%. No single\nstep gave the 2× it needed, so since format version 4 `record` writes binary captures: each\nring-buffer record is written as the kernel wrote it (77 bytes with its frame, against 150–200\nfor a JSON line) and decoded when the capture is read, by the decoder a live session uses\n([capture-format.md](capture-format.md#binary-encoding)). Natively the two paths take ~23 and\n~170 ns per event (`cargo bench -p phytrace --bench record`, `record_binary` and `record_jsonl`).\n"
-    )?;
-    writeln!(md, "## TUI CPU share\n")?;
-    writeln!(
-        md,
-        "`phytrace tui` in tmux, user + system time over the measuring window, % of one CPU.\n"
-    )?;
-    writeln!(md, "| events/s | CPU % |\n|---|---|")?;
-    for (rate, cpu) in &tui {
+    for (rate, cpu) in tui {
         writeln!(md, "| {rate} | {cpu} |")?;
     }
-    if let (Some(json), serde_json::Value::Object(callbacks)) =
-        (json.as_object_mut(), callbacks_json)
-    {
-        json.extend(callbacks);
-    }
-    Ok((json, md))
+    Ok(())
 }
 
 #[cfg(test)]

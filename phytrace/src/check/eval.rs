@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::observed::{Observed, PhyFacts};
-use super::spec::{Atom, Body, Bound, Pattern, Per, Rule, Selector, Spec, ValueTest};
+use super::spec::{Atom, Body, Bound, Cmp, Pattern, Per, Rule, Selector, Spec, ValueTest};
 use crate::event::Event;
 use crate::model::{Fact, FactKind, LostReturn, LostWhy};
 use crate::render;
@@ -78,6 +78,28 @@ pub fn evaluate_observed(spec: &Spec, observed: &Observed, start_ns: u64) -> Vec
 }
 
 fn check_rule(rule: &Rule, observed: &Observed, start_ns: u64) -> Outcome {
+    let groups = groups(rule, observed, start_ns);
+    let latency = rule.body.latency_patterns();
+    let mut violations: Vec<Violation> = groups
+        .iter()
+        .flat_map(|g| {
+            let mut v = check_group(&rule.body, g);
+            v.extend(unjudged(&latency, g, &observed.unfinished));
+            v
+        })
+        .collect();
+    if !latency.is_empty() {
+        // The slowest first (calls that never returned before all), so that reports show them.
+        violations.sort_by_key(|v| std::cmp::Reverse(v.slowest.as_ref().map_or(0, |s| s.0)));
+    }
+    Outcome {
+        groups: groups.into_iter().map(|g| g.name).collect(),
+        violations,
+    }
+}
+
+/// The groups `rule` is checked on: the PHYs its scope selects, one by one or by driver.
+fn groups<'o>(rule: &Rule, observed: &'o Observed, start_ns: u64) -> Vec<Group<'o>> {
     let selected: Vec<(&String, &PhyFacts)> = observed
         .phys
         .iter()
@@ -88,7 +110,7 @@ fn check_rule(rule: &Rule, observed: &Observed, start_ns: u64) -> Outcome {
             Some(Selector::PhyId(id)) => phy.phy_id == *id,
         })
         .collect();
-    let groups: Vec<Group<'_>> = match rule.scope.per {
+    match rule.scope.per {
         Per::Phy => selected
             .iter()
             .map(|(key, phy)| {
@@ -130,23 +152,6 @@ fn check_rule(rule: &Rule, observed: &Observed, start_ns: u64) -> Outcome {
                 })
                 .collect()
         }
-    };
-    let latency = rule.body.latency_patterns();
-    let mut violations: Vec<Violation> = groups
-        .iter()
-        .flat_map(|g| {
-            let mut v = check_group(&rule.body, g);
-            v.extend(unjudged(&latency, g, &observed.unfinished));
-            v
-        })
-        .collect();
-    if !latency.is_empty() {
-        // The slowest first (calls that never returned before all), so that reports show them.
-        violations.sort_by_key(|v| std::cmp::Reverse(v.slowest.as_ref().map_or(0, |s| s.0)));
-    }
-    Outcome {
-        groups: groups.into_iter().map(|g| g.name).collect(),
-        violations,
     }
 }
 
@@ -230,201 +235,236 @@ fn next_after(positions: &[usize], after: usize) -> Option<usize> {
 
 fn check_group(body: &Body, g: &Group<'_>) -> Vec<Violation> {
     match body {
-        Body::Never(p) => g
-            .positions(p)
-            .into_iter()
-            .map(|i| {
-                let mut v =
-                    g.violation(format!("`{p}` happened{}", g.at(i)), vec![g.facts[i].event]);
-                if matches!(
-                    p.atom,
-                    Atom::Exit {
-                        latency: Some(_),
-                        ..
-                    }
-                ) {
-                    v.slowest = g.slowest(&[i]);
-                }
-                v
-            })
-            .collect(),
+        Body::Never(p) => g.never(p),
         Body::Percentile {
             percentile,
             pattern,
             cmp,
             bound,
-        } => {
-            let found = g.positions(pattern);
-            let mut latencies = Latencies::default();
-            for &i in &found {
-                if let FactKind::Exit { latency_ns, .. } = g.facts[i].kind {
-                    latencies.record(latency_ns);
-                }
-            }
-            let Some(value) = latencies.percentile(f64::from(*percentile)) else {
-                return Vec::new();
-            };
-            let limit = duration_ns(*bound);
-            if cmp.holds(value, limit) {
-                return Vec::new();
-            }
-            // The slowest calls, which moved the percentile.
-            let mut slow: Vec<(u64, usize)> = found
-                .iter()
-                .filter_map(|&i| match g.facts[i].kind {
-                    FactKind::Exit { latency_ns, .. } => Some((latency_ns, i)),
-                    _ => None,
-                })
-                .collect();
-            slow.sort_by_key(|&(ns, i)| (std::cmp::Reverse(ns), i));
-            slow.truncate(CONTEXT);
-            let positions: Vec<usize> = slow.iter().map(|&(_, i)| i).collect();
-            let mut offending: Vec<usize> = positions.iter().map(|&i| g.facts[i].event).collect();
-            offending.sort_unstable();
-            let n = latencies.count();
-            let mut v = g.violation(
-                format!(
-                    "p{percentile} of the {n} `{pattern}` latenc{} is {} (nearest rank, HDR histogram, {SIGNIFICANT_DIGITS} significant digits), expected {} {}",
-                    if n == 1 { "y" } else { "ies" },
-                    render::duration(value),
-                    cmp.symbol(),
-                    render::duration(limit)
-                ),
-                offending,
-            );
-            v.slowest = g.slowest(&positions);
-            vec![v]
-        }
-        Body::Count { pattern, bound } => {
-            let found = g.positions(pattern);
-            let n = found.len() as u64;
-            if bound.holds(n) {
-                return Vec::new();
-            }
-            let shown: Vec<usize> = match bound {
-                Bound::AtMost(b) | Bound::Exactly(b) if n > *b => found
-                    .iter()
-                    .skip(*b as usize)
-                    .take(CONTEXT)
-                    .copied()
-                    .collect(),
-                _ => found.iter().take(CONTEXT).copied().collect(),
-            };
-            let offending = shown.iter().map(|&i| g.facts[i].event).collect();
-            let mut v = g.violation(
-                format!(
-                    "`{pattern}` happened {n} time{}, expected {bound}",
-                    if n == 1 { "" } else { "s" }
-                ),
-                offending,
-            );
-            if matches!(
-                pattern.atom,
-                Atom::Exit {
-                    latency: Some(_),
-                    ..
-                }
-            ) {
-                v.slowest = g.slowest(&found);
-            }
-            vec![v]
-        }
-        Body::BeforeFirst { first, then } => {
-            let Some(&b) = g.positions(then).first() else {
-                return Vec::new();
-            };
-            if (0..b).any(|i| matches(first, g.facts[i])) {
-                return Vec::new();
-            }
-            vec![g.violation(
-                format!("`{then}` happened{} before any `{first}`", g.at(b)),
-                vec![g.facts[b].event],
-            )]
-        }
+        } => g
+            .percentile(*percentile, pattern, *cmp, *bound)
+            .into_iter()
+            .collect(),
+        Body::Count { pattern, bound } => g.count(pattern, *bound).into_iter().collect(),
+        Body::BeforeFirst { first, then } => g.before_first(first, then).into_iter().collect(),
         Body::After {
             trigger,
             steps,
             within,
-        } => {
-            let steps_at: Vec<Vec<usize>> = steps.iter().map(|s| g.positions(s)).collect();
-            g.positions(trigger)
-                .into_iter()
-                .filter_map(|t| {
-                    let (matched, missing) = follow(g, t, steps, &steps_at, *within);
-                    let missing = missing?;
-                    let mut offending = vec![g.facts[t].event];
-                    offending.extend(matched.iter().map(|&i| g.facts[i].event));
-                    let last = matched.last().copied().unwrap_or(t);
-                    let mut message = format!(
-                        "`{trigger}`{} was not followed by `{}`",
-                        g.at(t),
-                        steps[missing]
-                    );
-                    if missing > 0 {
-                        message += &format!(" after `{}`{}", steps[missing - 1], g.at(last));
-                    }
-                    message += &match (within, next_after(&steps_at[missing], last)) {
-                        (Some(limit), Some(late)) => format!(
-                            " within {} (it came {} after the trigger)",
-                            render::duration(duration_ns(*limit)),
-                            render::duration(elapsed(g, t, late))
-                        ),
-                        (Some(limit), None) => format!(
-                            " within {} (not before the end of the capture)",
-                            render::duration(duration_ns(*limit))
-                        ),
-                        (None, _) => " (not before the end of the capture)".to_owned(),
-                    };
-                    Some(g.violation(message, offending))
-                })
-                .collect()
+        } => g.after(trigger, steps, *within),
+        Body::Sequence { steps, within } => g.sequence(steps, *within).into_iter().collect(),
+    }
+}
+
+/// Whether `p` matches returns by their latency (`exit C latency > T`): its violations name
+/// the slowest call.
+fn judges_latency(p: &Pattern) -> bool {
+    matches!(
+        p.atom,
+        Atom::Exit {
+            latency: Some(_),
+            ..
         }
-        Body::Sequence { steps, within } => {
-            let steps_at: Vec<Vec<usize>> = steps.iter().map(|s| g.positions(s)).collect();
-            let mut best: Vec<usize> = Vec::new();
-            let mut fastest: Option<u64> = None;
-            for &start in &steps_at[0] {
-                let (rest, missing) = follow(g, start, &steps[1..], &steps_at[1..], None);
-                let mut matched = vec![start];
-                matched.extend(rest);
-                if missing.is_none() {
-                    let took = elapsed(g, start, *matched.last().unwrap_or(&start));
-                    if within.is_none_or(|limit| took <= duration_ns(limit)) {
-                        return Vec::new();
-                    }
-                    fastest = Some(fastest.map_or(took, |f| f.min(took)));
+    )
+}
+
+/// The check of each kind of rule body on one group.
+impl Group<'_> {
+    /// `never A`: each A is a violation.
+    fn never(&self, p: &Pattern) -> Vec<Violation> {
+        self.positions(p)
+            .into_iter()
+            .map(|i| {
+                let mut v = self.violation(
+                    format!("`{p}` happened{}", self.at(i)),
+                    vec![self.facts[i].event],
+                );
+                if judges_latency(p) {
+                    v.slowest = self.slowest(&[i]);
                 }
-                let stop = missing.is_some();
-                if matched.len() > best.len() {
-                    best = matched;
+                v
+            })
+            .collect()
+    }
+
+    /// `pN exit C latency OP T`: the percentile of the latencies of the returns `pattern`
+    /// matches compares to `bound`; a violation shows the slowest calls, which moved it.
+    fn percentile(
+        &self,
+        percentile: u8,
+        pattern: &Pattern,
+        cmp: Cmp,
+        bound: Duration,
+    ) -> Option<Violation> {
+        let returns: Vec<(u64, usize)> = self
+            .positions(pattern)
+            .into_iter()
+            .filter_map(|i| match self.facts[i].kind {
+                FactKind::Exit { latency_ns, .. } => Some((latency_ns, i)),
+                _ => None,
+            })
+            .collect();
+        let mut latencies = Latencies::default();
+        for &(latency_ns, _) in &returns {
+            latencies.record(latency_ns);
+        }
+        let value = latencies.percentile(f64::from(percentile))?;
+        let limit = duration_ns(bound);
+        if cmp.holds(value, limit) {
+            return None;
+        }
+        let mut slow = returns;
+        slow.sort_by_key(|&(ns, i)| (std::cmp::Reverse(ns), i));
+        slow.truncate(CONTEXT);
+        let positions: Vec<usize> = slow.iter().map(|&(_, i)| i).collect();
+        let mut offending: Vec<usize> = positions.iter().map(|&i| self.facts[i].event).collect();
+        offending.sort_unstable();
+        let n = latencies.count();
+        let mut v = self.violation(
+            format!(
+                "p{percentile} of the {n} `{pattern}` latenc{} is {} (nearest rank, HDR histogram, {SIGNIFICANT_DIGITS} significant digits), expected {} {}",
+                if n == 1 { "y" } else { "ies" },
+                render::duration(value),
+                cmp.symbol(),
+                render::duration(limit)
+            ),
+            offending,
+        );
+        v.slowest = self.slowest(&positions);
+        Some(v)
+    }
+
+    /// `count A at least|at most|exactly N`; a violation shows the first matches, or the first
+    /// ones beyond the bound.
+    fn count(&self, pattern: &Pattern, bound: Bound) -> Option<Violation> {
+        let found = self.positions(pattern);
+        let n = found.len() as u64;
+        if bound.holds(n) {
+            return None;
+        }
+        let shown: Vec<usize> = match bound {
+            Bound::AtMost(b) | Bound::Exactly(b) if n > b => found
+                .iter()
+                .skip(b as usize)
+                .take(CONTEXT)
+                .copied()
+                .collect(),
+            _ => found.iter().take(CONTEXT).copied().collect(),
+        };
+        let offending = shown.iter().map(|&i| self.facts[i].event).collect();
+        let mut v = self.violation(
+            format!(
+                "`{pattern}` happened {n} time{}, expected {bound}",
+                if n == 1 { "" } else { "s" }
+            ),
+            offending,
+        );
+        if judges_latency(pattern) {
+            v.slowest = self.slowest(&found);
+        }
+        Some(v)
+    }
+
+    /// `A before first B`: the first B, if no A came before it.
+    fn before_first(&self, first: &Pattern, then: &Pattern) -> Option<Violation> {
+        let &b = self.positions(then).first()?;
+        if (0..b).any(|i| matches(first, self.facts[i])) {
+            return None;
+        }
+        Some(self.violation(
+            format!("`{then}` happened{} before any `{first}`", self.at(b)),
+            vec![self.facts[b].event],
+        ))
+    }
+
+    /// `after A: B then C [within T]`: each A not followed by all the steps (in time).
+    fn after(
+        &self,
+        trigger: &Pattern,
+        steps: &[Pattern],
+        within: Option<Duration>,
+    ) -> Vec<Violation> {
+        let steps_at: Vec<Vec<usize>> = steps.iter().map(|s| self.positions(s)).collect();
+        self.positions(trigger)
+            .into_iter()
+            .filter_map(|t| {
+                let (matched, missing) = follow(self, t, steps, &steps_at, within);
+                let missing = missing?;
+                let mut offending = vec![self.facts[t].event];
+                offending.extend(matched.iter().map(|&i| self.facts[i].event));
+                let last = matched.last().copied().unwrap_or(t);
+                let mut message = format!(
+                    "`{trigger}`{} was not followed by `{}`",
+                    self.at(t),
+                    steps[missing]
+                );
+                if missing > 0 {
+                    message += &format!(" after `{}`{}", steps[missing - 1], self.at(last));
                 }
-                if stop {
-                    // Steps match at their earliest: a later start cannot get further.
-                    break;
+                message += &match (within, next_after(&steps_at[missing], last)) {
+                    (Some(limit), Some(late)) => format!(
+                        " within {} (it came {} after the trigger)",
+                        render::duration(duration_ns(limit)),
+                        render::duration(elapsed(self, t, late))
+                    ),
+                    (Some(limit), None) => format!(
+                        " within {} (not before the end of the capture)",
+                        render::duration(duration_ns(limit))
+                    ),
+                    (None, _) => " (not before the end of the capture)".to_owned(),
+                };
+                Some(self.violation(message, offending))
+            })
+            .collect()
+    }
+
+    /// `sequence A then B … [within T]`: unless the steps happened in order (in time) at
+    /// least once, the furthest the sequence got.
+    fn sequence(&self, steps: &[Pattern], within: Option<Duration>) -> Option<Violation> {
+        let steps_at: Vec<Vec<usize>> = steps.iter().map(|s| self.positions(s)).collect();
+        let mut best: Vec<usize> = Vec::new();
+        let mut fastest: Option<u64> = None;
+        for &start in &steps_at[0] {
+            let (rest, missing) = follow(self, start, &steps[1..], &steps_at[1..], None);
+            let mut matched = vec![start];
+            matched.extend(rest);
+            if missing.is_none() {
+                let took = elapsed(self, start, *matched.last().unwrap_or(&start));
+                if within.is_none_or(|limit| took <= duration_ns(limit)) {
+                    return None;
                 }
+                fastest = Some(fastest.map_or(took, |f| f.min(took)));
             }
-            let message = match (fastest, within) {
-                (Some(took), Some(limit)) => format!(
-                    "the sequence happened, but never within {} (fastest: {})",
-                    render::duration(duration_ns(*limit)),
-                    render::duration(took)
-                ),
-                _ => match best.len() {
-                    0 => format!(
-                        "`{}` never happened, so the sequence did not start",
-                        steps[0]
-                    ),
-                    n => format!(
-                        "the sequence stopped after `{}`{}: `{}` never followed",
-                        steps[n - 1],
-                        g.at(best[n - 1]),
-                        steps[n]
-                    ),
-                },
-            };
-            let offending = best.iter().map(|&i| g.facts[i].event).collect();
-            vec![g.violation(message, offending)]
+            let stop = missing.is_some();
+            if matched.len() > best.len() {
+                best = matched;
+            }
+            if stop {
+                // Steps match at their earliest: a later start cannot get further.
+                break;
+            }
         }
+        let message = match (fastest, within) {
+            (Some(took), Some(limit)) => format!(
+                "the sequence happened, but never within {} (fastest: {})",
+                render::duration(duration_ns(limit)),
+                render::duration(took)
+            ),
+            _ => match best.len() {
+                0 => format!(
+                    "`{}` never happened, so the sequence did not start",
+                    steps[0]
+                ),
+                n => format!(
+                    "the sequence stopped after `{}`{}: `{}` never followed",
+                    steps[n - 1],
+                    self.at(best[n - 1]),
+                    steps[n]
+                ),
+            },
+        };
+        let offending = best.iter().map(|&i| self.facts[i].event).collect();
+        Some(self.violation(message, offending))
     }
 }
 

@@ -1,30 +1,13 @@
-//! Counters of what the model has seen, per PHY and in total.
+//! Counters of what the model has seen, per PHY and in total. Per-callback calls, errors,
+//! latencies and lost returns are statistics: [`crate::stats`] has them.
 
-use std::collections::BTreeMap;
-
-/// Calls of one callback.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CallbackStats {
-    /// Completed calls (exits seen).
-    pub calls: u64,
-    /// Calls that returned a negative value.
-    pub errors: u64,
-    /// Sum of the latencies, in nanoseconds.
-    pub total_latency_ns: u64,
-    /// Longest call, in nanoseconds.
-    pub max_latency_ns: u64,
-    /// Calls entered whose return was never seen (given up by the model; see
-    /// [`LostWhy`](super::LostWhy)).
-    pub lost_returns: u64,
-}
+use crate::event::MdioOp;
 
 /// Counters of one PHY, or of all of them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Events applied.
     pub events: u64,
-    /// Per callback name (`read_status`).
-    pub callbacks: BTreeMap<String, CallbackStats>,
     /// Successful MDIO reads.
     pub mdio_reads: u64,
     /// Successful MDIO writes.
@@ -45,29 +28,12 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// The stats of callback `name`, created empty (the name is copied only then).
-    fn of(&mut self, name: &str) -> &mut CallbackStats {
-        if !self.callbacks.contains_key(name) {
-            self.callbacks
-                .insert(name.to_owned(), CallbackStats::default());
+    /// Counts an MDIO access: a read or a write, or an error if it `failed`.
+    pub(super) fn mdio_access(&mut self, op: MdioOp, failed: bool) {
+        match (failed, op) {
+            (true, _) => self.mdio_errors += 1,
+            (false, MdioOp::Read) => self.mdio_reads += 1,
+            (false, MdioOp::Write) => self.mdio_writes += 1,
         }
-        match self.callbacks.get_mut(name) {
-            Some(stats) => stats,
-            None => unreachable!("inserted above"),
-        }
-    }
-
-    /// Counts a call of `name` whose return was lost.
-    pub(super) fn lost_return(&mut self, name: &str) {
-        self.of(name).lost_returns += 1;
-    }
-
-    /// Counts a completed callback.
-    pub(super) fn callback(&mut self, name: &str, latency_ns: u64, ret: i64) {
-        let stats = self.of(name);
-        stats.calls += 1;
-        stats.errors += u64::from(ret < 0);
-        stats.total_latency_ns = stats.total_latency_ns.saturating_add(latency_ns);
-        stats.max_latency_ns = stats.max_latency_ns.max(latency_ns);
     }
 }

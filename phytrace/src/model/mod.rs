@@ -10,6 +10,7 @@ mod counters;
 mod facts;
 mod history;
 mod phy;
+mod update;
 
 use std::collections::BTreeMap;
 
@@ -17,15 +18,15 @@ pub use callbacks::{
     Access, CallStacks, ClosedCallback, LostReturn, LostWhy, MAX_ACCESSES_PER_CALL, MAX_DEPTH,
     OpenCallback,
 };
-pub use counters::{CallbackStats, Counters};
+pub use counters::Counters;
 pub use facts::{Fact, FactKind};
 pub use history::History;
 pub use phy::{LinkChange, PhyModel, RegisterValue, StateTransition};
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, PhyRef};
 use crate::registers::MmdAccess;
 use facts::FactLog;
-use phy::ExitInfo;
+use update::PhyUpdate;
 
 /// A traced driver module as last reported.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,176 +143,102 @@ impl Model {
             Some((first, last)) => (first.min(event.ts_ns), last.max(event.ts_ns)),
             None => (event.ts_ns, event.ts_ns),
         });
-        let mut applied = Applied::default();
-        let ts = event.ts_ns;
-        let phy = match &event.phy {
-            Some(phy_ref) => {
-                let key = phy_ref.key();
-                let cap = self.history_cap;
-                let phy = self
-                    .phys
-                    .entry(key.clone())
-                    .or_insert_with(|| PhyModel::new(phy_ref.clone(), cap));
-                if phy.phy != *phy_ref {
-                    phy.phy = phy_ref.clone();
-                }
-                phy.counters.events += 1;
-                applied.key = Some(key);
-                Some(phy)
-            }
+        self.apply_to_session(event);
+        match &event.phy {
+            Some(phy) => self.apply_to_phy(number, phy, event),
             None => {
-                self.unowned.events += 1;
-                None
+                self.count_without_phy(event);
+                Applied::default()
             }
+        }
+    }
+
+    /// Event number `number`, which names `phy_ref`, applied to that PHY.
+    fn apply_to_phy(&mut self, number: usize, phy_ref: &PhyRef, event: &Event) -> Applied {
+        let key = phy_ref.key();
+        let cap = self.history_cap;
+        let phy = self
+            .phys
+            .entry(key.clone())
+            .or_insert_with(|| PhyModel::new(phy_ref.clone(), cap));
+        if phy.phy != *phy_ref {
+            phy.phy = phy_ref.clone();
+        }
+        phy.counters.events += 1;
+        let update = PhyUpdate {
+            phy,
+            facts: &mut self.facts,
+            lost: &mut self.lost,
+            event: number,
+            ts_ns: event.ts_ns,
+            tid: event.tid,
         };
-        match (&event.kind, phy) {
-            (
-                EventKind::CallbackEnter {
-                    callback,
-                    depth,
-                    state,
-                },
-                Some(phy),
-            ) => {
-                let lost = phy.enter(ts, event.tid, number, callback, *depth, state);
-                self.lost.extend(lost);
-                let transition = phy.observe_state(ts, state, Some(callback));
-                self.facts
-                    .entered(phy, event.tid, callback, transition.as_ref());
-                applied.transition = transition.map(Box::new);
-            }
-            (
-                EventKind::CallbackExit {
-                    callback,
-                    depth,
-                    latency_ns,
-                    ret,
-                    state_before,
-                    state_after,
-                    link,
-                },
-                Some(phy),
-            ) => {
-                let exit = ExitInfo {
-                    callback,
-                    depth: *depth,
-                    latency_ns: *latency_ns,
-                    ret: *ret,
-                    state_before,
-                    state_after,
-                    link,
-                };
-                let (closed, link_change, lost) = phy.exit(ts, event.tid, exit);
-                self.lost.extend(lost);
-                let before = phy.observe_state(ts, state_before, Some(callback));
-                let after = phy.observe_state(ts, state_after, Some(callback));
-                let transitions = [before.as_ref(), after.as_ref()];
-                self.facts
-                    .returned(phy, event.tid, exit, transitions, link_change.as_ref());
-                applied.transition = after.or(before).map(Box::new);
-                applied.closed = Some(Box::new(closed));
-                applied.link_change = link_change;
-            }
-            (
-                EventKind::Mdio {
-                    op,
-                    reg,
-                    devad,
-                    value,
-                    error,
-                    state,
-                    caller,
-                    link,
-                    ..
-                },
-                Some(phy),
-            ) => {
-                let access = Access {
-                    ts_ns: ts,
-                    op: *op,
-                    reg: *reg,
-                    value: *value,
-                    error: *error,
-                };
-                match devad {
-                    None => (applied.previous, applied.mmd) = phy.mdio(ts, event.tid, &access),
-                    Some(devad) => applied.previous = phy.mdio_c45(event.tid, *devad, &access),
-                }
-                if let Some(link) = link {
-                    phy.seen_link = Some(link.clone());
-                }
-                let transition = state
-                    .as_ref()
-                    .and_then(|state| phy.observe_state(ts, state, caller.as_ref()));
-                // The check language names Clause-22 registers: a Clause-45 access is no
-                // access to them.
-                if devad.is_none() {
-                    self.facts.accessed(
-                        phy,
-                        event.tid,
-                        &access,
-                        caller.as_ref(),
-                        transition.as_ref(),
-                    );
-                }
-                applied.transition = transition.map(Box::new);
-            }
-            (EventKind::Mdio { op, error, .. }, None) => match (error, op) {
-                (Some(_), _) => self.unowned.mdio_errors += 1,
-                (None, crate::event::MdioOp::Read) => self.unowned.mdio_reads += 1,
-                (None, crate::event::MdioOp::Write) => self.unowned.mdio_writes += 1,
-            },
-            // A callback event always names its PHY; without one there is nothing to update.
-            (EventKind::CallbackEnter { .. } | EventKind::CallbackExit { .. }, None) => {}
-            (
-                EventKind::Attached {
-                    module, callbacks, ..
-                },
-                _,
-            ) => {
-                let status = self.modules.entry(module.clone()).or_insert(ModuleStatus {
-                    attached: true,
-                    callbacks: *callbacks,
-                    attaches: 0,
-                    since_ns: ts,
-                });
-                status.attached = true;
-                status.callbacks = *callbacks;
-                status.attaches += 1;
-                status.since_ns = ts;
-            }
-            (EventKind::Detached { module }, _) => {
-                if let Some(status) = self.modules.get_mut(module) {
-                    status.attached = false;
-                    status.since_ns = ts;
-                }
-                // Its return probes are gone: the calls running in it will never be seen
-                // returning. Its callbacks' types are paths in the module (`ax88796b_rust::…`).
-                let prefix = format!("{module}::");
-                for phy in self.phys.values_mut() {
-                    let gone = phy
-                        .open
-                        .abandon(|o| o.callback.driver_type.starts_with(&prefix));
-                    if !gone.is_empty() {
-                        self.lost.extend(phy.give_up(ts, gone, LostWhy::Unloaded));
-                    }
-                }
-            }
-            (EventKind::Lost { count, cause }, _) => {
+        Applied {
+            key: Some(key),
+            ..update.apply(&event.kind)
+        }
+    }
+
+    /// Counts an event that names no PHY: an MDIO access to an address without one is
+    /// counted apart; callback, MAC-side and kernel-log events have no PHY to update.
+    fn count_without_phy(&mut self, event: &Event) {
+        self.unowned.events += 1;
+        if let EventKind::Mdio { op, error, .. } = &event.kind {
+            self.unowned.mdio_access(*op, error.is_some());
+        }
+    }
+
+    /// What an event of the tracing session rather than of a PHY changes: a module attached or
+    /// detached, events lost.
+    fn apply_to_session(&mut self, event: &Event) {
+        match &event.kind {
+            EventKind::Attached {
+                module, callbacks, ..
+            } => self.attached(module, *callbacks, event.ts_ns),
+            EventKind::Detached { module } => self.detached(module, event.ts_ns),
+            EventKind::Lost { count, cause } => {
                 self.unowned.lost += count;
                 self.unowned.lost_by_cause.add(*cause, *count);
             }
-            (EventKind::Mac { change }, Some(phy)) => {
-                phy.mac.apply(change);
-                self.facts.mac(phy, event.tid, change);
-            }
-            (EventKind::Mac { .. }, None) => {}
-            (EventKind::Kmsg { level, text }, Some(phy)) => {
-                self.facts.kmsg(phy, event.tid, *level, text);
-            }
-            (EventKind::Kmsg { .. }, None) => {}
+            _ => {}
         }
-        applied
+    }
+
+    /// Module `module` was attached with `callbacks` callbacks probed.
+    fn attached(&mut self, module: &str, callbacks: usize, ts_ns: u64) {
+        let status = self
+            .modules
+            .entry(module.to_owned())
+            .or_insert(ModuleStatus {
+                attached: true,
+                callbacks,
+                attaches: 0,
+                since_ns: ts_ns,
+            });
+        status.attached = true;
+        status.callbacks = callbacks;
+        status.attaches += 1;
+        status.since_ns = ts_ns;
+    }
+
+    /// Module `module` was detached: its return probes are gone, so the calls running in it
+    /// will never be seen returning.
+    fn detached(&mut self, module: &str, ts_ns: u64) {
+        if let Some(status) = self.modules.get_mut(module) {
+            status.attached = false;
+            status.since_ns = ts_ns;
+        }
+        // Its callbacks' types are paths in the module (`ax88796b_rust::…`).
+        let prefix = format!("{module}::");
+        for phy in self.phys.values_mut() {
+            let gone = phy
+                .open
+                .abandon(|o| o.callback.driver_type.starts_with(&prefix));
+            if !gone.is_empty() {
+                self.lost
+                    .extend(phy.give_up(ts_ns, gone, LostWhy::Unloaded));
+            }
+        }
     }
 
     /// Counters summed over all PHYs and the unowned events.
@@ -327,14 +254,6 @@ impl Model {
             total.unmatched_exits += c.unmatched_exits;
             total.unclosed += c.unclosed;
             total.lost += c.lost;
-            for (name, s) in &c.callbacks {
-                let t = total.callbacks.entry(name.clone()).or_default();
-                t.calls += s.calls;
-                t.errors += s.errors;
-                t.total_latency_ns = t.total_latency_ns.saturating_add(s.total_latency_ns);
-                t.max_latency_ns = t.max_latency_ns.max(s.max_latency_ns);
-                t.lost_returns += s.lost_returns;
-            }
         }
         total
     }

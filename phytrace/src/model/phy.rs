@@ -155,14 +155,11 @@ impl PhyModel {
         self.counters.unclosed += given_up.len() as u64;
         given_up
             .into_iter()
-            .map(|open| {
-                self.counters.lost_return(&open.callback.name);
-                LostReturn {
-                    key: self.phy.key(),
-                    open,
-                    known_at_ns: ts_ns,
-                    why,
-                }
+            .map(|open| LostReturn {
+                key: self.phy.key(),
+                open,
+                known_at_ns: ts_ns,
+                why,
             })
             .collect()
     }
@@ -202,8 +199,6 @@ impl PhyModel {
         let (open, stale) = self.open.exit(tid, exit.callback, exit.depth);
         let lost = self.give_up(ts_ns, stale, LostWhy::Superseded);
         self.counters.unmatched_exits += u64::from(open.is_none());
-        self.counters
-            .callback(&exit.callback.name, exit.latency_ns, exit.ret);
         let (enter_ns, accesses, accesses_dropped) = match open {
             Some(o) => (Some(o.enter_ns), o.accesses, o.accesses_dropped),
             None => (None, Vec::new(), 0),
@@ -252,13 +247,9 @@ impl PhyModel {
             Some(open) => open.attach(access.clone()),
             None => self.counters.mdio_outside_callbacks += 1,
         }
+        self.counters.mdio_access(access.op, access.error.is_some());
         if access.error.is_some() {
-            self.counters.mdio_errors += 1;
             return (self.registers.get(&access.reg).map(|r| r.value), None);
-        }
-        match access.op {
-            MdioOp::Read => self.counters.mdio_reads += 1,
-            MdioOp::Write => self.counters.mdio_writes += 1,
         }
         let previous = self.registers.insert(
             access.reg,
@@ -288,13 +279,9 @@ impl PhyModel {
             None => self.counters.mdio_outside_callbacks += 1,
         }
         let key = (devad, access.reg);
+        self.counters.mdio_access(access.op, access.error.is_some());
         if access.error.is_some() {
-            self.counters.mdio_errors += 1;
             return self.mmd_registers.get(&key).copied();
-        }
-        match access.op {
-            MdioOp::Read => self.counters.mdio_reads += 1,
-            MdioOp::Write => self.counters.mdio_writes += 1,
         }
         self.mmd_registers.insert(key, access.value)
     }

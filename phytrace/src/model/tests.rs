@@ -109,7 +109,6 @@ fn registers_callbacks_and_link_are_tracked() {
         "first observation, then NOLINK → RUNNING"
     );
     assert!(p.open.of(7).is_empty());
-    assert_eq!(p.counters.callbacks["read_status"].calls, 1);
     assert_eq!(p.counters.mdio_reads, 2);
     assert_eq!(p.last_calls["read_status"].accesses.len(), 2);
 }
@@ -155,7 +154,6 @@ fn unmatched_and_stale_callbacks_are_counted() {
     assert_eq!(lost[0].key, "phy_sim-0:10");
     let c = &m.phy("phy_sim-0:10").unwrap().counters;
     assert_eq!((c.unmatched_exits, c.unclosed), (1, 1));
-    assert_eq!(c.callbacks["read_status"].lost_returns, 1);
     m.apply(&read(8, 9, 0x01, 0, None));
     assert_eq!(
         m.phy("phy_sim-0:10")
@@ -263,13 +261,16 @@ fn history_cap_bounds_memory() {
 #[test]
 fn synthetic_stream_balances() {
     let mut m = Model::new();
+    let mut failed_read_status = 0;
     for e in Synth::with_phys(5, 3).take(50_000) {
-        m.apply(&e);
+        let closed = m.apply(&e).closed;
+        failed_read_status +=
+            u32::from(closed.is_some_and(|c| c.ret < 0 && &*c.callback.name == "read_status"));
     }
     let t = m.totals();
     assert_eq!(t.unmatched_exits, 0);
     assert_eq!(t.unclosed, 0);
-    assert!(t.callbacks["read_status"].errors > 0);
+    assert!(failed_read_status > 0);
     assert_eq!(m.phys.len(), 3);
     assert!(m.phys.values().all(|p| p.open.iter().count() <= 1));
     let states: Vec<_> = m.phys["phy_sim-0:10"]

@@ -2,9 +2,16 @@
 
 use super::{Bit, RegisterSpec};
 
+/// `MII_BMCR`: the register's number.
+pub const MII_BMCR: u16 = 0x00;
+/// `BMCR_ANRESTART`: restart autonegotiation.
+pub const BMCR_ANRESTART: u16 = 0x0200;
+/// `BMCR_RESET`: software reset (which restarts autonegotiation too).
+pub const BMCR_RESET: u16 = 0x8000;
+
 /// `MII_BMCR`.
 pub static BMCR: RegisterSpec = RegisterSpec {
-    num: 0x00,
+    num: MII_BMCR,
     name: "BMCR",
     bits: &[
         Bit {
@@ -21,7 +28,7 @@ pub static BMCR: RegisterSpec = RegisterSpec {
         },
         Bit {
             name: "ANRESTART",
-            mask: 0x0200,
+            mask: BMCR_ANRESTART,
         },
         Bit {
             name: "ISOLATE",
@@ -45,7 +52,7 @@ pub static BMCR: RegisterSpec = RegisterSpec {
         },
         Bit {
             name: "RESET",
-            mask: 0x8000,
+            mask: BMCR_RESET,
         },
     ],
     fields: &[],

@@ -16,6 +16,7 @@ mod physid;
 
 use std::fmt;
 
+pub use bmcr::{BMCR_ANRESTART, BMCR_RESET, MII_BMCR};
 pub use mmd::{MmdAccess, MmdFunction, MmdTracker, mmd_device_name};
 pub use physid::PhyId;
 

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::updown::{Interval, UpDown};
+use crate::registers::{BMCR_ANRESTART, BMCR_RESET, MII_BMCR};
 
-/// BMCR bits that start an autonegotiation: RESET and ANRESTART.
-const BMCR_ANEG_START: u16 = 0x8000 | 0x0200;
+/// BMCR bits that start an autonegotiation.
+const BMCR_ANEG_START: u16 = BMCR_RESET | BMCR_ANRESTART;
 
 /// A period in one `phy_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +76,7 @@ impl LinkHistory {
 
     /// An MDIO write of `value` to register `reg` at `offset_ns`.
     pub fn mdio_write(&mut self, offset_ns: u64, reg: u16, value: u16) {
-        if reg == 0 && value & BMCR_ANEG_START != 0 {
+        if reg == MII_BMCR && value & BMCR_ANEG_START != 0 {
             self.aneg_start_ns = Some(offset_ns);
             self.latest_aneg_start_ns = Some(offset_ns);
         }

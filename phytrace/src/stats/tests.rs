@@ -14,42 +14,6 @@ fn phy<'r>(r: &'r Report, key: &str) -> &'r PhyReport {
 }
 
 #[test]
-fn counts_match_the_model_on_every_recorded_capture() {
-    for name in [
-        "rust-plug-unplug",
-        "rust-module-reload",
-        "c-plug-unplug",
-        "rust-dongle",
-        "c-dongle",
-    ] {
-        let c = capture(name);
-        let report = of_capture(&c);
-        let mut model = Model::new();
-        for e in &c.events {
-            model.apply(e);
-        }
-        for p in &report.phys {
-            let counters = &model.phys[&p.key].counters;
-            for cb in &p.callbacks {
-                let m = counters
-                    .callbacks
-                    .get(&cb.name)
-                    .cloned()
-                    .unwrap_or_default();
-                assert_eq!(cb.calls, m.calls, "{name} {} {}", p.key, cb.name);
-                assert_eq!(cb.errors.iter().map(|e| e.count).sum::<u64>(), m.errors);
-                if cb.calls > 0 {
-                    assert_eq!(cb.latency.max_ns, m.max_latency_ns);
-                }
-            }
-            let reads_writes_errors =
-                counters.mdio_reads + counters.mdio_writes + counters.mdio_errors;
-            assert_eq!(p.mdio.accesses, reads_writes_errors, "{name} {}", p.key);
-        }
-    }
-}
-
-#[test]
 fn plug_unplug_errors_link_and_states() {
     let r = of_capture(&capture("rust-plug-unplug"));
     let p = phy(&r, "phy_sim-0:01");
