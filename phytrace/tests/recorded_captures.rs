@@ -41,12 +41,28 @@ fn recorded_captures_replay_cleanly() {
     for path in recorded() {
         let capture = Capture::read(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(capture.issues, [], "{}", path.display());
-        assert!(capture.trailer.is_some(), "{}", path.display());
+        let trailer = capture
+            .trailer
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}", path.display()));
+        assert_eq!(
+            trailer.events,
+            capture.events.len() as u64,
+            "{}: events written",
+            path.display()
+        );
         let mut model = Model::new();
         for event in &capture.events {
             model.apply(event);
         }
-        assert_eq!(model.totals().events, capture.events.len() as u64);
+        // Nothing was lost in these sessions: every return meets its call.
+        let totals = model.totals();
+        assert_eq!(
+            (totals.unmatched_exits, totals.lost),
+            (0, trailer.lost),
+            "{}: exits without their entry, losses",
+            path.display()
+        );
 
         for format in [Format::Text, Format::Json] {
             let args = DumpArgs {

@@ -154,11 +154,6 @@ impl LinkHistory {
         .flatten()
         .min()
     }
-
-    /// The current state and since when.
-    pub fn current_state(&self) -> Option<(&str, u64)> {
-        self.state.as_ref().map(|(s, t)| (s.as_str(), *t))
-    }
 }
 
 #[cfg(test)]
