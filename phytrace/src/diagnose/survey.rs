@@ -90,9 +90,7 @@ impl Survey {
 
 /// Whether kallsyms text `kallsyms` names the function `name`.
 fn in_kallsyms(kallsyms: &str, name: &str) -> bool {
-    kallsyms
-        .lines()
-        .any(|line| line.split_whitespace().nth(2) == Some(name))
+    crate::probe::kallsyms::lines(kallsyms).any(|line| line.name == name)
 }
 
 /// The name of the file a symbolic link at `path` points to.

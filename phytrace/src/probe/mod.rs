@@ -7,6 +7,7 @@ pub mod call_site_probes;
 pub mod callsites;
 pub mod driver_probes;
 pub mod error;
+pub mod kallsyms;
 pub mod kfunc_calls;
 pub mod kmsg;
 pub mod loader;

@@ -31,11 +31,7 @@ pub fn has_bpf_syscall(answer: Option<i32>) -> bool {
 
 /// Whether kallsyms text defines the function `name`.
 pub fn defines(kallsyms: &str, name: &str) -> bool {
-    kallsyms.lines().any(|line| {
-        let mut fields = line.split_whitespace();
-        let (kind, symbol) = (fields.nth(1), fields.next());
-        kind.is_some_and(|k| k.eq_ignore_ascii_case("t")) && symbol == Some(name)
-    })
+    super::kallsyms::lines(kallsyms).any(|line| line.is_text() && line.name == name)
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use std::{fs, io, path::Path};
 
 use memchr::{memchr, memmem, memrchr};
 
+use super::kallsyms::Line;
+
 /// Where the kernel lists its symbols.
 pub const KALLSYMS: &str = "/proc/kallsyms";
 
@@ -34,14 +36,12 @@ pub struct CallbackSymbol {
 pub fn first_rust_function(kallsyms: impl io::BufRead) -> io::Result<Option<String>> {
     for line in kallsyms.lines() {
         let line = line?;
-        let mut fields = line.split_whitespace();
-        let (Some(_), Some(kind), Some(name), None) =
-            (fields.next(), fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if kind.eq_ignore_ascii_case("t") && name.starts_with("_R") {
-            return Ok(Some(name.to_owned()));
+        if let Some(symbol) = Line::parse(&line)
+            && symbol.module.is_none()
+            && symbol.is_text()
+            && symbol.name.starts_with("_R")
+        {
+            return Ok(Some(symbol.name.to_owned()));
         }
     }
     Ok(None)
@@ -70,18 +70,12 @@ pub fn parse_kallsyms(text: &str) -> Vec<CallbackSymbol> {
 }
 
 fn parse_line(line: &str) -> Option<CallbackSymbol> {
-    let mut fields = line.split_whitespace();
-    let address = u64::from_str_radix(fields.next()?, 16).ok()?;
-    let kind = fields.next()?;
-    let symbol = fields.next()?;
-    if !kind.eq_ignore_ascii_case("t") {
-        return None;
-    }
-    let module = fields
-        .next()
-        .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
-        .unwrap_or("vmlinux");
-    callback_symbol(symbol, module, address)
+    let symbol = Line::parse(line).filter(Line::is_text)?;
+    callback_symbol(
+        symbol.name,
+        symbol.module.unwrap_or("vmlinux"),
+        symbol.address,
+    )
 }
 
 /// The callback `symbol` of `module` at `address`, if it is one.

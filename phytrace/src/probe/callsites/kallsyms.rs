@@ -40,19 +40,13 @@ impl TextSymbols {
     pub fn parse(text: &str) -> Self {
         let mut symbols = Self::default();
         let (mut stext, mut etext) = (None, None);
-        for line in text.lines() {
-            let mut fields = line.split_whitespace();
-            let (Some(address), Some(kind), Some(name)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            let Ok(address) = u64::from_str_radix(address, 16) else {
-                continue;
-            };
-            let module = fields
-                .next()
-                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'));
+        for crate::probe::kallsyms::Line {
+            address,
+            kind,
+            name,
+            module,
+        } in crate::probe::kallsyms::lines(text)
+        {
             match name {
                 "_stext" => stext = Some(address),
                 "_etext" => etext = Some(address),
