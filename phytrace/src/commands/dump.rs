@@ -37,7 +37,8 @@ pub struct DumpArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Only events of PHYs whose key (`bus:addr`, e.g. `phy_sim-0:10`) or driver name
-    /// contains FILTER.
+    /// contains FILTER, and those of no PHY (attach, detach, losses: they concern every PHY),
+    /// as `record --phy` and the TUI keep them.
     #[arg(long, value_name = "FILTER")]
     pub phy: Option<PhyFilter>,
     /// Only events of these kinds (several may follow, or separate them with commas).
@@ -56,10 +57,7 @@ pub enum Format {
 
 impl DumpArgs {
     fn selects(&self, event: &Event) -> bool {
-        let phy_ok = self
-            .phy
-            .as_ref()
-            .is_none_or(|filter| event.phy.as_ref().is_some_and(|p| filter.matches(p)));
+        let phy_ok = self.phy.as_ref().is_none_or(|filter| filter.keeps(event));
         phy_ok && (self.kind.is_empty() || self.kind.contains(&event.kind.kind()))
     }
 }
