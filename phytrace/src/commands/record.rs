@@ -12,8 +12,9 @@ use super::FollowArgs;
 use crate::{
     capture::Encoding,
     event::{Guarantee, PhyFilter},
-    probe::{call_site_probes::CallbackProbes, loader::DEFAULT_RING_SIZE},
+    probe::{call_site_probes::CallbackProbes, loader::DEFAULT_RING_SIZE, tracer::Tracer},
     recording::{self, DEFAULT_ENCODING, Progress, Recorded, Recording, Stop},
+    records::session::{ArmingEntry, MdioProbes},
 };
 
 /// Arguments of `phytrace record`.
@@ -75,42 +76,12 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             Progress::Started {
                 tracer,
                 attached_in,
-            } => Some((
-                tracer.mdio_probes(),
-                tracer.waiting_for(),
-                tracer.arming(),
-                *attached_in,
-                tracer.callback_probes().map(|probes| probes.name()),
-                tracer.call_sites().map_or(0, |sites| sites.sites().len()),
-                tracer.startup().call_sites.cached,
-            )),
+            } => Some(Started::of(tracer, *attached_in, &args.output)),
             Progress::Note(_) => None,
         };
         print_progress(&args.output, p);
-        if let (
-            Some(status),
-            Some((
-                mdio_probes,
-                waiting_for,
-                arming,
-                attached_in,
-                callback_probes,
-                call_sites,
-                call_sites_cached,
-            )),
-        ) = (&mut status, started)
-        {
-            status.write(&serde_json::json!({
-                "status": "recording",
-                "output": args.output,
-                "attached_ms": attached_in.as_millis() as u64,
-                "mdio_probes": mdio_probes,
-                "callback_probes": callback_probes,
-                "call_sites": call_sites,
-                "call_sites_cached": call_sites_cached,
-                "waiting_for": waiting_for,
-                "arming": arming,
-            }));
+        if let (Some(status), Some(started)) = (&mut status, started) {
+            status.write(&started);
         }
     })?;
     if let Some(status) = &mut status {
@@ -131,6 +102,36 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         }
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// `--status`'s line once the probes are attached (its keys in alphabetical order).
+#[derive(serde::Serialize)]
+struct Started<'a> {
+    arming: Vec<ArmingEntry>,
+    attached_ms: u64,
+    call_sites: usize,
+    call_sites_cached: bool,
+    callback_probes: Option<&'static str>,
+    mdio_probes: MdioProbes,
+    output: &'a Path,
+    status: &'static str,
+    waiting_for: Vec<String>,
+}
+
+impl<'a> Started<'a> {
+    fn of(tracer: &Tracer, attached_in: Duration, output: &'a Path) -> Self {
+        Self {
+            arming: tracer.arming(),
+            attached_ms: attached_in.as_millis() as u64,
+            call_sites: tracer.call_sites().map_or(0, |sites| sites.sites().len()),
+            call_sites_cached: tracer.startup().call_sites.cached,
+            callback_probes: tracer.callback_probes().map(|probes| probes.name()),
+            mdio_probes: tracer.mdio_probes(),
+            output,
+            status: "recording",
+            waiting_for: tracer.waiting_for(),
+        }
+    }
 }
 
 /// `--status FILE`: one JSON object per line, flushed as written. A write that fails is
@@ -154,12 +155,15 @@ impl StatusFile {
         })
     }
 
-    fn write(&mut self, value: &serde_json::Value) {
+    fn write(&mut self, value: &impl serde::Serialize) {
         use std::io::Write as _;
         let Some(file) = &mut self.file else {
             return;
         };
-        if let Err(err) = writeln!(file, "{value}") {
+        let written = serde_json::to_string(value)
+            .map_err(std::io::Error::from)
+            .and_then(|line| writeln!(file, "{line}"));
+        if let Err(err) = written {
             eprintln!(
                 "phytrace: warning: {}: {err}: no more status",
                 self.path.display()
