@@ -14,7 +14,7 @@ use crate::event::{
 use crate::records::{clock::ClockRef, session::ProbeEntry};
 
 /// `enum phy_state` of Linux 6.12.
-pub const PHY_STATES_6_12: &[(u32, &str)] = &[
+const PHY_STATES_6_12: &[(u32, &str)] = &[
     (0, "DOWN"),
     (1, "READY"),
     (2, "HALTED"),

@@ -4,13 +4,13 @@
 use crate::event::{Event, EventKind};
 
 /// `CONFIG_NR_CPUS` is at most 8192: CPU numbers are below it.
-pub const MAX_CPUS: u32 = 8192;
+const MAX_CPUS: u32 = 8192;
 /// `PID_MAX_LIMIT` on 64-bit kernels: thread ids are at most this.
-pub const MAX_TID: u32 = 4 * 1024 * 1024;
+const MAX_TID: u32 = 4 * 1024 * 1024;
 /// `PHY_MAX_ADDR`: MDIO addresses, Clause-22 register numbers and MMDs are below it.
-pub const MDIO_FIELD_LIMIT: u32 = 32;
+const MDIO_FIELD_LIMIT: u32 = 32;
 /// `MAX_ERRNO`: a failed access returns `-MAX_ERRNO..=-1`.
-pub const MAX_ERRNO: i32 = 4095;
+const MAX_ERRNO: i32 = 4095;
 /// Deepest callback nesting the tracer records (`MAX_CALLBACK_DEPTH`), with room to spare.
 pub const MAX_DEPTH: u8 = 16;
 

@@ -11,7 +11,7 @@ use crate::model::Applied;
 use crate::render;
 
 /// Most violations shown per rule; the rest are counted.
-pub const MAX_SHOWN: usize = 5;
+const MAX_SHOWN: usize = 5;
 
 /// A checked capture, ready to report.
 #[derive(Debug)]

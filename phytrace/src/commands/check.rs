@@ -56,7 +56,7 @@ fn bad_input(message: String) -> anyhow::Error {
 }
 
 /// Reads and parses the spec at `path`.
-pub fn load_spec(path: &Path) -> anyhow::Result<Spec> {
+fn load_spec(path: &Path) -> anyhow::Result<Spec> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input(format!("cannot read spec {}: {e}", path.display())))?;
     let spec = check::parse(&text).map_err(|e| {

@@ -26,7 +26,7 @@ const PHYTRACE_PID: u32 = 1;
 
 /// Most `mdio/s` windows sampled one by one (a day); a longer capture gets a sample where the
 /// rate changes only (the counter draws the same), which `otherData.limits` says.
-pub const MAX_RATE_SAMPLES: u64 = 86_400;
+const MAX_RATE_SAMPLES: u64 = 86_400;
 
 /// Thread of a process whose track holds the kernel's log lines.
 const KMSG_TID: u32 = 0x6b6d_7367;

@@ -47,7 +47,7 @@ use super::{
 };
 
 /// The `struct mii_bus` ops the accessors of [`ACCESSORS`] call, in the same order.
-pub const BUS_OPS: [&str; 4] = ["read", "write", "read_c45", "write_c45"];
+const BUS_OPS: [&str; 4] = ["read", "write", "read_c45", "write_c45"];
 
 /// A call of a bus op in an inlined copy of an accessor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,13 +64,13 @@ pub struct OpSite {
 
 /// Offsets of [`BUS_OPS`] in `struct mii_bus` (`None`: not in this kernel; the Clause-45 ones
 /// came in 6.3).
-pub fn op_offsets(btf: &KernelBtf) -> [Option<u32>; 4] {
+fn op_offsets(btf: &KernelBtf) -> [Option<u32>; 4] {
     BUS_OPS.map(|op| btf.member_offset("mii_bus", &[op]).ok())
 }
 
 /// The bus-op calls in the functions named `*mdiobus*` of vmlinux and of libphy (phylib as a
 /// module) other than the accessors, read through `text`; x86_64 only (none found on arm64).
-pub fn op_sites(
+fn op_sites(
     symbols: &TextSymbols,
     text: &mut impl KernelMemory,
     isa: Isa,
@@ -205,7 +205,7 @@ fn x86_op_calls(
 /// Arms the accessors' kprobe programs at `sites` (each return before its entry: a return
 /// without its entry finds no access begun and reports nothing); the links live as long as
 /// the returned vector.
-pub fn arm_sites(ebpf: &mut Ebpf, sites: &[OpSite]) -> Result<Vec<EventLink>> {
+fn arm_sites(ebpf: &mut Ebpf, sites: &[OpSite]) -> Result<Vec<EventLink>> {
     let mut links = Vec::new();
     for site in sites {
         let (_, stem, _) = ACCESSORS[site.accessor];

@@ -64,7 +64,7 @@ pub fn parse_modules_dep(text: &str, tree: &Path) -> BTreeMap<String, PathBuf> {
 }
 
 /// Names of the modules `modules.alias` text lists with an `mdio:` alias (PHY drivers).
-pub fn phy_driver_modules(alias_text: &str) -> Vec<String> {
+fn phy_driver_modules(alias_text: &str) -> Vec<String> {
     let mut names: Vec<String> = alias_text
         .lines()
         .filter_map(|line| {

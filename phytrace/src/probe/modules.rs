@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, Result};
 
 /// Where the kernel lists its modules.
-pub const PROC_MODULES: &str = "/proc/modules";
+const PROC_MODULES: &str = "/proc/modules";
 
 /// Whether `module` is one of `follow` (empty: any module).
 pub fn follows(follow: &[String], module: &str) -> bool {

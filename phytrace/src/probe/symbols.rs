@@ -98,7 +98,7 @@ pub fn callback_symbol(symbol: &str, module: &str, address: u64) -> Option<Callb
 }
 
 /// Splits `<kernel::net::phy::Adapter<T>>::NAME_callback` into `(T, NAME)`.
-pub fn parse_adapter_path(demangled: &str) -> Option<(&str, &str)> {
+fn parse_adapter_path(demangled: &str) -> Option<(&str, &str)> {
     let rest = demangled.strip_prefix("<kernel::net::phy::Adapter<")?;
     let (driver_type, method) = rest.split_once(">>::")?;
     let callback = method.strip_suffix("_callback")?;

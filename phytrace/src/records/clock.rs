@@ -13,13 +13,6 @@ pub struct ClockRef {
     pub unix_ns: u64,
 }
 
-impl ClockRef {
-    /// Wall-clock time of a monotonic-clock timestamp, in nanoseconds since the Unix epoch.
-    pub fn to_unix_ns(&self, mono_ns: u64) -> i128 {
-        i128::from(self.unix_ns) + i128::from(mono_ns) - i128::from(self.mono_ns)
-    }
-}
-
 /// `CLOCK_MONOTONIC` now, the clock the eBPF programs stamp events with.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -39,20 +32,5 @@ pub fn clock_now() -> ClockRef {
     ClockRef {
         mono_ns: monotonic_ns(),
         unix_ns,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clock_reference_converts_to_wall_clock() {
-        let clock = ClockRef {
-            mono_ns: 5_000,
-            unix_ns: 1_000_000,
-        };
-        assert_eq!(clock.to_unix_ns(7_000), 1_002_000);
-        assert_eq!(clock.to_unix_ns(0), 995_000);
     }
 }

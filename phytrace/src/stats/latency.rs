@@ -13,7 +13,7 @@ pub const PERCENTILES: [u8; 3] = [50, 90, 99];
 /// Longest latency the histogram tells apart (2^42 ns, 73 minutes), which bounds its memory
 /// (about 270 KiB); longer ones count as this in the percentiles, minimum, maximum and mean
 /// stay exact.
-pub const MAX_TRACKED_NS: u64 = 1 << 42;
+const MAX_TRACKED_NS: u64 = 1 << 42;
 
 /// Every latency recorded for one callback (or one kind of MDIO access).
 #[derive(Clone, Debug, PartialEq)]

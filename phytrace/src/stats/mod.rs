@@ -36,7 +36,7 @@ use crate::render;
 pub const SCHEMA: &str = "phytrace-stats/1";
 
 /// Most lost returns listed per callback; all are counted.
-pub const MAX_LOST_LISTED: usize = 10;
+const MAX_LOST_LISTED: usize = 10;
 
 /// Calls of one callback of one PHY.
 #[derive(Clone, Debug, Default)]

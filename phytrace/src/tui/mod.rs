@@ -29,7 +29,7 @@ use source::Source;
 use update::Action;
 
 /// Shortest time between two frames (at most 20 frames per second).
-pub const FRAME: Duration = Duration::from_millis(50);
+const FRAME: Duration = Duration::from_millis(50);
 
 /// How often the events/s figure is refreshed while nothing else happens.
 const TICK: Duration = Duration::from_secs(1);
@@ -92,7 +92,7 @@ where
 }
 
 /// Does what a key asked of the source or the disk.
-pub fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration) -> Result<()> {
+fn perform(app: &mut App, source: &mut Source, action: Action, now: Duration) -> Result<()> {
     match action {
         Action::Pause(paused) => source.set_paused(paused),
         Action::Step => {

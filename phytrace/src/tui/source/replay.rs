@@ -15,7 +15,7 @@ use crate::event::{Event, Guarantee};
 /// Most events delivered at once, so that input stays responsive at high speed.
 const MAX_BATCH: usize = 4096;
 /// Longest wait between two events; longer idle gaps of the capture are shortened to this.
-pub const MAX_GAP: Duration = Duration::from_secs(2);
+const MAX_GAP: Duration = Duration::from_secs(2);
 
 /// A capture file being replayed.
 pub struct ReplaySource {

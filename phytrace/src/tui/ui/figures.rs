@@ -17,7 +17,7 @@ use crate::stats::{Interval, PhyReport, Summary};
 use crate::tui::app::{App, Pane};
 
 /// Inner width from which the sections are laid out in two columns.
-pub const TWO_COLUMNS: u16 = 90;
+const TWO_COLUMNS: u16 = 90;
 
 /// Column width from which the MDIO latency table has min and p90 (its rows' width).
 const FULL_LATENCY: usize = 59;

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 use crate::tui::app::App;
 
 /// Keys and what they do.
-pub const KEYS: &[(&str, &str)] = &[
+const KEYS: &[(&str, &str)] = &[
     ("?  F1", "this help (any key closes it)"),
     ("q  Ctrl-C", "quit"),
     ("Ctrl-L", "draw the screen anew"),

@@ -71,7 +71,7 @@ fn step(shown: &[u64], at: Option<u64>, delta: isize) -> Option<u64> {
 }
 
 /// Position of the last entry whose sequence number is at most `seq`.
-pub fn index_of<T: Sequenced>(entries: &VecDeque<T>, seq: u64) -> Option<usize> {
+fn index_of<T: Sequenced>(entries: &VecDeque<T>, seq: u64) -> Option<usize> {
     entries.partition_point(|e| e.seq() <= seq).checked_sub(1)
 }
 
