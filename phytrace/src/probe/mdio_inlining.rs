@@ -22,12 +22,7 @@
 //! no call of the accessor, so no access is seen twice. A kernel that calls its accessors has
 //! no such site: nothing more is armed.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    fs,
-    os::fd::AsFd as _,
-    path::Path,
-};
+use std::{fs, os::fd::AsFd as _, path::Path};
 
 use anyhow::{Context as _, Result};
 use aya::Ebpf;
@@ -36,7 +31,7 @@ use super::{
     attach::loaded_kprobe,
     btf::KernelBtf,
     callsites::{
-        Isa,
+        Isa, Layout, Return,
         kallsyms::TextSymbols,
         text::{KCORE, Kcore, KernelMemory},
         x86,
@@ -62,19 +57,15 @@ pub struct OpSite {
     pub accessor: usize,
 }
 
-/// Offsets of [`BUS_OPS`] in `struct mii_bus` (`None`: not in this kernel; the Clause-45 ones
-/// came in 6.3).
-fn op_offsets(btf: &KernelBtf) -> [Option<u32>; 4] {
-    BUS_OPS.map(|op| btf.member_offset("mii_bus", &[op]).ok())
-}
-
 /// The bus-op calls in the functions named `*mdiobus*` of vmlinux and of libphy (phylib as a
-/// module) other than the accessors, read through `text`; x86_64 only (none found on arm64).
+/// module) other than the accessors, read through `text`, found by the call-site search
+/// ([`x86::scan`]) with `layout` ([`Layout::mii_bus`]); x86_64 only (none found on arm64). A
+/// tail call of an op is no site: its return is not the copy's.
 fn op_sites(
     symbols: &TextSymbols,
     text: &mut impl KernelMemory,
     isa: Isa,
-    ops: &[Option<u32>; 4],
+    layout: &Layout,
 ) -> Vec<OpSite> {
     if isa != Isa::X86_64 {
         return Vec::new();
@@ -94,112 +85,18 @@ fn op_sites(
         else {
             continue;
         };
-        for (accessor, call, ret) in x86_op_calls(&code, function.address, ops, symbols.thunks()) {
-            sites.push(OpSite {
-                function: function.name.to_owned(),
-                call,
-                ret,
-                accessor,
-            });
+        for found in x86::scan(&code, function.address, layout, symbols.thunks()) {
+            if let Return::After(ret) = found.ret {
+                sites.push(OpSite {
+                    function: function.name.to_owned(),
+                    call: found.offset,
+                    ret,
+                    accessor: usize::from(found.op),
+                });
+            }
         }
     }
     sites
-}
-
-/// The indirect calls in `code` (at `address`) of a value loaded from a displacement of `ops`
-/// (`mov OP(%base),%reg; … call *%reg`, through a retpoline thunk too, or `call *OP(%base)`):
-/// (the op's index, the call's offset, the offset it returns to). A register counts as loaded
-/// until an instruction writes it, or a call if it is not one the callee preserves.
-fn x86_op_calls(
-    code: &[u8],
-    address: u64,
-    ops: &[Option<u32>; 4],
-    thunks: &BTreeMap<u64, u32>,
-) -> Vec<(usize, u32, u32)> {
-    use iced_x86::{
-        Code, Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess, OpKind,
-        Register,
-    };
-    const CALLEE_SAVED: [Register; 6] = [
-        Register::RBX,
-        Register::RBP,
-        Register::R12,
-        Register::R13,
-        Register::R14,
-        Register::R15,
-    ];
-    let op_at = |displacement: u64| {
-        let displacement = u32::try_from(displacement).ok()?;
-        ops.iter().position(|op| *op == Some(displacement))
-    };
-    let plain_memory = |instruction: &iced_x86::Instruction, operand: u32| {
-        instruction.op_kind(operand) == OpKind::Memory
-            && instruction.memory_index() == Register::None
-            && instruction.memory_base().is_gpr64()
-    };
-    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
-    let mut info = InstructionInfoFactory::new();
-    let mut loaded: HashMap<Register, usize> = HashMap::new();
-    let mut found = Vec::new();
-    for instruction in decoder.iter() {
-        if instruction.is_invalid() {
-            loaded.clear();
-            continue;
-        }
-        let at = (instruction.ip() - address) as u32;
-        let next = (instruction.next_ip() - address) as u32;
-        match instruction.flow_control() {
-            FlowControl::IndirectCall => {
-                let op = if instruction.op0_kind() == OpKind::Register {
-                    loaded
-                        .get(&instruction.op0_register().full_register())
-                        .copied()
-                } else if plain_memory(&instruction, 0) {
-                    op_at(instruction.memory_displacement64())
-                } else {
-                    None
-                };
-                if let Some(op) = op {
-                    found.push((op, at, next));
-                }
-                loaded.retain(|reg, _| CALLEE_SAVED.contains(reg));
-                continue;
-            }
-            FlowControl::Call => {
-                let through = thunks.get(&instruction.near_branch_target()).copied();
-                let op = through.and_then(|offset| {
-                    loaded
-                        .iter()
-                        .find(|(reg, _)| x86::pt_regs_offset(**reg) == Some(offset))
-                        .map(|(_, op)| *op)
-                });
-                if let Some(op) = op {
-                    found.push((op, at, next));
-                }
-                loaded.retain(|reg, _| CALLEE_SAVED.contains(reg));
-                continue;
-            }
-            _ => {}
-        }
-        for used in info.info(&instruction).used_registers() {
-            if matches!(
-                used.access(),
-                OpAccess::Write
-                    | OpAccess::CondWrite
-                    | OpAccess::ReadWrite
-                    | OpAccess::ReadCondWrite
-            ) {
-                loaded.remove(&used.register().full_register());
-            }
-        }
-        if instruction.code() == Code::Mov_r64_rm64
-            && plain_memory(&instruction, 1)
-            && let Some(op) = op_at(instruction.memory_displacement64())
-        {
-            loaded.insert(instruction.op0_register().full_register(), op);
-        }
-    }
-    found
 }
 
 /// Arms the accessors' kprobe programs at `sites` (each return before its entry: a return
@@ -324,7 +221,8 @@ pub fn survey(btf: &KernelBtf) -> Result<(Vec<Inlined>, Vec<OpSite>)> {
         )
     })?;
     let inlined = find(&symbols, &mut kcore, Isa::native());
-    let sites = op_sites(&symbols, &mut kcore, Isa::native(), &op_offsets(btf));
+    let layout = Layout::mii_bus(btf, &BUS_OPS);
+    let sites = op_sites(&symbols, &mut kcore, Isa::native(), &layout);
     Ok((inlined, sites))
 }
 
@@ -362,7 +260,7 @@ pub fn describe(inlined: &[Inlined]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::io;
+    use std::{collections::BTreeMap, io};
 
     use super::*;
 
@@ -491,24 +389,43 @@ ffffffff81001280 T _etext
     }
 
     /// `mii_bus.read`, `.write`, `.read_c45`, `.write_c45` in both kernels' BTF.
-    const OPS: [Option<u32>; 4] = [Some(0x58), Some(0x60), Some(0x68), Some(0x70)];
+    fn layout() -> Layout {
+        Layout {
+            names: &BUS_OPS,
+            ops: vec![Some(0x58), Some(0x60), Some(0x68), Some(0x70)],
+            holders: Vec::new(),
+            marker: None,
+            first_argument: None,
+        }
+    }
+
+    /// (op, call, return) of the bus-op calls the search finds in `code` at `address`.
+    fn op_calls(code: &[u8], address: u64, thunks: &BTreeMap<u64, u32>) -> Vec<(usize, u32, u32)> {
+        x86::scan(code, address, &layout(), thunks)
+            .into_iter()
+            .filter_map(|found| match found.ret {
+                Return::After(ret) => Some((usize::from(found.op), found.offset, ret)),
+                Return::Tail => None,
+            })
+            .collect()
+    }
 
     #[test]
     fn the_bus_op_calls_of_inlined_copies_are_found_in_73s_code() {
         let none = BTreeMap::new();
         let read = bytes(MDIOBUS_READ_73);
         assert_eq!(
-            x86_op_calls(&read, 0xffffffff813995b0, &OPS, &none),
+            op_calls(&read, 0xffffffff813995b0, &none),
             [(0, 0x46, 0x48)]
         );
         let modify = bytes(MODIFY_CHANGED_73);
         assert_eq!(
-            x86_op_calls(&modify, 0xffffffff813991c0, &OPS, &none),
+            op_calls(&modify, 0xffffffff813991c0, &none),
             [(0, 0x3a, 0x3c), (1, 0xfe, 0x100)]
         );
         // 6.12's wrapper calls the accessor: no op call of its own.
         let read = bytes(MDIOBUS_READ_612);
-        assert_eq!(x86_op_calls(&read, 0xffffffff81322090, &OPS, &none), []);
+        assert_eq!(op_calls(&read, 0xffffffff81322090, &none), []);
     }
 
     #[test]
@@ -523,17 +440,14 @@ ffffffff81001280 T _etext
         .concat();
         let thunks =
             BTreeMap::from([(thunk, x86::pt_regs_offset(iced_x86::Register::R11).unwrap())]);
-        assert_eq!(
-            x86_op_calls(&code, 0xffffffff81001000, &OPS, &thunks),
-            [(1, 4, 9)]
-        );
+        assert_eq!(op_calls(&code, 0xffffffff81001000, &thunks), [(1, 4, 9)]);
         // The register overwritten between the load and the call: no site.
         let code = [
             &[0x4c, 0x8b, 0x5f, 0x60, 0x4d, 0x31, 0xdb][..], // …; xor %r11,%r11
             &call(0xffffffff81001007, thunk),
         ]
         .concat();
-        assert_eq!(x86_op_calls(&code, 0xffffffff81001000, &OPS, &thunks), []);
+        assert_eq!(op_calls(&code, 0xffffffff81001000, &thunks), []);
     }
 
     #[test]
@@ -553,7 +467,7 @@ ffffffff81001280 T _etext
             (0xffffffff81001200, code),
         ]);
         assert_eq!(
-            op_sites(&symbols, &mut text, Isa::X86_64, &OPS),
+            op_sites(&symbols, &mut text, Isa::X86_64, &layout()),
             [OpSite {
                 function: "mdiobus_read".to_owned(),
                 call: 4,
@@ -561,6 +475,6 @@ ffffffff81001280 T _etext
                 accessor: 0
             }]
         );
-        assert_eq!(op_sites(&symbols, &mut text, Isa::Aarch64, &OPS), []);
+        assert_eq!(op_sites(&symbols, &mut text, Isa::Aarch64, &layout()), []);
     }
 }

@@ -62,7 +62,8 @@ pub struct Layout {
     pub names: &'static [&'static str],
     /// Offset of each op of `names` in its struct (`None`: this kernel has no such op).
     pub ops: Vec<Option<u32>>,
-    /// Displacements at which a load from the holder yields the ops struct.
+    /// Displacements at which a load from the holder yields the ops struct; none: the ops
+    /// are the holder's own fields (`bus->read`), loaded from any register.
     pub holders: Vec<i64>,
     /// A displacement only the functions worth decoding hold (`None`: all are decoded).
     pub marker: Option<u32>,
@@ -113,6 +114,21 @@ impl Layout {
             marker: None,
             first_argument: Some(i64::from(config) - i64::from(mac_ops)),
         })
+    }
+
+    /// The MDIO bus's ops (`struct mii_bus`'s `read`, `write`, `read_c45`, `write_c45`,
+    /// `None` where this kernel has no such field), called through the bus itself.
+    pub fn mii_bus(btf: &KernelBtf, names: &'static [&'static str]) -> Self {
+        Self {
+            names,
+            ops: names
+                .iter()
+                .map(|op| btf.member_offset("mii_bus", &[op]).ok())
+                .collect(),
+            holders: Vec::new(),
+            marker: None,
+            first_argument: None,
+        }
     }
 
     /// The op whose offset in its struct is `offset`.

@@ -268,7 +268,8 @@ impl Function {
 
     /// Whether `reg` holds an ops struct at instruction `at` on every path: loaded from its
     /// holder (`phy_device.drv` or the device's driver), or copied (up to `copies` times)
-    /// from a register that holds one. The loads are added to `loads`.
+    /// from a register that holds one. The loads are added to `loads`. Where the ops are the
+    /// holder's own fields ([`Layout::holders`] empty), any register holds them.
     fn holds_ops(
         &self,
         at: usize,
@@ -277,6 +278,9 @@ impl Function {
         copies: u32,
         loads: &mut Vec<usize>,
     ) -> bool {
+        if layout.holders.is_empty() {
+            return true;
+        }
         let Some(defs) = self.writes_of(at, reg) else {
             return false;
         };
