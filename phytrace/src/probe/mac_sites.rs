@@ -55,7 +55,7 @@ pub fn find(btf: &KernelBtf) -> Result<Found> {
         .first_argument
         .context("phylink's MAC ops are checked through their first argument")?;
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-    let symbols = TextSymbols::parse(&kallsyms);
+    let symbols = TextSymbols::parse_module(&kallsyms, MODULE);
     let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
         .with_context(|| format!("reading the kernel's code from {}", callsites::text::KCORE))?;
     let probed = call_site_probes::probed_addresses();
