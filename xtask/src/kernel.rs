@@ -67,6 +67,9 @@ pub struct Kernel {
     /// Where its out-of-tree modules are collected (`.ko` files, and the guest's module tree
     /// in `tree/`): `target/modules` (x86_64), `target/modules-ARCH`, `target/modules-7.3`.
     pub modules: PathBuf,
+    /// What the guest calls it (`PHYTRACE_VM_KERNEL`: `ours`, `7.3`, `stock`), in the names of
+    /// the captures its tests keep for the host (`twin-dongle-NAME.ptrace`).
+    pub name: &'static str,
 }
 
 impl Kernel {
@@ -78,6 +81,7 @@ impl Kernel {
             arch,
             stock: None,
             modules: crate::modules::dir(arch),
+            name: "ours",
         }
     }
 
@@ -91,6 +95,7 @@ impl Kernel {
             stock: Some(stock),
             // None of ours: they would have to be built with Debian's compiler.
             modules: paths::target().join("modules-stock"),
+            name: "stock",
         })
     }
 

@@ -128,6 +128,7 @@ fn kernel(dir: &Path) -> Kernel {
         .unwrap_or_default();
     let mut kernel = Kernel::built(dir.join(TREE_NAME), key, Arch::X86_64);
     kernel.modules = paths::target().join("modules-7.3");
+    kernel.name = "7.3";
     kernel
 }
 

@@ -477,11 +477,7 @@ fn qemu_command(
             None => crate::modules::tree(&kernel.modules).join("lib/modules"),
         }
         .display(),
-        if kernel.stock.is_some() {
-            "stock"
-        } else {
-            "ours"
-        }
+        kernel.name
     ))
     .args([
         "-fsdev",
