@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::x86;
+use crate::probe::kallsyms::{self, Line};
 
 /// The most bytes of a module function decoded.
 const MAX_MODULE_FUNCTION: u64 = 64 * 1024;
@@ -42,24 +43,28 @@ impl TextSymbols {
     /// dongle's link came up before phylink's call sites were armed.
     pub fn parse_module(text: &str, module: &str) -> Self {
         let tag = format!("[{module}]");
-        let kept: String = text
-            .lines()
-            .filter(|line| line.ends_with(&tag) || line.contains("__x86_indirect_"))
-            .flat_map(|line| [line, "\n"])
-            .collect();
-        Self::parse(&kept)
+        Self::from_lines(
+            text.lines()
+                .filter(|line| line.ends_with(&tag) || line.contains("__x86_indirect_"))
+                .filter_map(Line::parse),
+        )
     }
 
     /// Parses kallsyms text (addresses must be visible: root or CAP_SYSLOG).
     pub fn parse(text: &str) -> Self {
+        Self::from_lines(kallsyms::lines(text))
+    }
+
+    /// The text symbols of `lines`.
+    fn from_lines<'a>(lines: impl Iterator<Item = Line<'a>>) -> Self {
         let mut symbols = Self::default();
         let (mut stext, mut etext) = (None, None);
-        for crate::probe::kallsyms::Line {
+        for Line {
             address,
             kind,
             name,
             module,
-        } in crate::probe::kallsyms::lines(text)
+        } in lines
         {
             match name {
                 "_stext" => stext = Some(address),
