@@ -76,9 +76,9 @@ pub fn find(layout: &Layout, cache: Option<&Path>) -> Result<(Found, bool)> {
     find_with(layout, cache, None)
 }
 
-/// [`find`], with kallsyms if already read (`kallsyms`: then the cached sites' symbols are
-/// parsed from it; else they are named when a callback is first seen, as
-/// `CallSiteProbes::teach` reads kallsyms then).
+/// [`find`], with kallsyms if already read (`kallsyms`, for a search: not read again). The
+/// sites taken from the cache come without symbols: they are named when a callback is first
+/// seen (`CallSiteProbes::teach` reads kallsyms then).
 pub fn find_with(
     layout: &Layout,
     cache: Option<&Path>,
@@ -88,8 +88,7 @@ pub fn find_with(
     if let (Some(dir), Some(key)) = (cache, &key)
         && let Some(discovery) = cache::load(dir, key, layout)
     {
-        let symbols = kallsyms.map(TextSymbols::parse).unwrap_or_default();
-        return Ok(((discovery, symbols), true));
+        return Ok(((discovery, TextSymbols::default()), true));
     }
     let read;
     let kallsyms = match kallsyms {
@@ -131,8 +130,7 @@ pub fn probed_addresses() -> Vec<u64> {
 /// [`find`] on the call sites in kallsyms text `kallsyms`.
 pub fn discover(layout: &Layout, kallsyms: &str) -> Result<Found> {
     let symbols = TextSymbols::parse(kallsyms);
-    let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
-        .map_err(|err| text_refused(&err))?;
+    let mut kcore = open_kernel_text()?;
     let probed = probed_addresses();
     let discovery = callsites::discover(&symbols, &mut kcore, layout, Isa::native(), &probed)
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
@@ -196,6 +194,13 @@ pub fn find_meanwhile(layout: Result<Layout>, cache: Option<PathBuf>) -> Result<
 }
 
 /// Reading the kernel text was refused: why, and the fix.
+/// The running kernel's code ([`callsites::text::KCORE`]), or an error naming why it cannot
+/// be read and the fix.
+pub fn open_kernel_text() -> Result<callsites::text::Kcore> {
+    callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
+        .map_err(|err| text_refused(&err))
+}
+
 fn text_refused(err: &std::io::Error) -> anyhow::Error {
     let why = match err.raw_os_error() {
         Some(libc::EPERM | libc::EACCES) => format!(

@@ -4,7 +4,7 @@
 //! its text in `/proc/kcore` and its BTF (`struct phylink` is private to it), and armed as
 //! kprobes of the kprobe PMU, which go with it when it unloads.
 
-use std::{fs, os::fd::AsFd as _, path::Path};
+use std::{fs, os::fd::AsFd as _};
 
 use anyhow::{Context as _, Result, bail};
 use aya::Ebpf;
@@ -56,8 +56,7 @@ pub fn find(btf: &KernelBtf) -> Result<Found> {
         .context("phylink's MAC ops are checked through their first argument")?;
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
     let symbols = TextSymbols::parse_module(&kallsyms, MODULE);
-    let mut kcore = callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
-        .with_context(|| format!("reading the kernel's code from {}", callsites::text::KCORE))?;
+    let mut kcore = call_site_probes::open_kernel_text()?;
     let probed = call_site_probes::probed_addresses();
     let discovery = callsites::discover_module(
         &symbols,

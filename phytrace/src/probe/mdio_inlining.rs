@@ -22,7 +22,7 @@
 //! no call of the accessor, so no access is seen twice. A kernel that calls its accessors has
 //! no such site: nothing more is armed.
 
-use std::{fs, os::fd::AsFd as _, path::Path};
+use std::{fs, os::fd::AsFd as _};
 
 use anyhow::{Context as _, Result};
 use aya::Ebpf;
@@ -30,12 +30,8 @@ use aya::Ebpf;
 use super::{
     attach::loaded_kprobe,
     btf::KernelBtf,
-    callsites::{
-        Isa, Layout, Return,
-        kallsyms::TextSymbols,
-        text::{KCORE, Kcore, KernelMemory},
-        x86,
-    },
+    call_site_probes,
+    callsites::{Isa, Layout, Return, kallsyms::TextSymbols, text::KernelMemory, x86},
     mdio_probes::ACCESSORS,
     symbols::KALLSYMS,
     trace_events::{self, EventLink},
@@ -215,11 +211,7 @@ fn branches_to(isa: Isa, code: &[u8], address: u64, target: u64) -> bool {
 pub fn survey(btf: &KernelBtf) -> Result<(Vec<Inlined>, Vec<OpSite>)> {
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
     let symbols = TextSymbols::parse(&kallsyms);
-    let mut kcore = Kcore::open(Path::new(KCORE)).map_err(|err| {
-        anyhow::anyhow!(
-            "{KCORE}: {err}: reading the kernel's code needs CAP_SYS_RAWIO (run as root)"
-        )
-    })?;
+    let mut kcore = call_site_probes::open_kernel_text()?;
     let inlined = find(&symbols, &mut kcore, Isa::native());
     let layout = Layout::mii_bus(btf, &BUS_OPS);
     let sites = op_sites(&symbols, &mut kcore, Isa::native(), &layout);
