@@ -43,11 +43,16 @@ impl Tracer {
         });
         let unarmed: Vec<&str> = match armed {
             Ok(sites) => {
-                let unarmed = MAC_OPS
+                let unarmed: Vec<&str> = MAC_OPS
                     .into_iter()
                     .filter(|op| !by_name.contains(op))
                     .filter(|op| !sites.sites().iter().any(|site| site.op() == *op))
                     .collect();
+                for op in &unarmed {
+                    self.notes.push(format!(
+                        "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
+                    ));
+                }
                 self.mac_sites = Some(sites);
                 unarmed
             }
@@ -58,13 +63,6 @@ impl Tracer {
                 MAC_OPS.to_vec()
             }
         };
-        if self.mac_sites.is_some() {
-            for op in &unarmed {
-                self.notes.push(format!(
-                    "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
-                ));
-            }
-        }
         self.arm_mac_by_name(&BTreeSet::new(), &unarmed);
     }
 
