@@ -29,7 +29,12 @@ kernel_trouble() {
     without_unplug_warning | grep -E "$KERNEL_TROUBLE" || true
 }
 
-# Reads a kernel log on stdin and prints how many unplug -EPROTO warnings it holds.
+# Reads a kernel log on stdin and prints how many unplug -EPROTO warning blocks
+# without_unplug_warning leaves out of it.
 unplug_warnings() {
-    grep -cE 'WARNING: at _phy_state_machine' || true
+    local log all kept
+    log=$(cat)
+    all=$(grep -c 'WARNING: at _phy_state_machine' <<<"$log" || true)
+    kept=$(without_unplug_warning <<<"$log" | grep -c 'WARNING: at _phy_state_machine' || true)
+    echo $((all - kept))
 }

@@ -98,12 +98,11 @@ kernel_warns() { [[ -e /sys/kernel/debug/clear_warn_once ]]; }
 # Fails if the kernel logged a warning, a BUG or an oops since the last mark.
 assert_clean_dmesg() {
     local what=${1:-kernel log}
-    local bad
-    bad=$(dmesg_since_mark | kernel_trouble)
+    local log bad unplug
+    log=$(dmesg_since_mark)
+    bad=$(kernel_trouble <<<"$log")
     [[ -z $bad ]] || fail "$what: kernel trouble in dmesg: $bad"
-    local unplug
-    unplug=$(dmesg_since_mark | without_unplug_warning | unplug_warnings)
-    unplug=$(($(dmesg_since_mark | unplug_warnings) - unplug))
+    unplug=$(unplug_warnings <<<"$log")
     ((unplug == 0)) || log "$what: the kernel's own phy_error warning at the unplug (-EPROTO), $unplug time(s): expected"
     if kernel_warns; then
         ok "$what: no WARNING/BUG/Oops in dmesg"
