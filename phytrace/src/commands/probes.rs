@@ -39,14 +39,7 @@ fn call_sites_section(out: &mut String, found: &Result<(Discovery, bool)>) -> Re
             .unwrap_or_else(|| format!("{} returning (a tail call)", site.function));
         writeln!(out, "  {:<44} {:<20} {ret}", site.place(), site.op())?;
     }
-    writeln!(
-        out,
-        "  {} call sites of {} ops, in {} functions that touch a PHY's driver ({} KiB of text searched)",
-        discovery.sites.len(),
-        OPS.len() - discovery.ops_without_sites(&OPS).len(),
-        discovery.functions_decoded,
-        discovery.text_bytes / 1024
-    )?;
+    write_totals(out, discovery, &OPS, "that touch a PHY's driver")?;
     if !discovery.rewritten.is_empty() {
         writeln!(
             out,
@@ -100,15 +93,26 @@ fn mac_sites_section(out: &mut String, found: &Result<mac_sites::Found>) -> Resu
         };
         writeln!(out, "  {:<44} {:<20} {check}", site.place(), site.op())?;
     }
+    write_totals(out, discovery, &MAC_OPS, "of phylink")?;
+    Ok(())
+}
+
+/// The line under a list of call sites: how many, of how many of `ops`, in how many functions
+/// (`functions` says which), in how much text.
+fn write_totals(
+    out: &mut String,
+    discovery: &Discovery,
+    ops: &[&'static str],
+    functions: &str,
+) -> std::fmt::Result {
     writeln!(
         out,
-        "  {} call sites of {} ops, in {} functions of phylink ({} KiB of text searched)",
+        "  {} call sites of {} ops, in {} functions {functions} ({} KiB of text searched)",
         discovery.sites.len(),
-        MAC_OPS.len() - discovery.ops_without_sites(&MAC_OPS).len(),
+        ops.len() - discovery.ops_without_sites(ops).len(),
         discovery.functions_decoded,
         discovery.text_bytes / 1024
-    )?;
-    Ok(())
+    )
 }
 
 /// Arguments of `phytrace probes`.
