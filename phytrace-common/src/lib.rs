@@ -314,6 +314,8 @@ pub struct CallSite {
     pub arg0_displacement: i32,
     /// Explicit padding, always zero.
     pub _pad: u32,
+    /// MAC sites: the calls reported at this site (checked hits).
+    pub hits: u64,
 }
 
 // SAFETY: `CallSite` is `#[repr(C)]` plain integers with no implicit padding; any bit pattern
@@ -406,7 +408,7 @@ mod tests {
             assert_ne!(key & CALL_SITE_KEY, 0);
         }
         assert_eq!(split_call_site_key(3), None);
-        assert_eq!(size_of::<CallSite>(), 32);
+        assert_eq!(size_of::<CallSite>(), 40);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use phytrace_common::RawKind;
 use crate::capture::{Encoding, Header, Trailer, WriteError, Writer};
 use crate::event::{Event, PhyFilter};
 use crate::exit::{Failure, FailureKind};
+use crate::probe::mac_sites::MacSiteCalls;
 use crate::probe::tracer::{Sink, Tracer, TracerOptions};
 use crate::records::clock::{clock_now, monotonic_ns};
 use crate::records::decode::Decoder;
@@ -61,6 +62,8 @@ pub struct Recorded {
     pub trailer: Trailer,
     /// How long it took, from before the probes were attached.
     pub took: Duration,
+    /// The calls each of phylink's MAC call sites reported.
+    pub mac_site_calls: Vec<MacSiteCalls>,
 }
 
 impl Recorded {
@@ -254,6 +257,7 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
         stop,
         trailer,
         took: started.elapsed(),
+        mac_site_calls: tracer.mac_site_calls().to_vec(),
     })
 }
 

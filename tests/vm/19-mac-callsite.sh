@@ -1,14 +1,15 @@
 #!/bin/bash
-# The MAC side traced at phylink's call sites of `pl->mac_ops->mac_link_up/down` (`record
-# --mac-probes callsite`): phylink is not loaded when record starts, so its sites are found and armed as it
-# goes live (the dongle's plug-in loads asix, which loads phylink). Compared, count for count
-# and speed for speed, with the kernel's own kprobe events on asix's `ax88772_mac_link_up` and
+# The MAC side traced at phylink's call sites of `pl->mac_ops->mac_link_up/down` (the default,
+# `--mac-probes callsite`), asix's MAC ops by name beside them for the calls no site reported:
+# phylink is not loaded when record starts, so its sites are found and armed as it goes live
+# (the dongle's plug-in loads asix, which loads phylink). Compared, count for count and speed
+# for speed, with the kernel's own kprobe events on asix's `ax88772_mac_link_up` and
 # `ax88772_mac_link_down` (tracefs group `truth`, defined before asix loads), over plug-in, link
-# up, a cable flap and link down. Where the kernel refuses a kprobe on those calls (x86 kprobes
-# do not take `call *OFF(%reg)`: kernels without retpolines), phytrace must say so, and the
-# kernel itself must refuse a kprobe there. An op with no site armed (all refused, or none
-# found: a compiler may keep `mac_ops` on the stack) is probed by name on asix instead, and
-# said; the counts hold whatever the mix.
+# up, a cable flap and link down: each call once, whichever probe reported it. Where the kernel
+# refuses a kprobe on those calls (x86 kprobes do not take `call *OFF(%reg)`: kernels without
+# retpolines), phytrace must say so, and the kernel itself must refuse a kprobe there; an op
+# with a site the kernel takes must have had calls reported there (the `finished` status line's
+# `mac_site_calls`).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -36,7 +37,7 @@ echo 1 >"$TRACEFS/events/truth/enable"
 echo 1 >"$TRACEFS/tracing_on" # a test before may have left it off
 
 cap=$PHYTRACE_OUT/mac-callsite.ptrace
-start_record "$cap" --mac-probes callsite
+start_record "$cap"
 dongle_start --an-delay-ms 100 --partner all,pause
 wait_dongle_netdev 30
 dev=$(dongle_netdev)
@@ -75,9 +76,13 @@ for site in "${sites[@]}"; do
     fi
 done
 for op in mac_link_up mac_link_down; do
+    at_site=$(jq -r --arg op "$op" 'select(.status == "finished") | [.mac_site_calls[] | select(.op == $op) | .calls] | add // 0' "$cap.status")
     if grep -qw "$op" <<<"$takes"; then
-        grep -qw "$op" <<<"$by_name" && fail "the kernel takes a kprobe at a site of $op, yet phytrace probed it by name: $(cat "$cap.stderr")"
+        grep -qw "$op" <<<"$by_name" && fail "the kernel takes a kprobe at a site of $op, yet phytrace said it does not trace it at one: $(cat "$cap.stderr")"
+        ((at_site > 0)) || fail "the kernel takes a kprobe at a site of $op, yet no call of it was reported at a site"
+        log "$op: $at_site calls reported at phylink's call sites"
     else
+        expect_eq "$op calls reported at a call site the kernel refuses" 0 "$at_site"
         grep -qw "$op" <<<"$by_name" || fail "the kernel takes no kprobe at a site of $op, yet phytrace did not say it probes it by name: $(cat "$cap.stderr")"
     fi
 done

@@ -4,10 +4,13 @@
 use aya_ebpf::{
     EbpfContext,
     helpers::generated::bpf_get_attach_cookie,
+    macros::map,
+    maps::PerCpuArray,
     programs::{ProbeContext, RetProbeContext},
 };
 
-use super::kernel::{read_at, untyped};
+#[cfg(bpf_target_arch = "x86_64")]
+use super::kernel::read_at;
 
 /// The key userspace attached this probe with (one per callback, the same for its return).
 pub(super) fn attach_cookie<C: EbpfContext>(ctx: &C) -> u64 {
@@ -46,6 +49,18 @@ pub(super) fn return_sp(ctx: &RetProbeContext) -> u64 {
     unsafe { (*ctx.regs).sp }
 }
 
+/// The stack pointer the function called at a call site (or jumped to by a tail call,
+/// `tail_call`) will have at its entry: x86-64's call pushes the return address, arm64's
+/// keeps it in the link register.
+pub(super) fn callee_entry_sp(ctx: &ProbeContext, tail_call: bool) -> u64 {
+    let sp = entry_sp(ctx);
+    if cfg!(bpf_target_arch = "x86_64") && !tail_call {
+        sp - 8
+    } else {
+        sp
+    }
+}
+
 /// Argument `n` (0-based, ≥ 6) of a function just entered: on x86-64 the seventh argument on
 /// is on the stack, after the return address.
 #[cfg(bpf_target_arch = "x86_64")]
@@ -73,24 +88,58 @@ pub(super) fn call_stack_arg(ctx: &ProbeContext, n: u64) -> u64 {
     stack_arg(ctx, n)
 }
 
-/// Byte offset of the first argument register in `struct pt_regs` (`di`; arm64: `regs[0]`).
+/// The value in the return register (`ax`; arm64: `x0`) where a kprobe stopped, as the `int`
+/// a function just returned.
 #[cfg(bpf_target_arch = "x86_64")]
-pub(super) const ARG0_REG: u32 = 112;
-#[cfg(not(bpf_target_arch = "x86_64"))]
-pub(super) const ARG0_REG: u32 = 0;
-/// Byte offset of the return value register in `struct pt_regs` (`ax`; arm64: `regs[0]`).
-#[cfg(bpf_target_arch = "x86_64")]
-pub(super) const RETURN_REG: u32 = 80;
-#[cfg(not(bpf_target_arch = "x86_64"))]
-pub(super) const RETURN_REG: u32 = 0;
-
-/// A probe's `pt_regs` as a plain address: the verifier forbids arithmetic on the context
-/// pointer, and the registers a call site names are known only at run time.
-pub(super) fn regs_address(regs: *const core::ffi::c_void) -> u64 {
-    untyped(regs as u64)
+pub(super) fn return_register(ctx: &ProbeContext) -> i32 {
+    // SAFETY: a kprobe's context is the probed task's `pt_regs`.
+    unsafe { (*ctx.regs).rax as i32 }
 }
 
-/// The register at byte offset `reg` of the `pt_regs` at `regs` (see [`regs_address`]).
-pub(super) fn register(regs: u64, reg: u32) -> u64 {
-    read_at::<u64>(regs, reg & 0xff8)
+/// The value in the return register (`ax`; arm64: `x0`) where a kprobe stopped, as the `int`
+/// a function just returned.
+#[cfg(not(bpf_target_arch = "x86_64"))]
+pub(super) fn return_register(ctx: &ProbeContext) -> i32 {
+    // SAFETY: a kprobe's context is the probed task's `pt_regs`.
+    unsafe { (*ctx.regs).regs[0] as i32 }
+}
+
+/// The words of `struct pt_regs` a register offset can name: x86-64's 21 (`r15` … `ss`),
+/// arm64's 34 (`regs[31]`, `sp`, `pc`, `pstate`).
+#[cfg(bpf_target_arch = "x86_64")]
+const REGISTER_WORDS: usize = 21;
+#[cfg(not(bpf_target_arch = "x86_64"))]
+const REGISTER_WORDS: usize = 34;
+
+/// One CPU's copy of a probe's registers (kprobe programs do not nest on a CPU).
+#[map]
+static REGISTERS: PerCpuArray<[u64; REGISTER_WORDS]> = PerCpuArray::with_max_entries(1, 0);
+
+/// A kprobe's registers, copied with one helper call: a call site names its registers at run
+/// time, and the verifier lets a program load from its context only at constant offsets.
+pub(super) struct Registers(*const [u64; REGISTER_WORDS]);
+
+impl Registers {
+    /// Copies `ctx`'s `pt_regs`.
+    pub(super) fn of(ctx: &ProbeContext) -> Option<Self> {
+        let copy = REGISTERS.get_ptr_mut(0)?;
+        // SAFETY: the helper writes exactly the copy's size, from the context's `pt_regs`
+        // (whose first `REGISTER_WORDS` words are the registers), zeroes on a fault; the copy is
+        // this CPU's, which no other program uses while this one runs.
+        unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
+                copy.cast(),
+                core::mem::size_of::<[u64; REGISTER_WORDS]>() as u32,
+                ctx.regs.cast::<core::ffi::c_void>(),
+            );
+        }
+        Some(Self(copy))
+    }
+
+    /// The register at byte offset `reg` of `struct pt_regs` (0 for one past its registers).
+    pub(super) fn get(&self, reg: u32) -> u64 {
+        // SAFETY: the copy is a map element, valid for the program's run.
+        let words = unsafe { &*self.0 };
+        words.get((reg / 8) as usize).copied().unwrap_or(0)
+    }
 }

@@ -170,6 +170,11 @@ impl PhyView {
         }
     }
 
+    /// The `phy_driver` bound to the PHY (0: none).
+    pub(super) fn driver(&self) -> u64 {
+        self.drv
+    }
+
     /// Whether the `mdio_device` read is a PHY.
     pub(super) fn is_phy(&self) -> bool {
         self.flags & MDIO_DEVICE_FLAG_PHY != 0

@@ -21,6 +21,10 @@ pub(super) struct ThreadState {
     pub(super) mdio_regnum: u16,
     pub(super) mdio_value: u16,
     pub(super) mdio_devad: u32,
+    /// The MAC op phylink called at a checked call site (0: none) and the stack pointer it
+    /// enters at: its by-name probe, finding both, knows the call is reported.
+    pub(super) mac_call_target: u64,
+    pub(super) mac_call_sp: u64,
     /// The thread's id, read once (0: not yet).
     tid: u32,
     /// Where a typed pointer is stored to be read back as a plain number (see [`Self::plain`]).

@@ -43,11 +43,11 @@ pub struct FollowArgs {
     /// armed).
     #[arg(long, value_enum, default_value_t = CallbackChoice::Auto, value_name = "HOW")]
     pub callback_probes: CallbackChoice,
-    /// How to probe the MAC side's link changes: `name` (asix's `ax88772_mac_link_up/down`),
-    /// or `callsite` (phylink's calls of `mac_ops->mac_link_up/down`: any MAC driver; an op
-    /// none of whose calls the kernel lets phytrace probe is probed on asix by name, and said;
-    /// experimental, docs/probes.md).
-    #[arg(long, value_enum, default_value_t = MacChoice::Name, value_name = "HOW")]
+    /// How to probe the MAC side's link changes: `callsite` (phylink's calls of
+    /// `mac_ops->mac_link_up/down`, armed while phylink is live: any MAC driver; asix's
+    /// `ax88772_mac_link_up/down` by name for the calls no site reported, each call once) or
+    /// `name` (asix's by name only). docs/probes.md.
+    #[arg(long, value_enum, default_value_t = MacChoice::Callsite, value_name = "HOW")]
     pub mac_probes: MacChoice,
     /// Calls in flight each callback's return probe has room for (kretprobe maxactive);
     /// calls beyond it return unseen and are counted as `missed_return`. Default: max(64,

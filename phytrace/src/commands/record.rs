@@ -45,7 +45,8 @@ pub struct RecordArgs {
     pub ring_size: u32,
     /// Also write the recording's status to FILE as JSON lines, for scripts: `{"status":
     /// "recording", …}` once every probe is attached, `{"status":"finished", …}` (with the
-    /// capture's trailer) when the file is complete (docs/capture-format.md).
+    /// capture's trailer and the calls each MAC call site reported, `mac_site_calls`) when the
+    /// file is complete (docs/capture-format.md).
     #[arg(long, value_name = "FILE")]
     pub status: Option<PathBuf>,
     /// Command to run while recording; recording stops when it exits.
@@ -93,6 +94,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 Stop::Command(_) => "command".to_owned(),
             },
             "trailer": recorded.trailer,
+            "mac_site_calls": recorded.mac_site_calls,
         }));
     }
     print_summary(&args.output, &recorded);
@@ -237,6 +239,7 @@ pub fn print_summary(output: &Path, recorded: &Recorded) {
         stop,
         trailer,
         took,
+        mac_site_calls,
     } = recorded;
     let why = match &stop {
         Stop::Signal(name) => format!("{name} received"),
@@ -270,4 +273,11 @@ pub fn print_summary(output: &Path, recorded: &Recorded) {
             format!(" ({})", causes.join(", "))
         }
     );
+    if !mac_site_calls.is_empty() {
+        let at_sites: u64 = mac_site_calls.iter().map(|site| site.calls).sum();
+        eprintln!(
+            "phytrace: {at_sites} MAC calls reported at phylink's {} call sites",
+            mac_site_calls.len()
+        );
+    }
 }

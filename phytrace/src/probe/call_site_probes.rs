@@ -366,6 +366,7 @@ fn record(site: &CallSite) -> SiteRecord {
         holder_displacement: 0,
         arg0_displacement: 0,
         _pad: 0,
+        hits: 0,
     }
 }
 

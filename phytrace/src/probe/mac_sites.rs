@@ -26,11 +26,20 @@ use super::{
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum MacChoice {
     /// asix's MAC ops, by name.
-    #[default]
     Name,
-    /// phylink's calls of `mac_ops->OP`: any MAC driver (asix's by name for an op no site of
-    /// which can be armed).
+    /// phylink's calls of `mac_ops->OP` while phylink is live: any MAC driver; asix's by name
+    /// for the calls no site reported (before the sites are armed, or where none can be).
+    #[default]
     Callsite,
+}
+
+/// The calls a MAC call site reported while it was armed.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MacSiteCalls {
+    /// `function+0xOFFSET`.
+    pub site: String,
+    pub op: &'static str,
+    pub calls: u64,
 }
 
 /// The module whose calls are traced.
@@ -165,9 +174,20 @@ impl MacSites {
         self.table.sites()
     }
 
-    /// Detaches every site's probe.
-    pub fn disarm(&mut self) {
+    /// Detaches every site's probe and says how many calls each reported.
+    pub fn disarm(&mut self, ebpf: &Ebpf) -> Result<Vec<MacSiteCalls>> {
         self.links.clear();
+        let hits = self.table.hits(ebpf)?;
+        Ok(self
+            .sites()
+            .iter()
+            .zip(hits)
+            .map(|(site, calls)| MacSiteCalls {
+                site: site.place(),
+                op: site.op(),
+                calls,
+            })
+            .collect())
     }
 
     /// Says, once per site, which sites the programs disabled since the last call because a
@@ -219,6 +239,7 @@ fn record(site: &CallSite, config_from_ops: i32) -> SiteRecord {
         holder_displacement: owner.displacement,
         arg0_displacement: owner.displacement.saturating_add(config_from_ops),
         _pad: 0,
+        hits: 0,
     }
 }
 

@@ -54,6 +54,17 @@ impl SiteTable {
         &self.sites
     }
 
+    /// Each site's checked hits, in table order.
+    pub fn hits(&self, ebpf: &Ebpf) -> Result<Vec<u64>> {
+        let table: Array<_, SiteRecord> = Array::try_from(
+            ebpf.map(self.map)
+                .with_context(|| format!("{} map", self.map))?,
+        )?;
+        (0..self.sites.len())
+            .map(|index| Ok(table.get(&(index as u32), 0)?.hits))
+            .collect()
+    }
+
     /// Says, once per site, which `what`s the programs disabled since the last call because a
     /// hit failed the check (the called address was not `expected(op)`): their calls are not
     /// traced from then on.

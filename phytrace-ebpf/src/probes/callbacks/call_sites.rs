@@ -14,8 +14,9 @@ use phytrace_common::{
 
 use super::{Unmatched, enter_callback, exit_callback};
 use crate::probes::{
-    context::{ARG0_REG, RETURN_REG, attach_cookie, entry_sp, register, regs_address, return_sp},
+    context::{Registers, attach_cookie, entry_sp, return_register, return_sp},
     kernel::{offsets, read_at},
+    phy::{VIEW_CALLBACK, view_and_name},
 };
 
 /// The call sites of `phy_driver` operations, indexed by the cookie their probes carry; filled
@@ -38,24 +39,28 @@ pub fn call_site_enter(ctx: ProbeContext) -> u32 {
     if site.flags & SITE_DISABLED != 0 {
         return 0;
     }
-    let regs = regs_address(ctx.regs.cast());
-    let phydev = register(regs, ARG0_REG);
+    let (Some(phydev), Some(regs)) = (ctx.arg::<u64>(0), Registers::of(&ctx)) else {
+        return 0;
+    };
     let target = if site.flags & SITE_TARGET_IN_MEMORY != 0 {
-        read_at::<u64>(register(regs, site.base_reg), site.op_offset)
+        read_at::<u64>(regs.get(site.base_reg), site.op_offset)
     } else {
-        register(regs, site.target_reg)
+        regs.get(site.target_reg)
+    };
+    let Some(view) = view_and_name(offsets(), phydev, VIEW_CALLBACK) else {
+        return 0;
     };
     let driver = if site.flags & SITE_CHECK_BOUND_DRIVER != 0 {
-        read_at::<u64>(phydev, offsets().phy_drv)
+        view.driver()
     } else {
-        register(regs, site.base_reg)
+        regs.get(site.base_reg)
     };
     if target == 0 || driver == 0 || read_at::<u64>(driver, site.op_offset) != target {
         site.mismatches += 1;
         site.flags |= SITE_DISABLED;
         return 0;
     }
-    enter_callback(entry_sp(&ctx), phydev, call_site_key(site.op, target));
+    enter_callback(entry_sp(&ctx), phydev, call_site_key(site.op, target), view);
     0
 }
 
@@ -63,8 +68,7 @@ pub fn call_site_enter(ctx: ProbeContext) -> u32 {
 /// pointer, if there was one (the code also gets here without the call).
 #[kprobe]
 pub fn call_site_exit(ctx: ProbeContext) -> u32 {
-    let ret = register(regs_address(ctx.regs.cast()), RETURN_REG) as i32;
-    exit_callback(entry_sp(&ctx), ret, Unmatched::Expected);
+    exit_callback(entry_sp(&ctx), return_register(&ctx), Unmatched::Expected);
     0
 }
 

@@ -14,7 +14,7 @@ use phytrace_common::{DropCause, MAX_CALLBACK_DEPTH, RawEvent, RawKind};
 use super::{
     context::{attach_cookie, entry_sp, return_sp},
     kernel::offsets,
-    phy::{VIEW_CALLBACK, view_and_name},
+    phy::{PhyView, VIEW_CALLBACK, view_and_name},
     ring::{count_drop, ktime_ns, reserve_for},
     thread::{ThreadState, frame_index, thread_state, tid},
 };
@@ -74,7 +74,10 @@ pub fn callback_enter(ctx: ProbeContext) -> u32 {
     let Some(phydev) = ctx.arg::<u64>(0) else {
         return 0;
     };
-    enter_callback(entry_sp(&ctx), phydev, attach_cookie(&ctx));
+    let Some(view) = view_and_name(offsets(), phydev, VIEW_CALLBACK) else {
+        return 0;
+    };
+    enter_callback(entry_sp(&ctx), phydev, attach_cookie(&ctx), view);
     0
 }
 
@@ -85,9 +88,10 @@ pub fn callback_exit(ctx: RetProbeContext) -> u32 {
     0
 }
 
-/// A callback entered at stack pointer `sp` on `phydev`, named by `key`: pushes its frame and
-/// records the entry.
-fn enter_callback(sp: u64, phydev: u64, key: u64) {
+/// A callback entered at stack pointer `sp` on `phydev` (read as `view`), named by `key`:
+/// pushes its frame and records the entry.
+#[inline(always)]
+fn enter_callback(sp: u64, phydev: u64, key: u64, view: PhyView) {
     // No room for this thread: its return, finding nothing, counts the loss.
     let tid = tid();
     let Some(state) = thread_state() else {
@@ -106,10 +110,6 @@ fn enter_callback(sp: u64, phydev: u64, key: u64) {
         count_drop(DropCause::TooDeep);
         return;
     }
-    let off = offsets();
-    let Some(view) = view_and_name(off, phydev, VIEW_CALLBACK) else {
-        return;
-    };
     let mut event = RawEvent::ZERO;
     view.fill(&mut event);
     let now = ktime_ns();

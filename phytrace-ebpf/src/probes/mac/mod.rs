@@ -1,5 +1,5 @@
-//! The MAC side of a link: a phylink MAC's `mac_link_up` and `mac_link_down` (asix's by name
-//! here, any MAC's at phylink's call sites in [`sites`]), carrier changes ([`carrier`]) and
+//! The MAC side of a link: a phylink MAC's `mac_link_up` and `mac_link_down` (any MAC's at
+//! phylink's call sites in [`sites`]; asix's by name here, for the calls no site reported), carrier changes ([`carrier`]) and
 //! `phylink_resolve` ([`resolve`]), each reported with the PHY it concerns when one is known.
 
 mod carrier;
@@ -7,6 +7,8 @@ mod resolve;
 mod sites;
 
 use aya_ebpf::{
+    EbpfContext,
+    helpers::generated::bpf_get_func_ip,
     macros::{kprobe, map},
     maps::LruHashMap,
     programs::ProbeContext,
@@ -15,11 +17,11 @@ use phytrace_common::{KernelOffsets, MAC_RX_PAUSE, MAC_TX_PAUSE, RawEvent, RawKi
 
 use self::resolve::note_resolve_phy;
 use super::{
-    context::{call_stack_arg, stack_arg},
+    context::{call_stack_arg, entry_sp, stack_arg},
     kernel::offsets,
     phy::{PhyView, VIEW_MAC, view_and_name},
     ring::reserve,
-    thread::tid,
+    thread::{thread_state, tid},
 };
 
 /// The PHY each MAC's `phylink_config` was last told about by `mac_link_up`: `mac_link_down`
@@ -109,16 +111,39 @@ fn link_down(ctx: &ProbeContext) {
     mac_event(RawKind::MacLinkDown, phydev, |_| {});
 }
 
-/// The AX88772's `ax88772_mac_link_up`, by name.
+/// Whether the MAC op just entered (by-name probe) was called at a phylink call site that
+/// reported it: the site left this function and this entry's stack pointer (taken, so that
+/// it is found once).
+fn reported_at_call_site(ctx: &ProbeContext) -> bool {
+    let Some(state) = thread_state() else {
+        return false;
+    };
+    // SAFETY: the program is a kprobe on a function's entry, for which the helper answers the
+    // function's address (Linux ≥ 5.15).
+    let function = unsafe { bpf_get_func_ip(ctx.as_ptr()) };
+    let reported = state.mac_call_target != 0
+        && state.mac_call_target == function
+        && state.mac_call_sp == entry_sp(ctx);
+    if reported {
+        state.mac_call_target = 0;
+    }
+    reported
+}
+
+/// The AX88772's `ax88772_mac_link_up`, by name (unless a call site reported the call).
 #[kprobe]
 pub fn mac_link_up(ctx: ProbeContext) -> u32 {
-    link_up(&ctx, ArgsAt::Entry);
+    if !reported_at_call_site(&ctx) {
+        link_up(&ctx, ArgsAt::Entry);
+    }
     0
 }
 
-/// The AX88772's `ax88772_mac_link_down`, by name.
+/// The AX88772's `ax88772_mac_link_down`, by name (unless a call site reported the call).
 #[kprobe]
 pub fn mac_link_down(ctx: ProbeContext) -> u32 {
-    link_down(&ctx);
+    if !reported_at_call_site(&ctx) {
+        link_down(&ctx);
+    }
     0
 }

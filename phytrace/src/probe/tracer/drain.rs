@@ -137,9 +137,7 @@ impl Tracer {
         if let Some(sites) = &mut self.call_sites {
             sites.disarm();
         }
-        if let Some(sites) = &mut self.mac_sites {
-            sites.disarm();
-        }
+        self.disarm_mac_sites();
         self.probes.disarm_all();
         for (_, program) in self.ebpf.programs_mut() {
             // Unloading detaches its links; one that fails to unload is detached when the

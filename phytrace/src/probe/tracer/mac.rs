@@ -1,5 +1,5 @@
 //! The MAC side of a session: phylink's MAC call sites while phylink is live ([`mac_sites`]),
-//! or the AX88772's MAC ops by name, and `phylink_resolve` itself.
+//! the AX88772's MAC ops by name, and `phylink_resolve` itself.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +8,7 @@ use phytrace_common::RawKind;
 use super::Tracer;
 use crate::probe::{
     callsites::MAC_OPS,
-    mac_sites::{self, MacChoice, MacSites},
+    mac_sites::{self, MacChoice, MacSiteCalls, MacSites},
 };
 
 /// The MAC side of a phylink link: (module, function, program, on return). Armed before the
@@ -18,8 +18,9 @@ pub const MAC_PROBES: &[(&str, &str, &str, bool)] = &[
     ("phylink", "phylink_resolve", "phylink_resolve_exit", true),
 ];
 
-/// The AX88772's MAC ops by name (their programs named by op): with `--mac-probes name`, and
-/// for an op no site of which phylink's MAC call sites ([`mac_sites`]) could arm.
+/// The AX88772's MAC ops by name (their programs named by op): the MAC side with
+/// `--mac-probes name`; beside phylink's MAC call sites ([`mac_sites`]), the calls no site
+/// reported (a site's call is left for the by-name probe to skip: each is reported once).
 pub const MAC_BY_NAME: &[(&str, &str, &str, bool)] = &[
     ("asix", "ax88772_mac_link_up", "mac_link_up", false),
     ("asix", "ax88772_mac_link_down", "mac_link_down", false),
@@ -27,53 +28,42 @@ pub const MAC_BY_NAME: &[(&str, &str, &str, bool)] = &[
 
 impl Tracer {
     /// Finds and arms the live phylink's MAC call sites; an op none of whose sites can be
-    /// armed is probed by name instead, and said. An op once probed by name stays so (its
-    /// sites are not armed: each call is seen once).
+    /// armed is said (asix's by-name probes trace it).
     pub(super) fn arm_mac_sites(&mut self) {
         let Some(btf) = &self.mac_btf else {
             return;
         };
-        let by_name = &self.mac_by_name;
-        let armed = mac_sites::find(btf).and_then(|mut found| {
-            found
-                .discovery
-                .sites
-                .retain(|site| !by_name.contains(site.op()));
-            MacSites::arm(&mut self.ebpf, found, &mut self.notes)
-        });
-        let unarmed: Vec<&str> = match armed {
+        let armed = mac_sites::find(btf)
+            .and_then(|found| MacSites::arm(&mut self.ebpf, found, &mut self.notes));
+        match armed {
             Ok(sites) => {
-                let unarmed: Vec<&str> = MAC_OPS
+                for op in MAC_OPS
                     .into_iter()
-                    .filter(|op| !by_name.contains(op))
                     .filter(|op| !sites.sites().iter().any(|site| site.op() == *op))
-                    .collect();
-                for op in &unarmed {
+                {
                     self.notes.push(format!(
                         "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
                     ));
                 }
                 self.mac_sites = Some(sites);
-                unarmed
             }
-            Err(err) => {
-                self.notes.push(format!(
-                    "MAC ops are not traced at phylink's call sites ({err:#}): asix's by name"
-                ));
-                MAC_OPS.to_vec()
-            }
-        };
-        self.arm_mac_by_name(&BTreeSet::new(), &unarmed);
+            Err(err) => self.notes.push(format!(
+                "MAC ops are not traced at phylink's call sites ({err:#}): asix's by name"
+            )),
+        }
     }
 
-    /// Arms the entries of [`MAC_BY_NAME`] for `ops` not armed yet.
-    pub(super) fn arm_mac_by_name(&mut self, built_in: &BTreeSet<String>, ops: &[&str]) {
-        let entries: Vec<_> = MAC_BY_NAME
-            .iter()
-            .filter(|(_, _, op, _)| ops.contains(op) && self.mac_by_name.insert(op))
-            .copied()
-            .collect();
-        self.arm_mac(built_in, &entries);
+    /// Disarms phylink's MAC call sites, keeping the count of calls each reported.
+    pub(super) fn disarm_mac_sites(&mut self) {
+        let Some(mut sites) = self.mac_sites.take() else {
+            return;
+        };
+        match sites.disarm(&self.ebpf) {
+            Ok(calls) => self.mac_site_calls.extend(calls),
+            Err(err) => self.notes.push(format!(
+                "the MAC call sites' counts could not be read: {err:#}"
+            )),
+        }
     }
 
     /// Arms MAC probes by name (`probes`); a MAC the kernel cannot probe is reported, not fatal
@@ -99,9 +89,7 @@ impl Tracer {
     /// a new phylink has its own sites.
     pub(super) fn mac_module_changed(&mut self, kind: RawKind, module: &str) {
         if module == mac_sites::MODULE && self.options.mac == MacChoice::Callsite {
-            if let Some(mut sites) = self.mac_sites.take() {
-                sites.disarm();
-            }
+            self.disarm_mac_sites();
             if kind == RawKind::ModuleLoad {
                 self.arm_mac_sites();
             }
@@ -111,5 +99,11 @@ impl Tracer {
     /// phylink's MAC call sites armed, if they are.
     pub fn mac_sites(&self) -> Option<&MacSites> {
         self.mac_sites.as_ref()
+    }
+
+    /// The calls each MAC call site reported, of the sites disarmed (all, once the session
+    /// is finished).
+    pub fn mac_site_calls(&self) -> &[MacSiteCalls] {
+        &self.mac_site_calls
     }
 }

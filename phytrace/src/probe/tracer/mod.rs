@@ -12,7 +12,7 @@ mod mac;
 mod prefetch;
 mod start;
 
-use std::{collections::BTreeSet, path::PathBuf, time::Instant};
+use std::{path::PathBuf, time::Instant};
 
 use aya::{
     Ebpf,
@@ -28,7 +28,7 @@ use super::{
     call_site_probes::{CallSiteProbes, CallbackChoice, CallbackProbes},
     driver_probes::DriverProbes,
     kmsg::{Kmsg, KmsgScope},
-    mac_sites::{MacChoice, MacSites},
+    mac_sites::{MacChoice, MacSiteCalls, MacSites},
     mdio_probes::MdioChoice,
     symbols::CallbackSymbol,
     trace_events,
@@ -97,8 +97,8 @@ pub struct Tracer {
     mac_btf: Option<btf::KernelBtf>,
     /// phylink's MAC call sites, while it is live and they are armed.
     mac_sites: Option<MacSites>,
-    /// The MAC ops probed by name ([`mac::MAC_BY_NAME`]'s programs are named by op).
-    mac_by_name: BTreeSet<&'static str>,
+    /// The calls of the MAC call sites disarmed so far.
+    mac_site_calls: Vec<MacSiteCalls>,
     /// The kernel's log lines, waiting for their place in the stream.
     kmsg: Kmsg,
 }

@@ -2,10 +2,7 @@
 //! files are read on another thread, attaching what every session needs as the programs
 //! arrive, then arming the driver callbacks and the MAC side.
 
-use std::{
-    collections::BTreeSet,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use aya::{
@@ -26,7 +23,7 @@ use crate::probe::{
     attach::{Programs, attach},
     btf,
     call_site_probes::{self, CallSiteProbes, CallbackChoice, Finding, Sourcing},
-    callsites::{Layout, MAC_OPS, cache},
+    callsites::{Layout, cache},
     driver_probes::{self, DriverProbes, SymbolArmer},
     error::Stage,
     kmsg::Kmsg,
@@ -188,15 +185,14 @@ impl Tracer {
             call_sites: None,
             mac_btf: None,
             mac_sites: None,
-            mac_by_name: BTreeSet::new(),
+            mac_site_calls: Vec::new(),
             kmsg,
         };
         let built_in = prefetched.built_in.clone();
         tracer.arm_callbacks(finding, prefetched)?;
         tracer.arm_mac(&built_in, MAC_PROBES);
-        if tracer.options.mac == MacChoice::Name {
-            tracer.arm_mac_by_name(&built_in, &MAC_OPS);
-        } else {
+        tracer.arm_mac(&built_in, MAC_BY_NAME);
+        if tracer.options.mac == MacChoice::Callsite {
             tracer.mac_btf = Some(kernel_btf);
             if modules::read()?.contains_key(mac_sites::MODULE) {
                 tracer.arm_mac_sites();
