@@ -138,8 +138,14 @@ impl Registers {
 
     /// The register at byte offset `reg` of `struct pt_regs` (0 for one past its registers).
     pub(super) fn get(&self, reg: u32) -> u64 {
-        // SAFETY: the copy is a map element, valid for the program's run.
-        let words = unsafe { &*self.0 };
-        words.get((reg / 8) as usize).copied().unwrap_or(0)
+        // The verifier bounds the very register the load uses: the byte offset, aligned, then
+        // compared (`black_box` keeps LLVM from comparing the unaligned one instead).
+        let at = core::hint::black_box((reg & !7) as usize);
+        if at > (REGISTER_WORDS - 1) * 8 {
+            return 0;
+        }
+        // SAFETY: `at` is the offset of one of the copy's words, a map element valid for the
+        // program's run.
+        unsafe { *self.0.cast::<u8>().add(at).cast::<u64>() }
     }
 }
