@@ -1,8 +1,9 @@
 //! The MAC side of a session: phylink's MAC call sites while phylink is live ([`mac_sites`]),
 //! the AX88772's MAC ops by name, and `phylink_resolve` itself.
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, sync::Arc};
 
+use anyhow::anyhow;
 use phytrace_common::RawKind;
 
 use super::Tracer;
@@ -27,13 +28,33 @@ pub const MAC_BY_NAME: &[(&str, &str, &str, bool)] = &[
 ];
 
 impl Tracer {
-    /// Finds and arms the live phylink's MAC call sites; an op none of whose sites can be
-    /// armed is said (asix's by-name probes trace it).
-    pub(super) fn arm_mac_sites(&mut self) {
+    /// Starts finding the live phylink's MAC call sites on another thread (seconds in a slow
+    /// guest); asix's by-name probes report the calls meanwhile.
+    pub(super) fn find_mac_sites(&mut self) {
         let Some(btf) = &self.mac_btf else {
             return;
         };
-        let armed = mac_sites::find(btf)
+        let btf = Arc::clone(btf);
+        match std::thread::Builder::new()
+            .name("mac-sites".to_owned())
+            .spawn(move || mac_sites::find(&btf))
+        {
+            Ok(finding) => self.mac_finding = Some(finding),
+            Err(err) => self.notes.push(format!(
+                "MAC ops are not traced at phylink's call sites (no thread to find them: {err}): asix's by name"
+            )),
+        }
+    }
+
+    /// Arms the MAC call sites found, once the search is over; an op none of whose sites can
+    /// be armed is said (asix's by-name probes trace it).
+    pub(super) fn arm_found_mac_sites(&mut self) {
+        let Some(finding) = self.mac_finding.take_if(|finding| finding.is_finished()) else {
+            return;
+        };
+        let armed = finding
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the search for them failed")))
             .and_then(|found| MacSites::arm(&mut self.ebpf, found, &mut self.notes));
         match armed {
             Ok(sites) => {
@@ -53,8 +74,10 @@ impl Tracer {
         }
     }
 
-    /// Disarms phylink's MAC call sites, keeping the count of calls each reported.
+    /// Disarms phylink's MAC call sites, keeping the count of calls each reported (a search
+    /// still running is left to end unheard).
     pub(super) fn disarm_mac_sites(&mut self) {
+        self.mac_finding = None;
         let Some(mut sites) = self.mac_sites.take() else {
             return;
         };
@@ -91,7 +114,7 @@ impl Tracer {
         if module == mac_sites::MODULE && self.options.mac == MacChoice::Callsite {
             self.disarm_mac_sites();
             if kind == RawKind::ModuleLoad {
-                self.arm_mac_sites();
+                self.find_mac_sites();
             }
         }
     }

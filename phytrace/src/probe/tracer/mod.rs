@@ -12,7 +12,7 @@ mod mac;
 mod prefetch;
 mod start;
 
-use std::{path::PathBuf, time::Instant};
+use std::{path::PathBuf, sync::Arc, thread::JoinHandle, time::Instant};
 
 use aya::{
     Ebpf,
@@ -28,7 +28,7 @@ use super::{
     call_site_probes::{CallSiteProbes, CallbackChoice, CallbackProbes},
     driver_probes::DriverProbes,
     kmsg::{Kmsg, KmsgScope},
-    mac_sites::{MacChoice, MacSiteCalls, MacSites},
+    mac_sites::{self, MacChoice, MacSiteCalls, MacSites},
     mdio_probes::MdioChoice,
     symbols::CallbackSymbol,
     trace_events,
@@ -94,7 +94,9 @@ pub struct Tracer {
     call_sites: Option<CallSiteProbes>,
     /// vmlinux's BTF, for phylink's on top when it goes live (`None`: MAC ops are probed by
     /// name).
-    mac_btf: Option<btf::KernelBtf>,
+    mac_btf: Option<Arc<btf::KernelBtf>>,
+    /// The search for the live phylink's MAC call sites, while it runs.
+    mac_finding: Option<JoinHandle<anyhow::Result<mac_sites::Found>>>,
     /// phylink's MAC call sites, while it is live and they are armed.
     mac_sites: Option<MacSites>,
     /// The calls of the MAC call sites disarmed so far.

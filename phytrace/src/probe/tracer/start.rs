@@ -2,7 +2,10 @@
 //! files are read on another thread, attaching what every session needs as the programs
 //! arrive, then arming the driver callbacks and the MAC side.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context as _, Result};
 use aya::{
@@ -184,6 +187,7 @@ impl Tracer {
             _mdio_sites: mdio_sites,
             call_sites: None,
             mac_btf: None,
+            mac_finding: None,
             mac_sites: None,
             mac_site_calls: Vec::new(),
             kmsg,
@@ -193,9 +197,9 @@ impl Tracer {
         tracer.arm_mac(&built_in, MAC_PROBES);
         tracer.arm_mac(&built_in, MAC_BY_NAME);
         if tracer.options.mac == MacChoice::Callsite {
-            tracer.mac_btf = Some(kernel_btf);
+            tracer.mac_btf = Some(Arc::new(kernel_btf));
             if modules::read()?.contains_key(mac_sites::MODULE) {
-                tracer.arm_mac_sites();
+                tracer.find_mac_sites();
             }
         }
         tracer.startup.modules = lap();
