@@ -80,6 +80,9 @@ impl Recorded {
 pub enum Progress<'a> {
     /// Something the tracer noticed (a module it cannot follow, …).
     Note(String),
+    /// phylink's MAC call sites were armed (`function+0xOFFSET (op)`), after its text was
+    /// searched on the side.
+    MacSitesArmed(Vec<String>),
     /// The probes are attached (after `attached_in`) and the file is open: recording starts.
     Started {
         /// The tracer, for what it armed and waits for.
@@ -184,6 +187,9 @@ impl<W: Write> Sink for CaptureSink<'_, W> {
 fn tell_notes(tracer: &mut Tracer, progress: &mut impl FnMut(Progress<'_>)) {
     for note in tracer.take_notes() {
         progress(Progress::Note(note));
+    }
+    if let Some(sites) = tracer.take_newly_armed_mac_sites() {
+        progress(Progress::MacSitesArmed(sites));
     }
 }
 

@@ -44,7 +44,8 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "BYTES")]
     pub ring_size: u32,
     /// Also write the recording's status to FILE as JSON lines, for scripts: `{"status":
-    /// "recording", …}` once every probe is attached, `{"status":"finished", …}` (with the
+    /// "recording", …}` once every probe is attached, `{"status":"mac_sites_armed", "sites"}`
+    /// each time phylink's MAC call sites are armed, `{"status":"finished", …}` (with the
     /// capture's trailer and the calls each MAC call site reported, `mac_site_calls`) when the
     /// file is complete (docs/capture-format.md).
     #[arg(long, value_name = "FILE")]
@@ -73,16 +74,24 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let mut status = args.status.as_deref().map(StatusFile::create).transpose()?;
     let recorded = recording::record_to_file(&args.recording(), |p| {
         // The status line comes after the words: a script that waits on it finds both.
-        let started = match &p {
+        let line = match &p {
             Progress::Started {
                 tracer,
                 attached_in,
-            } => Some(Started::of(tracer, *attached_in, &args.output)),
+            } => Some(serde_json::json!(Started::of(
+                tracer,
+                *attached_in,
+                &args.output
+            ))),
+            Progress::MacSitesArmed(sites) => Some(serde_json::json!({
+                "status": "mac_sites_armed",
+                "sites": sites,
+            })),
             Progress::Note(_) => None,
         };
         print_progress(&args.output, p);
-        if let (Some(status), Some(started)) = (&mut status, started) {
-            status.write(&started);
+        if let (Some(status), Some(line)) = (&mut status, line) {
+            status.write(&line);
         }
     })?;
     if let Some(status) = &mut status {
@@ -180,6 +189,10 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
     let (tracer, attached_in) = match progress {
         Progress::Note(note) => {
             eprintln!("phytrace: warning: {note}");
+            return;
+        }
+        Progress::MacSitesArmed(sites) => {
+            eprintln!("phytrace: MAC call sites armed: {}", sites.join(", "));
             return;
         }
         Progress::Started {

@@ -66,6 +66,13 @@ impl Tracer {
                         "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
                     ));
                 }
+                self.newly_armed_mac_sites = Some(
+                    sites
+                        .sites()
+                        .iter()
+                        .map(|site| format!("{} ({})", site.place(), site.op()))
+                        .collect(),
+                );
                 self.mac_sites = Some(sites);
             }
             Err(err) => self.notes.push(format!(
@@ -122,6 +129,11 @@ impl Tracer {
     /// phylink's MAC call sites armed, if they are.
     pub fn mac_sites(&self) -> Option<&MacSites> {
         self.mac_sites.as_ref()
+    }
+
+    /// The MAC call sites armed since the last call (`function+0xOFFSET (op)`), if any were.
+    pub fn take_newly_armed_mac_sites(&mut self) -> Option<Vec<String>> {
+        self.newly_armed_mac_sites.take()
     }
 
     /// The calls each MAC call site reported, of the sites disarmed (all, once the session

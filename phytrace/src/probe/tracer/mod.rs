@@ -99,6 +99,8 @@ pub struct Tracer {
     mac_finding: Option<JoinHandle<anyhow::Result<mac_sites::Found>>>,
     /// phylink's MAC call sites, while it is live and they are armed.
     mac_sites: Option<MacSites>,
+    /// The MAC call sites armed and not said yet.
+    newly_armed_mac_sites: Option<Vec<String>>,
     /// The calls of the MAC call sites disarmed so far.
     mac_site_calls: Vec<MacSiteCalls>,
     /// The kernel's log lines, waiting for their place in the stream.

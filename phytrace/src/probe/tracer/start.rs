@@ -188,6 +188,7 @@ impl Tracer {
             call_sites: None,
             mac_btf: None,
             mac_finding: None,
+            newly_armed_mac_sites: None,
             mac_sites: None,
             mac_site_calls: Vec::new(),
             kmsg,
