@@ -16,7 +16,7 @@ use super::{Unmatched, enter_callback, exit_callback};
 use crate::probes::{
     context::{Registers, attach_cookie, entry_sp, return_register, return_sp},
     kernel::{offsets, read_at},
-    phy::{VIEW_CALLBACK, view_and_name},
+    phy::{PhyView, VIEW_CALLBACK},
 };
 
 /// The call sites of `phy_driver` operations, indexed by the cookie their probes carry; filled
@@ -47,7 +47,9 @@ pub fn call_site_enter(ctx: ProbeContext) -> u32 {
     } else {
         regs.get(site.target_reg)
     };
-    let Some(view) = view_and_name(offsets(), phydev, VIEW_CALLBACK) else {
+    // Read for its bound driver; named once the site passes the check (a misread site's
+    // first argument may be no PHY).
+    let Some(view) = PhyView::read(phydev, offsets(), VIEW_CALLBACK) else {
         return 0;
     };
     let driver = if site.flags & SITE_CHECK_BOUND_DRIVER != 0 {
@@ -60,6 +62,7 @@ pub fn call_site_enter(ctx: ProbeContext) -> u32 {
         site.flags |= SITE_DISABLED;
         return 0;
     }
+    let _ = view.name(phydev);
     enter_callback(entry_sp(&ctx), phydev, call_site_key(site.op, target), view);
     0
 }
