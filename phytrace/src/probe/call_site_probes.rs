@@ -257,9 +257,8 @@ impl CallSiteProbes {
                 // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
                 // single-step): the site's calls are not traced, the others are.
                 notes.push(format!(
-                    "the call site {} ({}) is not traced: {}",
-                    site.place(),
-                    site.op(),
+                    "the call site {} is not traced: {}",
+                    site.label(),
                     site_table::refusal(site, &err)
                 ));
             }

@@ -116,11 +116,7 @@ impl MacSites {
         let mut sites = Vec::new();
         for site in found.discovery.sites {
             match unarmable(&site) {
-                Some(why) => notes.push(format!(
-                    "the MAC call site {} ({}) is not traced: {why}",
-                    site.place(),
-                    site.op()
-                )),
+                Some(why) => notes.push(not_traced(&site, why)),
                 None => sites.push(site),
             }
         }
@@ -159,13 +155,7 @@ impl MacSites {
                 by_reason(&refused)
             );
         }
-        notes.extend(refused.iter().map(|(site, why)| {
-            format!(
-                "the MAC call site {} ({}) is not traced: {why}",
-                site.place(),
-                site.op()
-            )
-        }));
+        notes.extend(refused.iter().map(|(site, why)| not_traced(site, why)));
         Ok(Self { table, links })
     }
 
@@ -199,11 +189,16 @@ impl MacSites {
     }
 }
 
+/// The note on a MAC call site not armed, and why.
+fn not_traced(site: &CallSite, why: &str) -> String {
+    format!("the MAC call site {} is not traced: {why}", site.label())
+}
+
 /// `refused` sites said once per reason: `PLACE (OP), …: REASON; …`.
 fn by_reason(refused: &[(&CallSite, String)]) -> String {
     let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
     for (site, why) in refused {
-        let place = format!("{} ({})", site.place(), site.op());
+        let place = site.label();
         match reasons.iter_mut().find(|(reason, _)| reason == why) {
             Some((_, places)) => places.push(place),
             None => reasons.push((why, vec![place])),

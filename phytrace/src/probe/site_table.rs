@@ -87,9 +87,8 @@ impl SiteTable {
             if record.flags & SITE_DISABLED != 0 {
                 self.disabled[index] = true;
                 disabled.push(format!(
-                    "the {what} {} ({}) is no longer traced: a call there was not to {} ({} failed checks)",
-                    site.place(),
-                    site.op(),
+                    "the {what} {} is no longer traced: a call there was not to {} ({} failed checks)",
+                    site.label(),
                     expected(site.op()),
                     record.mismatches
                 ));

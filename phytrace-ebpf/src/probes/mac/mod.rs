@@ -1,6 +1,7 @@
 //! The MAC side of a link: a phylink MAC's `mac_link_up` and `mac_link_down` (any MAC's at
-//! phylink's call sites in [`sites`]; asix's by name here, for the calls no site reported), carrier changes ([`carrier`]) and
-//! `phylink_resolve` ([`resolve`]), each reported with the PHY it concerns when one is known.
+//! phylink's call sites in [`sites`]; asix's by name here, for the calls no site reported),
+//! carrier changes ([`carrier`]) and `phylink_resolve` ([`resolve`]), each reported with the
+//! PHY it concerns when one is known.
 
 mod carrier;
 mod resolve;

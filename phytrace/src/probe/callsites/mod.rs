@@ -211,6 +211,11 @@ impl CallSite {
         format!("{}+{:#x}", self.function, self.found.offset)
     }
 
+    /// `function+0xOFF (op)`, as notes name a site.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.place(), self.op())
+    }
+
     /// Where the call's return is seen, as [`Self::place`] spells it; `None` for a tail call
     /// (the function's own return).
     pub fn return_place(&self) -> Option<String> {

@@ -8,7 +8,7 @@ use phytrace_common::RawKind;
 
 use super::Tracer;
 use crate::probe::{
-    callsites::MAC_OPS,
+    callsites::{CallSite, MAC_OPS},
     mac_sites::{self, MacChoice, MacSiteCalls, MacSites},
 };
 
@@ -66,13 +66,8 @@ impl Tracer {
                         "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
                     ));
                 }
-                self.newly_armed_mac_sites = Some(
-                    sites
-                        .sites()
-                        .iter()
-                        .map(|site| format!("{} ({})", site.place(), site.op()))
-                        .collect(),
-                );
+                self.newly_armed_mac_sites =
+                    Some(sites.sites().iter().map(CallSite::label).collect());
                 self.mac_sites = Some(sites);
             }
             Err(err) => self.notes.push(format!(
