@@ -103,7 +103,7 @@ assert_clean_dmesg() {
     bad=$(kernel_trouble <<<"$log")
     [[ -z $bad ]] || fail "$what: kernel trouble in dmesg: $bad"
     unplug=$(unplug_warnings <<<"$log")
-    ((unplug == 0)) || log "$what: the kernel's own phy_error warning at the unplug (-EPROTO), $unplug time(s): expected"
+    ((unplug == 0)) || log "$what: the kernel's own phy_error warning at the unplug (-EPROTO or -ESHUTDOWN), $unplug time(s): expected"
     if kernel_warns; then
         ok "$what: no WARNING/BUG/Oops in dmesg"
     else
