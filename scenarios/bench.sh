@@ -7,14 +7,16 @@
 #      fields); with bpftrace copying phytrace's kprobe design (scenarios/bench.bt); and with
 #      empty programs on the same attach points (the floors: bench-floor-fentry.bt,
 #      bench-floor-kprobe.bt);
-#   P2 start-to-attached: process start until the first event can be recorded, same probes;
+#   P2 start-to-attached: process start until the first event can be recorded, in STARTS rounds
+#      of their own (each starts and stops every tracer once, after one warm-up start each):
+#      phytrace on the same probes as bpftrace (the callbacks' symbols), phytrace on phylib's
+#      call sites from the boot's cache (the default), bpftrace's kfunc script; and the boot's
+#      first call-site start, which searches the kernel text;
 #   C1 cost per driver callback: N synchronous phy_resume() calls (each runs the Rust driver's
 #      resume through phylib, and its MDIO read of BMCR) untraced; with `phytrace record` probing
 #      callbacks at phylib's call sites and on the Rust symbols; with an empty kprobe+kretprobe
 #      on the driver's resume callback (bpftrace), and an empty program on every call site
 #      phytrace probes (scenarios/kprobe_floor.py: Debian's bpftrace has no kprobe offsets);
-#      start-to-attached with the call sites, the boot's first (searching the kernel text) and
-#      the next ones (from the cache);
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture;
@@ -22,12 +24,12 @@
 #      phytrace, with the bpftrace kfunc script and with the empty fentry+fexit pair;
 #   TUI CPU share idle and at 10k / 100k events/s.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
-#   REPEATS=5 READS=20000 CALLS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
+#   REPEATS=5 STARTS=9 READS=20000 CALLS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
 #   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN
 # (the last rate is beyond what a CPU can issue: the simulator then reads back to back)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-REPEATS=${REPEATS:-5} READS=${READS:-20000} CALLS=${CALLS:-20000} SECS=${SECS:-3}
+REPEATS=${REPEATS:-5} STARTS=${STARTS:-9} READS=${READS:-20000} CALLS=${CALLS:-20000} SECS=${SECS:-3}
 RATES=${RATES:-10000 20000 50000 100000 200000 2000000}
 SAMPLE_READS=${SAMPLE_READS:-2000000}
 BIN=${BIN:-$PHYTRACE_BIN}
@@ -49,7 +51,7 @@ for script in bench bench-kfunc; do
         "$PHYTRACE_ROOT/scenarios/$script.bt" >"$work/$script.bt"
 done
 cp "$PHYTRACE_ROOT"/scenarios/bench-floor-*.bt "$work/"
-emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]},\"repeats\":$REPEATS,\"reads\":$READS}"
+emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]},\"repeats\":$REPEATS,\"starts\":$STARTS,\"reads\":$READS}"
 
 # ns per read of one synchronous burst of READS reads, as the simulator measured it.
 burst_ns() {
@@ -132,13 +134,12 @@ stop_tracer() {
 }
 
 TRACERS="phytrace phytrace-kprobe bpftrace-kfunc bpftrace-kprobe bpftrace-floor-fentry bpftrace-floor-kprobe"
-log "P1/P2: $REPEATS rounds of $READS reads: untraced, then with each of $TRACERS"
+log "P1: $REPEATS rounds of $READS reads: untraced, then with each of $TRACERS"
 burst_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
     emit "{\"bench\":\"p1\",\"tracer\":\"none\",\"round\":$r,\"ns_per_access\":$(burst_ns)}"
     for tracer in $TRACERS; do
         start_tracer "$tracer"
-        emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
         # Steady state: the first burst after a start (buffers used for the first time) is a
         # warm-up, for every tracer alike.
         burst_ns >/dev/null
@@ -174,6 +175,20 @@ mapfile -t call_site_places < <(head -n 1 "$work/bench.ptrace" |
     jq -r '.call_sites[] | .call, (.ret // ((.call | sub("\\+.*"; "")) + "%return"))')
 ((${#call_site_places[@]} > 0)) || fail "phytrace armed no call site"
 
+P2_TRACERS="phytrace phytrace-callsite bpftrace-kfunc"
+log "P2: $STARTS rounds of starting and stopping each of $P2_TRACERS"
+for tracer in $P2_TRACERS; do # warm-up: the binaries and their libraries in the page cache
+    start_tracer "$tracer"
+    stop_tracer
+done
+for ((r = 1; r <= STARTS; r++)); do
+    for tracer in $P2_TRACERS; do
+        start_tracer "$tracer"
+        stop_tracer
+        emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
+    done
+done
+
 CB_TRACERS="phytrace-callsite phytrace-symbol floor-callsite bpftrace-floor-symbol"
 log "C1: $REPEATS rounds of $CALLS phy_resume() calls: untraced, then with each of $CB_TRACERS"
 resume_ns >/dev/null # warm-up
@@ -181,8 +196,6 @@ for ((r = 1; r <= REPEATS; r++)); do
     emit "{\"bench\":\"c1\",\"tracer\":\"none\",\"round\":$r,\"ns_per_call\":$(resume_ns)}"
     for tracer in $CB_TRACERS; do
         start_tracer "$tracer"
-        [[ $tracer == phytrace-callsite ]] &&
-            emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
         resume_ns >/dev/null
         ns=$(resume_ns)
         stop_tracer
