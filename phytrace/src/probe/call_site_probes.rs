@@ -220,6 +220,8 @@ fn text_refused(err: &std::io::Error) -> anyhow::Error {
 /// The call sites armed in this session.
 pub struct CallSiteProbes {
     table: SiteTable,
+    /// The sites the kernel let both probes be placed on.
+    armed: Vec<CallSite>,
     symbols: TextSymbols,
     /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
@@ -252,19 +254,22 @@ impl CallSiteProbes {
             record,
         )?;
         let mut links = Vec::with_capacity(2 * table.sites().len());
+        let mut armed = Vec::with_capacity(table.sites().len());
         for (index, site) in table.sites().iter().enumerate() {
-            if let Err(err) = arm_site(ebpf, probes, &mut links, site, index as u64) {
+            match arm_site(ebpf, probes, &mut links, site, index as u64) {
+                Ok(()) => armed.push(site.clone()),
                 // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
                 // single-step): the site's calls are not traced, the others are.
-                notes.push(format!(
+                Err(err) => notes.push(format!(
                     "the call site {} is not traced: {}",
                     site.label(),
                     site_table::refusal(site, &err)
-                ));
+                )),
             }
         }
         Ok(Self {
             table,
+            armed,
             symbols,
             links,
         })
@@ -277,7 +282,7 @@ impl CallSiteProbes {
 
     /// The sites armed.
     pub fn sites(&self) -> &[CallSite] {
-        self.table.sites()
+        &self.armed
     }
 
     /// Teaches `decoder` the callback of `record`'s call-site key, if it is new: the op and
@@ -322,9 +327,10 @@ impl CallSiteProbes {
 }
 
 /// Arms `site`'s return probe, then its entry probe (carrying `cookie`, its index in the site
-/// table): a return armed without its entry finds no frame and reports nothing. The kprobes are
-/// the kprobe PMU's (added to `links`); a tail call's return probe is a tracefs event of
-/// `probes`, which can give it room for more calls in flight and counts its misses.
+/// table): a return armed without its entry finds no frame and reports nothing. An entry the
+/// kernel refuses takes its return probe away again: alone, it would only cost each pass. The
+/// kprobes are the kprobe PMU's (added to `links`); a tail call's return probe is a tracefs
+/// event of `probes`, which can give it room for more calls in flight and counts its misses.
 fn arm_site(
     ebpf: &mut Ebpf,
     probes: &mut DriverProbes,
@@ -332,6 +338,7 @@ fn arm_site(
     site: &CallSite,
     cookie: u64,
 ) -> Result<()> {
+    let returns_armed = links.len();
     let mut kprobe = |ebpf: &mut Ebpf, program: &str, offset: u32| -> Result<()> {
         let fd = loaded_kprobe(ebpf, program)?.fd()?.try_clone()?;
         let link =
@@ -346,7 +353,12 @@ fn arm_site(
             probes.arm_site(ebpf, PROGRAMS[2], &name, true, &site.function, cookie)?;
         }
     }
-    kprobe(ebpf, PROGRAMS[0], site.found.offset)
+    kprobe(ebpf, PROGRAMS[0], site.found.offset).inspect_err(|_| {
+        links.truncate(returns_armed);
+        if site.found.ret == Return::Tail {
+            probes.disarm_last_site();
+        }
+    })
 }
 
 /// The programs' record of `site`.

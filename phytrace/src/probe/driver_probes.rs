@@ -170,6 +170,13 @@ impl DriverProbes {
         Ok(())
     }
 
+    /// Removes the probe [`Self::arm_site`] attached last.
+    pub fn disarm_last_site(&mut self) {
+        if let Some(probe) = self.functions.pop() {
+            probe.remove(&mut self.group);
+        }
+    }
+
     /// Defines an event named after `name` on `place` (module, symbol), on entry or on return,
     /// and attaches kprobe program `program` to it with `cookie`.
     fn probe(

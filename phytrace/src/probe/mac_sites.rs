@@ -105,6 +105,8 @@ pub fn unarmable(site: &CallSite) -> Option<&'static str> {
 /// The MAC call sites armed.
 pub struct MacSites {
     table: SiteTable,
+    /// The sites the kernel let a probe be placed on.
+    armed: Vec<CallSite>,
     /// The kprobes (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
 }
@@ -130,6 +132,7 @@ impl MacSites {
             |site| record(site, found.config_from_ops),
         )?;
         let mut links = Vec::new();
+        let mut armed = Vec::new();
         let mut refused = Vec::new();
         for (index, site) in table.sites().iter().enumerate() {
             let program = PROGRAMS[usize::from(site.found.op)];
@@ -144,8 +147,12 @@ impl MacSites {
                         index as u64,
                     )?)
                 });
-            if let Err(err) = attached.map(|link| links.push(link)) {
-                refused.push((site, site_table::refusal(site, &err)));
+            match attached {
+                Ok(link) => {
+                    links.push(link);
+                    armed.push(site.clone());
+                }
+                Err(err) => refused.push((site, site_table::refusal(site, &err))),
             }
         }
         if links.is_empty() {
@@ -156,12 +163,16 @@ impl MacSites {
             );
         }
         notes.extend(refused.iter().map(|(site, why)| not_traced(site, why)));
-        Ok(Self { table, links })
+        Ok(Self {
+            table,
+            armed,
+            links,
+        })
     }
 
     /// The sites armed.
     pub fn sites(&self) -> &[CallSite] {
-        self.table.sites()
+        &self.armed
     }
 
     /// Detaches every site's probe and says how many calls each reported.
@@ -169,9 +180,11 @@ impl MacSites {
         self.links.clear();
         let hits = self.table.hits(ebpf)?;
         Ok(self
+            .table
             .sites()
             .iter()
             .zip(hits)
+            .filter(|(site, _)| self.armed.contains(site))
             .map(|(site, calls)| MacSiteCalls {
                 site: site.place(),
                 op: site.op(),
