@@ -147,7 +147,9 @@ impl Model {
         match &event.phy {
             Some(phy) => self.apply_to_phy(number, phy, event),
             None => {
-                self.count_without_phy(event);
+                // An MDIO access to an address without a PHY, a callback, MAC-side or
+                // kernel-log event: no PHY to update.
+                self.unowned.events += 1;
                 Applied::default()
             }
         }
@@ -176,15 +178,6 @@ impl Model {
         Applied {
             key: Some(key),
             ..update.apply(&event.kind)
-        }
-    }
-
-    /// Counts an event that names no PHY: an MDIO access to an address without one is
-    /// counted apart; callback, MAC-side and kernel-log events have no PHY to update.
-    fn count_without_phy(&mut self, event: &Event) {
-        self.unowned.events += 1;
-        if let EventKind::Mdio { op, error, .. } = &event.kind {
-            self.unowned.mdio_access(*op, error.is_some());
         }
     }
 
@@ -247,10 +240,6 @@ impl Model {
         for phy in self.phys.values() {
             let c = &phy.counters;
             total.events += c.events;
-            total.mdio_reads += c.mdio_reads;
-            total.mdio_writes += c.mdio_writes;
-            total.mdio_errors += c.mdio_errors;
-            total.mdio_outside_callbacks += c.mdio_outside_callbacks;
             total.unmatched_exits += c.unmatched_exits;
             total.unclosed += c.unclosed;
             total.lost += c.lost;

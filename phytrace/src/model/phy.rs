@@ -243,11 +243,9 @@ impl PhyModel {
         tid: u32,
         access: &Access,
     ) -> (Option<u16>, Option<MmdAccess>) {
-        match self.open.innermost(tid) {
-            Some(open) => open.attach(access.clone()),
-            None => self.counters.mdio_outside_callbacks += 1,
+        if let Some(open) = self.open.innermost(tid) {
+            open.attach(access.clone());
         }
-        self.counters.mdio_access(access.op, access.error.is_some());
         if access.error.is_some() {
             return (self.registers.get(&access.reg).map(|r| r.value), None);
         }
@@ -274,12 +272,10 @@ impl PhyModel {
 
     /// A Clause-45 access to MMD `devad`; returns the register's previous value.
     pub(super) fn mdio_c45(&mut self, tid: u32, devad: u8, access: &Access) -> Option<u16> {
-        match self.open.innermost(tid) {
-            Some(open) => open.attach(access.clone()),
-            None => self.counters.mdio_outside_callbacks += 1,
+        if let Some(open) = self.open.innermost(tid) {
+            open.attach(access.clone());
         }
         let key = (devad, access.reg);
-        self.counters.mdio_access(access.op, access.error.is_some());
         if access.error.is_some() {
             return self.mmd_registers.get(&key).copied();
         }
