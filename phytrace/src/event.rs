@@ -108,6 +108,16 @@ pub enum MdioOp {
     Write,
 }
 
+impl MdioOp {
+    /// `read` or `write`, as captures spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+        }
+    }
+}
+
 /// Link state read from `phy_device` after a callback.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkState {

@@ -9,8 +9,7 @@
 use std::fmt::Write as _;
 
 use crate::event::{
-    Duplex, Event, EventKind, Guarantee, KmsgLevel, LinkState, LossCause, MacChange, MdioOp,
-    PhyState,
+    Duplex, Event, EventKind, Guarantee, KmsgLevel, LinkState, LossCause, MacChange, PhyState,
 };
 use crate::model::Applied;
 use crate::registers;
@@ -136,10 +135,7 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
             ..
         } => {
             let caller = caller.as_ref().map_or("(phylib)", |c| c.name.as_ref());
-            let op = match op {
-                MdioOp::Read => "read ",
-                MdioOp::Write => "write",
-            };
+            let op = format!("{:<5}", op.name());
             if let Some(devad) = devad {
                 // Clause 45: an MMD register, no Clause-22 name or decoding.
                 let _ = write!(line, "    {caller} → {op} c45 {devad}.{reg:#06x}");

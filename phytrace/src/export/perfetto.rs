@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use crate::capture::Capture;
-use crate::event::{Event, EventKind, KmsgLevel, MacChange, MdioOp};
+use crate::event::{Event, EventKind, KmsgLevel, MacChange};
 use crate::model::{Applied, ClosedCallback, Model};
 use crate::registers;
 use crate::render;
@@ -248,10 +248,7 @@ impl Trace {
         };
         let ts = event.ts_ns;
         let start = ts.saturating_sub(*latency_ns).max(not_before);
-        let op_name = match op {
-            MdioOp::Read => "read",
-            MdioOp::Write => "write",
-        };
+        let op_name = op.name();
         let reg_name = registers::name(*reg).to_string();
         let mut args = json!({
             "register": reg_name,

@@ -162,10 +162,7 @@ impl fmt::Display for MmdAccess {
                 op,
                 value,
             } => {
-                let op = match op {
-                    MdioOp::Read => "read",
-                    MdioOp::Write => "write",
-                };
+                let op = op.name();
                 match addr {
                     Some(addr) => write!(f, "MMD {}.{addr:#06x} {op} {value:#06x}", dev(devad)),
                     None => write!(f, "MMD {}.? {op} {value:#06x}", dev(devad)),

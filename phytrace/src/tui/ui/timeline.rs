@@ -162,13 +162,10 @@ fn detail_lines<'a>(app: &App, call: &'a ClosedCallback) -> Vec<Line<'a>> {
 }
 
 fn access_line<'a>(app: &App, a: &Access) -> Line<'a> {
-    let op = match a.op {
-        MdioOp::Read => "read ",
-        MdioOp::Write => "write",
-    };
     let head = format!(
-        "{:>10} {op} {:<9}",
+        "{:>10} {:<5} {:<9}",
         time(app, a.ts_ns),
+        a.op.name(),
         registers::name(a.reg)
     );
     match a.error {
