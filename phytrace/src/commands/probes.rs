@@ -59,8 +59,8 @@ fn call_sites_section(out: &mut String, found: &Result<(Discovery, bool)>) -> Re
     Ok(())
 }
 
-/// Lists phylink's call sites of MAC ops (traced unless `--callback-probes symbol`), or why
-/// they cannot be found.
+/// Lists phylink's call sites of MAC ops (traced unless `--mac-probes name`), or why they
+/// cannot be found.
 fn mac_sites_section(out: &mut String, found: &Result<mac_sites::Found>) -> Result<()> {
     writeln!(
         out,
