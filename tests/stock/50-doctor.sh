@@ -6,7 +6,7 @@
 # (MDIO through BPF trampolines, callbacks at phylib's call sites).
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
-[[ ${PHYTRACE_VM_KERNEL:-} == stock ]] || { echo "SKIP: test: not the stock kernel"; exit 77; }
+stock_only
 expect_eq "kernel release" 7.3.4+deb13-amd64 "$(uname -r)"
 grep -q '^# CONFIG_KPROBE_EVENTS_ON_NOTRACE is not set' "/lib/modules/$(uname -r)/config" ||
     fail "this stock kernel's config sets KPROBE_EVENTS_ON_NOTRACE"

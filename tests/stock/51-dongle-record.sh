@@ -14,15 +14,8 @@ set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
 . "$(dirname "$0")/../vm/record_lib.sh"
 . "$(dirname "$0")/../vm/dongle_lib.sh"
-[[ ${PHYTRACE_VM_KERNEL:-} == stock ]] || { echo "SKIP: test: not the stock kernel"; exit 77; }
-trap_cleanup
-stock_cleanup() {
-    dongle_stop
-    mdio_trace_remove
-    dongle_modules_unload
-}
-cleanup_also stock_cleanup
-[[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+stock_only
+dongle_test_begin
 
 mark_dmesg plug
 dongle_modules_load rust

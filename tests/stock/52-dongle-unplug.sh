@@ -10,16 +10,9 @@ set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
 . "$(dirname "$0")/../vm/record_lib.sh"
 . "$(dirname "$0")/../vm/dongle_lib.sh"
-[[ ${PHYTRACE_VM_KERNEL:-} == stock ]] || { echo "SKIP: test: not the stock kernel"; exit 77; }
-trap_cleanup
-unplug_cleanup() {
-    tui_kill
-    dongle_stop
-    mdio_trace_remove
-    dongle_modules_unload
-}
-cleanup_also unplug_cleanup
-[[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+stock_only
+dongle_test_begin
+cleanup_first tui_kill
 recording() { kill -0 "$RECORD_PID" 2>/dev/null && record_status "$cap.status" recording; }
 
 mark_dmesg unplug

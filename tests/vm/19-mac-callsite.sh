@@ -14,14 +14,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
 . "$(dirname "$0")/dongle_lib.sh"
-trap_cleanup
-mac_cleanup() {
-    dongle_stop
-    remove_truth
-    dongle_modules_unload
-}
-cleanup_also mac_cleanup
-[[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+dongle_test_begin
+cleanup_first remove_truth
 mark_dmesg mac-callsite
 flavour=c
 [[ ${PHYTRACE_VM_KERNEL:-} == stock ]] && flavour=rust # Debian ships no C ax88796b

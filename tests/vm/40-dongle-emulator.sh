@@ -11,10 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dongle_lib.sh"
-trap_cleanup
-cleanup_also 'dongle_stop; mdio_trace_remove; dongle_modules_unload'
-
-[[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+dongle_test_begin
 
 # Counters of both sides agree (the tracepoint records successful accesses only; no faults
 # are active while this is asked).

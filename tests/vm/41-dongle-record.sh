@@ -18,15 +18,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
 . "$(dirname "$0")/dongle_lib.sh"
-trap_cleanup
-dongle_record_cleanup() {
-    tui_kill
-    dongle_stop
-    mdio_trace_remove
-    dongle_modules_unload
-}
-cleanup_also dongle_record_cleanup
-[[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+dongle_test_begin
+cleanup_first tui_kill
 ping_ok() { busybox ping -c 2 -W 2 192.168.77.2 >/dev/null 2>&1; }
 
 declare -A STORY FLAP

@@ -9,14 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
 . "$(dirname "$0")/dongle_lib.sh"
-trap_cleanup
-twin_cleanup() {
-    dongle_stop
-    mdio_trace_remove
-    dongle_modules_unload
-}
-cleanup_also twin_cleanup
-[[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+dongle_test_begin
 mark_dmesg twin
 dongle_modules_load rust
 cap=$PHYTRACE_OUT/twin-dongle-${PHYTRACE_VM_KERNEL:-ours}.ptrace

@@ -55,6 +55,15 @@ dongle_modules_unload() {
     printf 'blacklist %s\nblacklist %s\n' "${DRIVER_MOD[c]}" "${DRIVER_MOD[rust]}" >"$ASIX_BLACKLIST"
 }
 
+# dongle_test_begin: what a dongle test does first. The emulator must be built; on exit, failed
+# or not, the emulator stops, the MDIO tracepoint and kprobes go and the dongle's modules are
+# unloaded (after what the test adds with cleanup_first).
+dongle_test_begin() {
+    trap_cleanup
+    cleanup_also "dongle_stop; mdio_trace_remove; dongle_modules_unload"
+    [[ -x $DONGLE_BIN ]] || fail "$DONGLE_BIN missing: cargo build -p ax88772a-emulator"
+}
+
 # dongle_start [RUN OPTIONS...]: starts the emulator in the background, waits for its socket.
 dongle_start() {
     : >"$DONGLE_EVENTS"

@@ -169,6 +169,11 @@ trap_cleanup() { trap cleanup EXIT; }
 
 # cleanup_also COMMANDS: run COMMANDS too on exit, before the modules are unloaded.
 cleanup_also() { CLEANUP_EXTRA=$1; }
+# cleanup_first COMMAND: runs COMMAND before the clean-up already set.
+cleanup_first() { CLEANUP_EXTRA="$1${CLEANUP_EXTRA:+; $CLEANUP_EXTRA}"; }
+
+# stock_only: skips the test (exit 77) unless the guest runs Debian's stock kernel.
+stock_only() { [[ ${PHYTRACE_VM_KERNEL:-} == stock ]] || { echo "SKIP: test: not the stock kernel"; exit 77; }; }
 
 # --- the simulated PHYs ---
 
