@@ -80,8 +80,8 @@ impl Recorded {
 pub enum Progress<'a> {
     /// Something the tracer noticed (a module it cannot follow, …).
     Note(String),
-    /// phylink's MAC call sites were armed (`function+0xOFFSET (op)`), after its text was
-    /// searched on the side.
+    /// phylink's text was searched on the side for MAC call sites: those armed
+    /// (`function+0xOFFSET (op)`; none if none could be, a note says why).
     MacSitesArmed(Vec<String>),
     /// The probes are attached (after `attached_in`) and the file is open: recording starts.
     Started {

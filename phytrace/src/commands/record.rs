@@ -192,7 +192,9 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
             return;
         }
         Progress::MacSitesArmed(sites) => {
-            eprintln!("phytrace: MAC call sites armed: {}", sites.join(", "));
+            if !sites.is_empty() {
+                eprintln!("phytrace: MAC call sites armed: {}", sites.join(", "));
+            }
             return;
         }
         Progress::Started {

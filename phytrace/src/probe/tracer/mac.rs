@@ -47,7 +47,8 @@ impl Tracer {
     }
 
     /// Arms the MAC call sites found, once the search is over; an op none of whose sites can
-    /// be armed is said (asix's by-name probes trace it).
+    /// be armed is said (asix's by-name probes trace it). Either way the sites armed, none
+    /// included, are [`Self::take_newly_armed_mac_sites`]'s.
     pub(super) fn arm_found_mac_sites(&mut self) {
         let Some(finding) = self.mac_finding.take_if(|finding| finding.is_finished()) else {
             return;
@@ -70,9 +71,12 @@ impl Tracer {
                     Some(sites.sites().iter().map(CallSite::label).collect());
                 self.mac_sites = Some(sites);
             }
-            Err(err) => self.notes.push(format!(
-                "MAC ops are not traced at phylink's call sites ({err:#}): asix's by name"
-            )),
+            Err(err) => {
+                self.notes.push(format!(
+                    "MAC ops are not traced at phylink's call sites ({err:#}): asix's by name"
+                ));
+                self.newly_armed_mac_sites = Some(Vec::new());
+            }
         }
     }
 
@@ -126,7 +130,8 @@ impl Tracer {
         self.mac_sites.as_ref()
     }
 
-    /// The MAC call sites armed since the last call (`function+0xOFFSET (op)`), if any were.
+    /// The MAC call sites armed by a search ended since the last call (`function+0xOFFSET
+    /// (op)`; empty if it could arm none), if one ended.
     pub fn take_newly_armed_mac_sites(&mut self) -> Option<Vec<String>> {
         self.newly_armed_mac_sites.take()
     }
