@@ -176,7 +176,9 @@ impl RawGadget {
         // SAFETY: the fd is open for the lifetime of self; every caller passes either a plain
         // integer or a pointer to a buffer at least as large as the kernel reads or writes for
         // that request (the size encoded in the request number, plus the stated data length).
-        let ret = unsafe { libc::ioctl(self.file.as_raw_fd(), request as libc::c_ulong, arg) };
+        // The request's C type is the libc's (glibc: unsigned long, musl: int); the kernel
+        // takes its low 32 bits.
+        let ret = unsafe { libc::ioctl(self.file.as_raw_fd(), request as libc::Ioctl, arg) };
         if ret < 0 {
             Err(io::Error::last_os_error())
         } else {

@@ -79,7 +79,8 @@ impl<T: Send + 'static> Workers<T> {
                 // SAFETY: the pthread_t belongs to a thread not yet joined (its JoinHandle is
                 // held here), so it is valid; the signal's handler is installed and harmless.
                 unsafe {
-                    libc::pthread_kill(h.as_pthread_t(), WAKE_SIGNAL);
+                    // std's raw pthread is an integer; musl's pthread_t is a pointer.
+                    libc::pthread_kill(h.as_pthread_t() as libc::pthread_t, WAKE_SIGNAL);
                 }
             }
             thread::sleep(Duration::from_millis(5));
