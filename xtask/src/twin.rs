@@ -9,6 +9,13 @@
 //! --ignore-reads` finds the MDIO sequences equal. In each guest a second `record` probes the
 //! callbacks at phylib's call sites: its callbacks must equal, in each thread's order and with
 //! their return values, the kernel's own kprobe events on the driver's callbacks of that run.
+//!
+//! The arm64 guest then plugs in the emulated AX88772A dongle (`tests/arm64/dongle.sh`, the
+//! emulator's static aarch64 build on raw-gadget): `record` with its defaults from before the
+//! plug-in through link up, a cable flap and link down; its callbacks must equal the kernel's
+//! own events on the driver's callbacks in the same way, and its MAC side asix's
+//! `mac_link_up`/`mac_link_down` as the kernel's kprobes saw them (count, speed, duplex). The
+//! x86_64 guest's VM suite covers the dongle there (tests/vm/18, 19, 41, 42).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -23,6 +30,10 @@ use crate::{arch::Arch, dist, kernel, modules, paths, run, vm};
 
 /// The scenario both guests run.
 const SCENARIO: &str = "tests/arm64/scenario.sh";
+/// The dongle scenario the arm64 guest runs next.
+const DONGLE: &str = "tests/arm64/dongle.sh";
+/// The emulator the arm64 guest runs.
+const EMULATOR: &str = "ax88772a-emulator";
 /// The spec the captures are checked against.
 const SPEC: &str = "specs/ax88796b.spec";
 /// MDIO accesses the scenario makes inside driver callbacks, as (op, register, callback):
@@ -40,6 +51,7 @@ pub fn capture(arch: Arch) -> PathBuf {
 /// compares the captures with `host_phytrace`.
 pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
     dist::build_all(&Arch::ALL)?;
+    build_emulator(Arch::Aarch64)?;
     let mut kernels = Vec::new();
     for arch in Arch::ALL {
         let kernel = kernel::run(&kernel::KernelArgs {
@@ -50,12 +62,17 @@ pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
         modules::build(&kernel)?;
         kernels.push(kernel);
     }
-    let command = vec![
-        "sh".to_owned(),
-        paths::workspace().join(SCENARIO).display().to_string(),
-    ];
+    let script = |path: &str| paths::workspace().join(path).display().to_string();
     for kernel in &kernels {
         let arch = kernel.arch;
+        let command = match arch {
+            Arch::Aarch64 => vec![
+                "sh".to_owned(),
+                "-c".to_owned(),
+                format!("sh {} && sh {}", script(SCENARIO), script(DONGLE)),
+            ],
+            _ => vec!["sh".to_owned(), script(SCENARIO)],
+        };
         let started = run::step(&format!("arm64 test: the scenario in the {arch} guest"));
         let mut options = options.clone();
         options.bin = Some(dist::binary(arch));
@@ -73,23 +90,41 @@ pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
         &capture(Arch::Aarch64),
     )?;
     for arch in Arch::ALL {
-        compare_call_sites(host_phytrace, arch)?;
+        let capture = paths::vm_out().join(format!("twin-{arch}-callsite.ptrace"));
+        compare_call_sites(host_phytrace, &capture, &arch.to_string())?;
     }
+    let dongle = paths::vm_out().join(format!("dongle-{}.ptrace", Arch::Aarch64));
+    let json = compare_call_sites(host_phytrace, &dongle, "aarch64 dongle")?;
+    compare_mac(&json, &dongle)
+}
+
+/// Builds the dongle emulator for `arch`'s musl target (static, as `dist` builds phytrace).
+fn build_emulator(arch: Arch) -> Result<()> {
+    let started = run::step(&format!("arm64 test: building the emulator for {arch}"));
+    // Quiet on success: cargo's output is shown only if the build fails.
+    run::output(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--locked", "--package", EMULATOR])
+            .args(["--target", arch.musl_target()])
+            .current_dir(paths::workspace()),
+    )
+    .with_context(|| format!("building {EMULATOR} for {}", arch.musl_target()))?;
+    run::done(&format!("{arch} emulator"), started);
     Ok(())
 }
 
-/// The call-site capture of `arch`'s guest against the kernel's own kprobe and kretprobe
+/// A call-site capture (`label` says whose) against the kernel's own kprobe and kretprobe
 /// events on the driver's callbacks in the same run (`tests/vm/callsite_truth.py`): the same
-/// calls, in each thread's order, with the same return values.
-fn compare_call_sites(phytrace: &Path, arch: Arch) -> Result<()> {
-    let capture = paths::vm_out().join(format!("twin-{arch}-callsite.ptrace"));
+/// calls, in each thread's order, with the same return values. Returns the capture's events
+/// as `dump --format json` writes them.
+fn compare_call_sites(phytrace: &Path, capture: &Path, label: &str) -> Result<String> {
     let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", capture.display()));
     let json = run::output(
         Command::new(phytrace)
             .args(["dump", "--format", "json"])
-            .arg(&capture),
+            .arg(capture),
     )?;
-    std::fs::write(with(".json"), json)
+    std::fs::write(with(".json"), &json)
         .with_context(|| format!("writing {}", with(".json").display()))?;
     let out = Command::new("python3")
         .arg(paths::workspace().join("tests/vm/callsite_truth.py"))
@@ -100,17 +135,92 @@ fn compare_call_sites(phytrace: &Path, arch: Arch) -> Result<()> {
     let report = String::from_utf8_lossy(&out.stdout);
     ensure!(
         out.status.success(),
-        "{arch}: the call-site capture differs from the kernel's kprobes:\n{report}{}",
+        "{label}: the call-site capture differs from the kernel's kprobes:\n{report}{}",
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!(
-        "    {arch} call sites: {} comparisons with the kernel's kprobes, all equal",
+        "    {label} call sites: {} comparisons with the kernel's kprobes, all equal",
         report.lines().count()
     );
     for line in report.lines().filter(|line| !line.contains("thread ")) {
         eprintln!("      {line}");
     }
+    Ok(json)
+}
+
+/// The MAC side of `capture` (its events in `json`) against the kernel's own kprobes on asix's
+/// `mac_link_up` (`speed=`, `duplex=`) and `mac_link_down` in its `.truth`: the same link-ups
+/// with the same speeds and duplex, in order, and as many link-downs.
+fn compare_mac(json: &str, capture: &Path) -> Result<()> {
+    let truth_path = PathBuf::from(format!("{}.truth", capture.display()));
+    let truth = std::fs::read_to_string(&truth_path)
+        .with_context(|| format!("reading {}", truth_path.display()))?;
+    let (kernel_ups, kernel_downs) = kernel_mac(&truth);
+    let (ups, downs) = captured_mac(json)?;
+    ensure!(
+        !kernel_ups.is_empty() && kernel_downs > 0,
+        "{}: the kernel's kprobes saw no link up and down",
+        capture.display()
+    );
+    ensure!(
+        (&ups, downs) == (&kernel_ups, kernel_downs),
+        "{}: the MAC side differs from the kernel's kprobes: link-ups {ups:?}, {downs} link-downs \
+         recorded; the kernel's {kernel_ups:?}, {kernel_downs}",
+        capture.display()
+    );
+    eprintln!(
+        "    MAC side: {} mac_link_up ({}) and {downs} mac_link_down, equal to the kernel's kprobes",
+        ups.len(),
+        ups.join(", ")
+    );
     Ok(())
+}
+
+/// The kernel's `truth/up` events as `SPEED/DUPLEX` (`DUPLEX_FULL` is 1) and its `truth/down`
+/// count, from an ftrace buffer.
+fn kernel_mac(trace: &str) -> (Vec<String>, usize) {
+    let value = |line: &str, key: &str| {
+        line.split_whitespace()
+            .find_map(|word| word.strip_prefix(key))
+            .map(str::to_owned)
+    };
+    let ups = trace
+        .lines()
+        .filter(|line| line.contains(" up: ("))
+        .filter_map(|line| {
+            let duplex = match value(line, "duplex=")?.as_str() {
+                "1" => "full",
+                "0" => "half",
+                _ => "unknown",
+            };
+            Some(format!("{}/{duplex}", value(line, "speed=")?))
+        })
+        .collect();
+    let downs = trace
+        .lines()
+        .filter(|line| line.contains(" down: ("))
+        .count();
+    (ups, downs)
+}
+
+/// A capture's `mac_link_up` events as `SPEED/DUPLEX` and its `mac_link_down` count, from its
+/// events as `dump --format json` writes them.
+fn captured_mac(json: &str) -> Result<(Vec<String>, usize)> {
+    let mut ups = Vec::new();
+    let mut downs = 0;
+    for line in json.lines() {
+        let event: Value = serde_json::from_str(line).context("reading dump's JSON")?;
+        if event["kind"] != "mac" {
+            continue;
+        }
+        let change = &event["change"];
+        match change["op"].as_str() {
+            Some("link_up") => ups.push(format!("{}/{}", change["speed"], field(change, "duplex"))),
+            Some("link_down") => downs += 1,
+            _ => {}
+        }
+    }
+    Ok((ups, downs))
 }
 
 /// `check`, `dump` and `diff` of the two captures agree.
@@ -670,6 +780,28 @@ fn story(json: &str, twins: Twins) -> Result<Story> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mac_side_is_read_alike_from_the_kernel_and_the_capture() {
+        let trace = "# tracer: nop\n\
+            kworker/0:2-41 [000] d.... 12.5: up: (ax88772_mac_link_up+0x0/0x1a0 [asix]) speed=100 duplex=1\n\
+            kworker/0:2-41 [000] d.... 13.5: down: (ax88772_mac_link_down+0x0/0x80 [asix])\n\
+            kworker/1:0-52 [001] d.... 14.5: up: (ax88772_mac_link_up+0x0/0x1a0 [asix]) speed=10 duplex=0\n\
+            kworker/1:0-52 [001] d.... 14.6: cb3: (_RNv...read_status_callback+0x0/0x40 [ax88796b_rust])\n";
+        assert_eq!(
+            kernel_mac(trace),
+            (vec!["100/full".to_owned(), "10/half".to_owned()], 1)
+        );
+        let json = [
+            r#"{"kind":"mac","change":{"op":"link_up","speed":100,"duplex":"full"}}"#,
+            r#"{"kind":"mac","change":{"op":"link_down"}}"#,
+            r#"{"kind":"mac","change":{"op":"carrier_on"}}"#,
+            r#"{"kind":"mdio","op":"read"}"#,
+            r#"{"kind":"mac","change":{"op":"link_up","speed":10,"duplex":"half"}}"#,
+        ]
+        .join("\n");
+        assert_eq!(captured_mac(&json).unwrap(), kernel_mac(trace));
+    }
 
     #[test]
     fn changed_lines_are_those_outside_the_common_subsequence() {
