@@ -100,7 +100,25 @@ fn check_rule(rule: &Rule, observed: &Observed, start_ns: u64) -> Outcome {
 
 /// The groups `rule` is checked on: the PHYs its scope selects, one by one or by driver.
 fn groups<'o>(rule: &Rule, observed: &'o Observed, start_ns: u64) -> Vec<Group<'o>> {
-    let selected: Vec<(&String, &PhyFacts)> = observed
+    let selected = selected_phys(rule, observed);
+    match rule.scope.per {
+        Per::Phy => selected
+            .iter()
+            .map(|(key, phy)| phy_group(key, phy, start_ns))
+            .collect(),
+        Per::Driver => {
+            let drivers: BTreeSet<&str> = selected.iter().map(|(_, p)| &*p.driver).collect();
+            drivers
+                .into_iter()
+                .map(|driver| driver_group(driver, &selected, start_ns))
+                .collect()
+        }
+    }
+}
+
+/// The PHYs `rule`'s scope selects, by key.
+fn selected_phys<'o>(rule: &Rule, observed: &'o Observed) -> Vec<(&'o String, &'o PhyFacts)> {
+    observed
         .phys
         .iter()
         .filter(|(key, phy)| match &rule.scope.select {
@@ -109,50 +127,46 @@ fn groups<'o>(rule: &Rule, observed: &'o Observed, start_ns: u64) -> Vec<Group<'
             Some(Selector::Phy(k)) => key.contains(k.as_str()),
             Some(Selector::PhyId(id)) => phy.phy_id == *id,
         })
+        .collect()
+}
+
+/// One PHY's group, named by its key and driver.
+fn phy_group<'o>(key: &str, phy: &'o PhyFacts, start_ns: u64) -> Group<'o> {
+    let name = if phy.driver.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{key} ({})", phy.driver)
+    };
+    group(
+        name,
+        vec![key.to_owned()],
+        phy.facts.iter().collect(),
+        start_ns,
+    )
+}
+
+/// The group of the `selected` PHYs bound to `driver`: their facts merged in event order.
+fn driver_group<'o>(
+    driver: &str,
+    selected: &[(&String, &'o PhyFacts)],
+    start_ns: u64,
+) -> Group<'o> {
+    let members: Vec<_> = selected
+        .iter()
+        .filter(|(_, p)| &*p.driver == driver)
         .collect();
-    match rule.scope.per {
-        Per::Phy => selected
-            .iter()
-            .map(|(key, phy)| {
-                let name = if phy.driver.is_empty() {
-                    (*key).clone()
-                } else {
-                    format!("{key} ({})", phy.driver)
-                };
-                group(
-                    name,
-                    vec![(*key).clone()],
-                    phy.facts.iter().collect(),
-                    start_ns,
-                )
-            })
-            .collect(),
-        Per::Driver => {
-            let drivers: BTreeSet<&str> = selected.iter().map(|(_, p)| &*p.driver).collect();
-            drivers
-                .into_iter()
-                .map(|driver| {
-                    let members: Vec<_> = selected
-                        .iter()
-                        .filter(|(_, p)| &*p.driver == driver)
-                        .collect();
-                    let keys: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
-                    let mut facts: Vec<&Fact> =
-                        members.iter().flat_map(|(_, p)| p.facts.iter()).collect();
-                    // Stable: the facts of one event keep their order.
-                    facts.sort_by_key(|f| f.event);
-                    let driver = if driver.is_empty() {
-                        "no driver"
-                    } else {
-                        driver
-                    };
-                    let name = format!("{driver} ({})", keys.join(", "));
-                    let keys = keys.iter().map(|k| (*k).to_owned()).collect();
-                    group(name, keys, facts, start_ns)
-                })
-                .collect()
-        }
-    }
+    let keys: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
+    let mut facts: Vec<&Fact> = members.iter().flat_map(|(_, p)| p.facts.iter()).collect();
+    // Stable: the facts of one event keep their order.
+    facts.sort_by_key(|f| f.event);
+    let driver = if driver.is_empty() {
+        "no driver"
+    } else {
+        driver
+    };
+    let name = format!("{driver} ({})", keys.join(", "));
+    let keys = keys.iter().map(|k| (*k).to_owned()).collect();
+    group(name, keys, facts, start_ns)
 }
 
 fn group(name: String, keys: Vec<String>, facts: Vec<&Fact>, start_ns: u64) -> Group<'_> {

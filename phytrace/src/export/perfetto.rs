@@ -174,17 +174,7 @@ impl Trace {
         let next_pid = PHYTRACE_PID + 1 + self.pids.len() as u32;
         let pid = *self.pids.entry(key.to_owned()).or_insert(next_pid);
         let previous = self.last_ts.insert(pid, ts).unwrap_or(0);
-        if let Some(t) = &applied.transition {
-            let state = self.counter("phy_state", ts, pid, json!({"state": t.to.value}));
-            let from = t.from.as_ref().map_or("?", |s| s.name.as_ref());
-            let args = json!({"from": from, "to": t.to.name, "during": t.during});
-            let instant = self.instant(format!("state {}", t.to.name), ts, pid, "t", args);
-            self.entries.extend([state, instant]);
-        }
-        if let Some(change) = &applied.link_change {
-            let link = self.counter("link", ts, pid, json!({"up": u8::from(change.to.up)}));
-            self.entries.push(link);
-        }
+        self.phy_changes(applied, ts, pid);
         let entries: Vec<Entry> = match &event.kind {
             EventKind::CallbackExit { .. } => applied
                 .closed
@@ -197,32 +187,50 @@ impl Trace {
                 let slice = self.mdio_slice(event, applied.previous, not_before, pid);
                 slice.into_iter().collect()
             }
-            EventKind::Mac {
-                change: MacChange::Resolve { latency_ns },
-            } => {
-                let start = ts.saturating_sub(*latency_ns);
-                vec![Entry {
-                    ts_ns: start,
-                    dur_ns: *latency_ns,
-                    value: json!({"ph": "X", "cat": "mac", "name": "phylink_resolve",
-                                  "ts": self.us(start), "dur": *latency_ns as f64 / 1e3,
-                                  "pid": pid, "tid": pid, "args": {}}),
-                }]
-            }
-            EventKind::Mac { change } => {
-                let carrier = match change {
-                    MacChange::Carrier { up, .. } => {
-                        Some(self.counter("carrier", ts, pid, json!({"up": u8::from(*up)})))
-                    }
-                    _ => None,
-                };
-                let instant = self.instant(render::mac_change(change), ts, pid, "t", json!({}));
-                carrier.into_iter().chain([instant]).collect()
-            }
+            EventKind::Mac { change } => self.mac_entries(change, ts, pid),
             EventKind::Kmsg { level, text } => vec![self.kmsg(*level, text, pid, ts)],
             _ => Vec::new(),
         };
         self.entries.extend(entries);
+    }
+
+    /// What `applied` changed of the PHY at `pid`: its `phy_state` (a counter and an instant)
+    /// and its link (a counter).
+    fn phy_changes(&mut self, applied: &Applied, ts: u64, pid: u32) {
+        if let Some(t) = &applied.transition {
+            let state = self.counter("phy_state", ts, pid, json!({"state": t.to.value}));
+            let from = t.from.as_ref().map_or("?", |s| s.name.as_ref());
+            let args = json!({"from": from, "to": t.to.name, "during": t.during});
+            let instant = self.instant(format!("state {}", t.to.name), ts, pid, "t", args);
+            self.entries.extend([state, instant]);
+        }
+        if let Some(change) = &applied.link_change {
+            let link = self.counter("link", ts, pid, json!({"up": u8::from(change.to.up)}));
+            self.entries.push(link);
+        }
+    }
+
+    /// A MAC-side change at `ts` on the PHY at `pid`: `phylink_resolve` as a slice; any other
+    /// as an instant, a carrier change also as a counter.
+    fn mac_entries(&self, change: &MacChange, ts: u64, pid: u32) -> Vec<Entry> {
+        if let MacChange::Resolve { latency_ns } = change {
+            let start = ts.saturating_sub(*latency_ns);
+            return vec![Entry {
+                ts_ns: start,
+                dur_ns: *latency_ns,
+                value: json!({"ph": "X", "cat": "mac", "name": "phylink_resolve",
+                              "ts": self.us(start), "dur": *latency_ns as f64 / 1e3,
+                              "pid": pid, "tid": pid, "args": {}}),
+            }];
+        }
+        let carrier = match change {
+            MacChange::Carrier { up, .. } => {
+                Some(self.counter("carrier", ts, pid, json!({"up": u8::from(*up)})))
+            }
+            _ => None,
+        };
+        let instant = self.instant(render::mac_change(change), ts, pid, "t", json!({}));
+        carrier.into_iter().chain([instant]).collect()
     }
 
     /// The slice of `event` if it is an MDIO access, starting no earlier than `not_before`,
