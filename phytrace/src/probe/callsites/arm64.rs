@@ -1,12 +1,14 @@
 //! arm64: call sites in decoded code (yaxpeax-arm).
 //!
 //! phylib calls an op as `ldr xD, [xP, #OFF_DRV]; ldr xT, [xD, #OFF_OP]; blr xT`; a `br` instead
-//! of the `blr` is a tail call.
+//! of the `blr` is a tail call. phylink loads `pl->mac_ops` and `pl->config` with one `ldp`, or
+//! from addresses it computes with a `sub` from a pointer into `struct phylink`
+//! (`phylink_resolve`'s work item): both are read as loads from that pointer.
 
 use yaxpeax_arch::{Decoder as _, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
-use super::{Found, Layout, Return, Target, flow::Flow};
+use super::{Found, Layout, Owner, Return, Target, flow::Flow};
 
 /// Byte offset of `xN` in `struct pt_regs` (`regs[N]`).
 fn pt_regs_offset(reg: u16) -> Option<u32> {
@@ -38,9 +40,17 @@ pub fn scan(code: &[u8], layout: &Layout) -> Vec<Found> {
         let Operand::Register(SizeCode::X, target) = call.operands[0] else {
             continue;
         };
-        let (Some(reg), Some(op)) = (pt_regs_offset(target), function.op_call(at, target, layout))
+        let (Some(reg), Some((op, holders))) =
+            (pt_regs_offset(target), function.op_call(at, target, layout))
         else {
             continue;
+        };
+        let owner = match layout.first_argument {
+            None => None,
+            Some(from_ops) => match function.owner(at, &holders) {
+                Some(owner) if !function.passes_first(at, owner, from_ops) => continue,
+                owner => owner,
+            },
         };
         let offset = (at * 4) as u32;
         found.push(Found {
@@ -52,8 +62,7 @@ pub fn scan(code: &[u8], layout: &Layout) -> Vec<Found> {
             } else {
                 Return::After(offset + 4)
             },
-            // Not proven on arm64 yet: sites checked through their holder are not armed.
-            owner: None,
+            owner,
         });
     }
     found
@@ -117,38 +126,171 @@ impl Function {
     }
 
     /// The op a call through `xN` at `at` calls, if its target was loaded from a driver
-    /// loaded from a `phy_device`, on every path to it.
-    fn op_call(&self, at: usize, target: u16, layout: &Layout) -> Option<u16> {
+    /// loaded from a `phy_device` (an ops struct from its holder), on every path to it; and
+    /// the loads of the ops struct from its holder.
+    fn op_call(&self, at: usize, target: u16, layout: &Layout) -> Option<(u16, Vec<Loaded>)> {
         let mut op = None;
+        let mut holders = Vec::new();
         for def in self.writes_of(at, target)? {
-            let (driver, offset) = load(self.instructions[def].as_ref()?)?;
-            let this = layout.op_at(offset)?;
-            if op.is_some_and(|op| op != this) || !self.holds_ops(def, driver, layout, 4) {
+            let loaded = self.loaded(def, target)?;
+            let this = layout.op_at(loaded.offset)?;
+            if op.is_some_and(|op| op != this)
+                || !self.holds_ops(loaded.origin, loaded.base, layout, 4, &mut holders)
+            {
                 return None;
             }
             op = Some(this);
         }
-        op
+        op.map(|op| (op, holders))
     }
 
     /// Whether `xN` holds an ops struct (a PHY's driver) at `at` on every path, loaded from
-    /// its holder (copied at most `copies` times).
-    fn holds_ops(&self, at: usize, reg: u16, layout: &Layout, copies: u32) -> bool {
+    /// its holder (copied at most `copies` times); the loads go to `holders`.
+    fn holds_ops(
+        &self,
+        at: usize,
+        reg: u16,
+        layout: &Layout,
+        copies: u32,
+        holders: &mut Vec<Loaded>,
+    ) -> bool {
         let Some(defs) = self.writes_of(at, reg) else {
             return false;
         };
         defs.into_iter().all(|def| {
-            let Some(instruction) = self.instructions[def].as_ref() else {
-                return false;
-            };
-            if let Some((_, offset)) = load(instruction) {
-                return layout.loads_ops(offset);
+            if let Some(loaded) = self.loaded(def, reg) {
+                holders.push(loaded);
+                return layout.loads_ops(loaded.offset);
             }
             copies > 0
-                && copied_from(instruction)
-                    .is_some_and(|from| self.holds_ops(def, from, layout, copies - 1))
+                && self.instructions[def]
+                    .as_ref()
+                    .and_then(copied_from)
+                    .is_some_and(|from| self.holds_ops(def, from, layout, copies - 1, holders))
         })
     }
+
+    /// Where the load at `def` that wrote `xN` read from: `ldr`/`ldur xN, [xB, #OFF]`, or
+    /// either register of an `ldp` (the second 8 bytes further), with a base computed by an
+    /// `add`/`sub` folded in ([`Self::folded`]).
+    fn loaded(&self, def: usize, reg: u16) -> Option<Loaded> {
+        let instruction = self.instructions[def].as_ref()?;
+        let (base, offset) = match (instruction.opcode, instruction.operands) {
+            (
+                Opcode::LDR | Opcode::LDUR,
+                [
+                    Operand::Register(SizeCode::X, to),
+                    Operand::RegPreIndex(base, offset, false),
+                    ..,
+                ],
+            ) if to == reg => (base, i64::from(offset)),
+            (
+                Opcode::LDP,
+                [
+                    Operand::Register(SizeCode::X, first),
+                    Operand::Register(SizeCode::X, second),
+                    Operand::RegPreIndex(base, offset, false),
+                    ..,
+                ],
+            ) if first == reg || second == reg => {
+                (base, i64::from(offset) + if second == reg { 8 } else { 0 })
+            }
+            _ => return None,
+        };
+        (base < 31).then(|| self.folded(def, base, offset))
+    }
+
+    /// `xB + offset` at `at`, expressed from `xS` if `xB` was computed there by one `add` or
+    /// `sub xB, xS, #IMM` and `xS` keeps its value from that instruction to `at`.
+    fn folded(&self, at: usize, base: u16, offset: i64) -> Loaded {
+        let plain = Loaded {
+            base,
+            offset,
+            origin: at,
+        };
+        let Some(defs) = self.writes_of(at, base) else {
+            return plain;
+        };
+        let [def] = defs[..] else {
+            return plain;
+        };
+        let Some(instruction) = self.instructions[def].as_ref() else {
+            return plain;
+        };
+        let (from, immediate) = match (instruction.opcode, instruction.operands) {
+            (
+                opcode @ (Opcode::ADD | Opcode::SUB),
+                [
+                    Operand::RegisterOrSP(SizeCode::X, to),
+                    Operand::RegisterOrSP(SizeCode::X, from),
+                    Operand::Immediate(immediate),
+                    Operand::Nothing,
+                ],
+            ) if to == base => (
+                from,
+                if opcode == Opcode::SUB {
+                    -i64::from(immediate)
+                } else {
+                    i64::from(immediate)
+                },
+            ),
+            _ => return plain,
+        };
+        let kept = from < 31 && from != base && {
+            let at_def = self.writes_of(def, from);
+            at_def.is_some() && at_def == self.writes_of(at, from)
+        };
+        if !kept {
+            return plain;
+        }
+        Loaded {
+            base: from,
+            offset: offset + immediate,
+            origin: def,
+        }
+    }
+
+    /// The holder at the call at `at`, if every load of its ops struct (`holders`) was made
+    /// from one register at one offset, and that register holds at the call what it held at
+    /// each of them.
+    fn owner(&self, at: usize, holders: &[Loaded]) -> Option<Owner> {
+        let first = holders.first()?;
+        let at_call = self.writes_of(at, first.base)?;
+        let kept = holders.iter().all(|loaded| {
+            (loaded.base, loaded.offset) == (first.base, first.offset)
+                && self.writes_of(loaded.origin, loaded.base).as_ref() == Some(&at_call)
+        });
+        kept.then_some(Owner {
+            register: pt_regs_offset(first.base)?,
+            displacement: i32::try_from(first.offset).ok()?,
+        })
+    }
+
+    /// Whether the call at `at` is passed first (`x0`) what was loaded from its holder `owner`
+    /// at `from_ops` past the ops struct's pointer, with the holder's register holding at each
+    /// such load what it holds at the call.
+    fn passes_first(&self, at: usize, owner: Owner, from_ops: i64) -> bool {
+        let base = (owner.register / 8) as u16;
+        let place = (base, i64::from(owner.displacement) + from_ops);
+        let base_at_call = self.writes_of(at, base);
+        self.writes_of(at, 0).is_some_and(|defs| {
+            defs.iter().all(|&def| {
+                self.loaded(def, 0).is_some_and(|loaded| {
+                    (loaded.base, loaded.offset) == place
+                        && self.writes_of(loaded.origin, base) == base_at_call
+                })
+            })
+        })
+    }
+}
+
+/// Where a register's value was loaded from: `base + offset`, `base` holding the value it held
+/// at instruction `origin` (the load, or the `add`/`sub` that computed its address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Loaded {
+    base: u16,
+    offset: i64,
+    origin: usize,
 }
 
 /// `mov xD, xS` (`orr xD, xzr, xS`): the source register.
@@ -167,28 +309,12 @@ fn copied_from(instruction: &Instruction) -> Option<u16> {
     }
 }
 
-/// `ldr xT, [xB, #OFF]`: the base register and the offset.
-fn load(instruction: &Instruction) -> Option<(u16, i64)> {
-    match (
-        instruction.opcode,
-        instruction.operands[0],
-        instruction.operands[1],
-    ) {
-        (
-            Opcode::LDR,
-            Operand::Register(SizeCode::X, _),
-            Operand::RegPreIndex(base, offset, false),
-        ) if base < 31 => Some((base, i64::from(offset))),
-        _ => None,
-    }
-}
-
 /// The registers `instruction` writes, as bits: its first operand (unless it is a store or a
 /// compare-and-branch), a pair load's second, and what a call clobbers (`x0`–`x18`, `x30`).
 fn written(instruction: &Instruction) -> u32 {
     const CALL_CLOBBERED: u32 = ((1 << 19) - 1) | (1 << 30);
     let bit = |operand: Operand| match operand {
-        Operand::Register(_, reg) if reg < 31 => 1 << reg,
+        Operand::Register(_, reg) | Operand::RegisterOrSP(_, reg) if reg < 31 => 1 << reg,
         _ => 0,
     };
     match instruction.opcode {
@@ -269,9 +395,110 @@ mod tests {
     }
 
     #[test]
+    fn a_driver_pointer_moved_by_an_add_is_no_driver() {
+        // ldr x8, [x19, #0x250]; add x8, x8, #0x10; ldr x1, [x8, #0xc8]; blr x1
+        let code = code(&[0xf9412a68, 0x91004108, 0xf9406501, 0xd63f0020]);
+        assert!(scan(&code, &layout()).is_empty());
+    }
+
+    #[test]
     fn a_call_clobbered_by_a_call_is_not_a_site() {
         // ldr x8, [x19, #0x250]; ldr x1, [x8, #0xc8]; bl .; blr x1
         let code = code(&[0xf9412a68, 0xf9406501, 0x94000000, 0xd63f0020]);
         assert!(scan(&code, &layout()).is_empty());
+    }
+}
+
+/// phylink's calls of MAC ops in the arm64 6.12 test kernel's `phylink.ko` (its `.text`, not
+/// relocated: a `bl` out of the module branches to itself).
+#[cfg(test)]
+mod mac_tests {
+    use super::*;
+    use crate::probe::callsites::MAC_OPS;
+
+    /// `struct phylink` there: `mac_ops` at 8, `config` at 0x10; `link_config`, `link_poll`,
+    /// `state_mutex`, `phy_state` and `resolve` (`phylink_resolve`'s argument) held in it.
+    fn layout() -> Layout {
+        Layout {
+            names: &MAC_OPS,
+            ops: vec![Some(0x30), Some(0x28)],
+            holders: [0, 88, 168, 216, 248, 304].map(|inner| 8 - inner).to_vec(),
+            marker: None,
+            first_argument: Some(8),
+        }
+    }
+
+    fn code(name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/tests/data/callsites/{name}-6.12-aarch64.bin",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
+    }
+
+    /// A call through `x8` at `offset` of `op`, the holder `struct phylink` at `x19 +
+    /// displacement` (`x19` is `regs[19]`, 152 bytes into `struct pt_regs`).
+    fn site(offset: u32, op: u16, displacement: i32) -> Found {
+        Found {
+            offset,
+            op,
+            target: Target::Register(64),
+            ret: Return::After(offset + 4),
+            owner: Some(Owner {
+                register: 152,
+                displacement,
+            }),
+        }
+    }
+
+    #[test]
+    fn mac_link_up_and_down_in_phylink_resolve_through_its_work_item() {
+        // `sub x8, x19, #0x128; ldr x8, [x8]` loads `mac_ops`, `sub x22, x19, #0x120;
+        // ldr x0, [x22]` the config: `pl` is `x19 - 0x130` (the work item) throughout.
+        assert_eq!(
+            scan(&code("phylink_resolve"), &layout()),
+            [
+                site(0xec, 1, -0x128),
+                site(0x390, 1, -0x128),
+                site(0x634, 0, -0x128)
+            ]
+        );
+    }
+
+    #[test]
+    fn mac_link_down_with_mac_ops_and_config_from_one_ldp() {
+        // ldp x8, x0, [x19, #0x8]; …; ldr x8, [x8, #0x28]; blr x8
+        assert_eq!(
+            scan(&code("phylink_link_down"), &layout()),
+            [site(0x34, 1, 8)]
+        );
+        assert_eq!(scan(&code("phylink_resume"), &layout()), [site(0x90, 1, 8)]);
+    }
+
+    #[test]
+    fn phylink_major_config_makes_no_mac_link_call() {
+        assert_eq!(scan(&code("phylink_major_config"), &layout()), []);
+    }
+
+    fn words(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn a_holder_overwritten_before_the_call_is_no_owner() {
+        // mov x19, x0; ldp x8, x0, [x19, #0x8]; mov x19, x1; ldr x8, [x8, #0x28]; blr x8
+        let found = scan(
+            &words(&[0xaa0003f3, 0xa9408268, 0xaa0103f3, 0xf9401508, 0xd63f0100]),
+            &layout(),
+        );
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].owner, None);
+    }
+
+    #[test]
+    fn a_call_not_passed_the_config_is_no_mac_site() {
+        // mov x19, x0; ldr x8, [x19, #0x8]; ldr x0, [x19, #0x18]; ldr x8, [x8, #0x28]; blr x8
+        let code = words(&[0xaa0003f3, 0xf9400668, 0xf9400e60, 0xf9401508, 0xd63f0100]);
+        assert_eq!(scan(&code, &layout()), []);
     }
 }
