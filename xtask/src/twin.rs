@@ -95,7 +95,8 @@ pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
     }
     let dongle = paths::vm_out().join(format!("dongle-{}.ptrace", Arch::Aarch64));
     let json = compare_call_sites(host_phytrace, &dongle, "aarch64 dongle")?;
-    compare_mac(&json, &dongle)
+    compare_mac(&json, &dongle)?;
+    mac_calls_at_sites(&dongle)
 }
 
 /// Builds the dongle emulator for `arch`'s musl target (static, as `dist` builds phytrace).
@@ -172,6 +173,64 @@ fn compare_mac(json: &str, capture: &Path) -> Result<()> {
         "    MAC side: {} mac_link_up ({}) and {downs} mac_link_down, equal to the kernel's kprobes",
         ups.len(),
         ups.join(", ")
+    );
+    Ok(())
+}
+
+/// Where `capture`'s MAC calls were reported, from `record --status` (`.status`): every op
+/// with a phylink call site armed (`mac_sites_armed`) must have had calls reported there
+/// (`finished`'s `mac_site_calls`; the dongle's link went up and down, which the kernel's
+/// kprobes confirm in [`compare_mac`]); an op without one was reported by name.
+fn mac_calls_at_sites(capture: &Path) -> Result<()> {
+    let path = PathBuf::from(format!("{}.status", capture.display()));
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let lines: Vec<Value> = text
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading {}", path.display()))?;
+    let armed: BTreeSet<String> = lines
+        .iter()
+        .filter(|line| line["status"] == "mac_sites_armed")
+        .flat_map(|line| line["sites"].as_array().cloned().unwrap_or_default())
+        .filter_map(|site| {
+            Some(
+                site.as_str()?
+                    .rsplit_once(" (")?
+                    .1
+                    .trim_end_matches(')')
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let finished = lines
+        .iter()
+        .find(|line| line["status"] == "finished")
+        .with_context(|| format!("{}: no finished line", path.display()))?;
+    let mut at_sites: BTreeMap<String, u64> = BTreeMap::new();
+    for calls in finished["mac_site_calls"].as_array().into_iter().flatten() {
+        let op = calls["op"].as_str().unwrap_or_default().to_owned();
+        *at_sites.entry(op).or_default() += calls["calls"].as_u64().unwrap_or(0);
+    }
+    for op in &armed {
+        ensure!(
+            at_sites.get(op).copied().unwrap_or(0) > 0,
+            "{}: phylink's call sites of {op} were armed, yet no call of it was reported there",
+            capture.display()
+        );
+    }
+    eprintln!(
+        "    MAC calls at phylink's call sites: {}",
+        if at_sites.is_empty() {
+            "none armed (asix's by name)".to_owned()
+        } else {
+            at_sites
+                .iter()
+                .map(|(op, calls)| format!("{op} {calls}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
     );
     Ok(())
 }
