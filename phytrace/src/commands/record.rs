@@ -134,7 +134,7 @@ impl<'a> Started<'a> {
         Self {
             arming: tracer.arming(),
             attached_ms: attached_in.as_millis() as u64,
-            call_sites: tracer.call_sites().map_or(0, |sites| sites.sites().len()),
+            call_sites: tracer.call_sites().map_or(0, |sites| sites.sites().count()),
             call_sites_cached: tracer.startup().call_sites.cached,
             callback_probes: tracer.callback_probes().map(|probes| probes.name()),
             mdio_probes: tracer.mdio_probes(),
@@ -220,7 +220,7 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
     let callbacks = match (tracer.callback_probes(), tracer.call_sites()) {
         (Some(CallbackProbes::Callsite), Some(sites)) => format!(
             "callback probes (callsite) at {} call sites {} in {} ms",
-            sites.sites().len(),
+            sites.sites().count(),
             if startup.call_sites.cached {
                 "from this boot's cache"
             } else {

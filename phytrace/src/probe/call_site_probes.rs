@@ -226,8 +226,6 @@ fn text_refused(err: &std::io::Error) -> anyhow::Error {
 /// The call sites armed in this session.
 pub struct CallSiteProbes {
     table: SiteTable,
-    /// The sites the kernel let both probes be placed on.
-    armed: Vec<CallSite>,
     symbols: TextSymbols,
     /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
@@ -250,7 +248,7 @@ impl CallSiteProbes {
                 discovery.rewritten.join(", ")
             ));
         }
-        let table = SiteTable::fill(
+        let mut table = SiteTable::fill(
             ebpf,
             "CALL_SITES",
             discovery.sites,
@@ -259,23 +257,19 @@ impl CallSiteProbes {
             notes,
             record,
         )?;
-        let mut links = Vec::with_capacity(2 * table.sites().len());
-        let mut armed = Vec::with_capacity(table.sites().len());
-        for (index, site) in table.sites().iter().enumerate() {
-            match arm_site(ebpf, probes, &mut links, site, index as u64) {
-                Ok(()) => armed.push(site.clone()),
-                // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
-                // single-step): the site's calls are not traced, the others are.
-                Err(err) => notes.push(format!(
-                    "the call site {} is not traced: {}",
-                    site.label(),
-                    site_table::refusal(site, &err)
-                )),
-            }
-        }
+        let mut links = Vec::new();
+        // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
+        // single-step): the site's calls are not traced, the others are.
+        let refused = table.arm(|cookie, site| arm_site(ebpf, probes, &mut links, site, cookie));
+        notes.extend(refused.iter().map(|(site, err)| {
+            format!(
+                "the call site {} is not traced: {}",
+                site.label(),
+                site_table::refusal(site, err)
+            )
+        }));
         Ok(Self {
             table,
-            armed,
             symbols,
             links,
         })
@@ -287,8 +281,8 @@ impl CallSiteProbes {
     }
 
     /// The sites armed.
-    pub fn sites(&self) -> &[CallSite] {
-        &self.armed
+    pub fn sites(&self) -> impl Iterator<Item = &CallSite> {
+        self.table.armed()
     }
 
     /// Teaches `decoder` the callback of `record`'s call-site key, if it is new: the op and

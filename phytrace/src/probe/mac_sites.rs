@@ -105,8 +105,6 @@ pub fn unarmable(site: &CallSite) -> Option<&'static str> {
 /// The MAC call sites armed.
 pub struct MacSites {
     table: SiteTable,
-    /// The sites the kernel let a probe be placed on.
-    armed: Vec<CallSite>,
     /// The kprobes (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
 }
@@ -122,7 +120,7 @@ impl MacSites {
                 None => sites.push(site),
             }
         }
-        let table = SiteTable::fill(
+        let mut table = SiteTable::fill(
             ebpf,
             "MAC_SITES",
             sites,
@@ -132,29 +130,18 @@ impl MacSites {
             |site| record(site, found.config_from_ops),
         )?;
         let mut links = Vec::new();
-        let mut armed = Vec::new();
-        let mut refused = Vec::new();
-        for (index, site) in table.sites().iter().enumerate() {
-            let program = PROGRAMS[usize::from(site.found.op)];
-            let attached = loaded_kprobe(ebpf, program)
-                .and_then(|program| Ok(program.fd()?.try_clone()?))
-                .and_then(|fd| {
-                    let offset = u64::from(site.found.offset);
-                    Ok(trace_events::attach_kprobe(
-                        fd.as_fd(),
-                        &site.function,
-                        offset,
-                        index as u64,
-                    )?)
-                });
-            match attached {
-                Ok(link) => {
-                    links.push(link);
-                    armed.push(site.clone());
-                }
-                Err(err) => refused.push((site, site_table::refusal(site, &err))),
-            }
-        }
+        let refused: Vec<(&CallSite, String)> = table
+            .arm(|cookie, site| {
+                let program = loaded_kprobe(ebpf, PROGRAMS[usize::from(site.found.op)])?;
+                let fd = program.fd()?.try_clone()?;
+                let offset = u64::from(site.found.offset);
+                let link = trace_events::attach_kprobe(fd.as_fd(), &site.function, offset, cookie)?;
+                links.push(link);
+                Ok(())
+            })
+            .into_iter()
+            .map(|(site, err)| (site, site_table::refusal(site, &err)))
+            .collect();
         if links.is_empty() {
             bail!(
                 "none of its {} MAC call sites could be armed: {}",
@@ -163,28 +150,21 @@ impl MacSites {
             );
         }
         notes.extend(refused.iter().map(|(site, why)| not_traced(site, why)));
-        Ok(Self {
-            table,
-            armed,
-            links,
-        })
+        Ok(Self { table, links })
     }
 
     /// The sites armed.
-    pub fn sites(&self) -> &[CallSite] {
-        &self.armed
+    pub fn sites(&self) -> impl Iterator<Item = &CallSite> {
+        self.table.armed()
     }
 
     /// Detaches every site's probe and says how many calls each reported.
     pub fn disarm(&mut self, ebpf: &Ebpf) -> Result<Vec<MacSiteCalls>> {
         self.links.clear();
-        let hits = self.table.hits(ebpf)?;
         Ok(self
             .table
-            .sites()
-            .iter()
-            .zip(hits)
-            .filter(|(site, _)| self.armed.contains(site))
+            .hits(ebpf)?
+            .into_iter()
             .map(|(site, calls)| MacSiteCalls {
                 site: site.place(),
                 op: site.op(),

@@ -32,7 +32,6 @@ impl Tracer {
             call_sites: self.call_sites().map_or_else(Vec::new, |sites| {
                 sites
                     .sites()
-                    .iter()
                     .map(|site| CallSiteEntry {
                         call: site.place(),
                         op: site.op().to_owned(),

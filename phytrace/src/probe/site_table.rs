@@ -1,6 +1,7 @@
 //! The programs' table of call sites (an array map of [`SiteRecord`], indexed by the cookie of
 //! each site's kprobes): written when the sites are armed, read back for the sites a failed
-//! check disabled. Shared by the PHY-op and the MAC-op call sites.
+//! check disabled and for their calls. Shared by the PHY-op and the MAC-op call sites, with
+//! which of them the kernel let be probed.
 
 use anyhow::{Context as _, Result};
 use aya::{Ebpf, maps::Array};
@@ -11,10 +12,12 @@ use super::{
     trace_events::TraceEventError,
 };
 
-/// The sites of one table and which of them were said to be disabled.
+/// The sites of one table, which of them the kernel refused to probe, and which were said
+/// to be disabled.
 pub struct SiteTable {
     map: &'static str,
     sites: Vec<CallSite>,
+    refused: Vec<bool>,
     disabled: Vec<bool>,
 }
 
@@ -44,24 +47,47 @@ impl SiteTable {
         }
         Ok(Self {
             map,
+            refused: vec![false; sites.len()],
             disabled: vec![false; sites.len()],
             sites,
         })
     }
 
-    /// The sites, in table order.
-    pub fn sites(&self) -> &[CallSite] {
-        &self.sites
+    /// Probes each site with `arm`, given the cookie of its probes (its index). A site `arm`
+    /// fails on is not armed ([`Self::armed`]); those are returned, with why.
+    pub fn arm(
+        &mut self,
+        mut arm: impl FnMut(u64, &CallSite) -> Result<()>,
+    ) -> Vec<(&CallSite, anyhow::Error)> {
+        let mut refused = Vec::new();
+        for (index, site) in self.sites.iter().enumerate() {
+            if let Err(err) = arm(index as u64, site) {
+                self.refused[index] = true;
+                refused.push((site, err));
+            }
+        }
+        refused
     }
 
-    /// Each site's checked hits, in table order.
-    pub fn hits(&self, ebpf: &Ebpf) -> Result<Vec<u64>> {
+    /// The sites armed, in table order.
+    pub fn armed(&self) -> impl Iterator<Item = &CallSite> {
+        self.sites
+            .iter()
+            .zip(&self.refused)
+            .filter_map(|(site, refused)| (!refused).then_some(site))
+    }
+
+    /// Each armed site with its checked hits, in table order.
+    pub fn hits(&self, ebpf: &Ebpf) -> Result<Vec<(&CallSite, u64)>> {
         let table: Array<_, SiteRecord> = Array::try_from(
             ebpf.map(self.map)
                 .with_context(|| format!("{} map", self.map))?,
         )?;
-        (0..self.sites.len())
-            .map(|index| Ok(table.get(&(index as u32), 0)?.hits))
+        self.sites
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !self.refused[*index])
+            .map(|(index, site)| Ok((site, table.get(&(index as u32), 0)?.hits)))
             .collect()
     }
 

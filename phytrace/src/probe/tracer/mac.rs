@@ -61,14 +61,13 @@ impl Tracer {
             Ok(sites) => {
                 for op in MAC_OPS
                     .into_iter()
-                    .filter(|op| !sites.sites().iter().any(|site| site.op() == *op))
+                    .filter(|op| !sites.sites().any(|site| site.op() == *op))
                 {
                     self.notes.push(format!(
                         "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
                     ));
                 }
-                self.newly_armed_mac_sites =
-                    Some(sites.sites().iter().map(CallSite::label).collect());
+                self.newly_armed_mac_sites = Some(sites.sites().map(CallSite::label).collect());
                 self.mac_sites = Some(sites);
             }
             Err(err) => {
