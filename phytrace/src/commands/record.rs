@@ -45,7 +45,8 @@ pub struct RecordArgs {
     pub ring_size: u32,
     /// Also write the recording's status to FILE as JSON lines, for scripts: `{"status":
     /// "recording", …}` once every probe is attached, `{"status":"mac_sites_armed", "sites"}`
-    /// each time phylink's MAC call sites are armed, `{"status":"finished", …}` (with the
+    /// each time a search of phylink's code for MAC call sites ends (the sites armed, maybe
+    /// none), `{"status":"finished", …}` (with the
     /// capture's trailer and the calls each MAC call site reported, `mac_site_calls`) when the
     /// file is complete (docs/capture-format.md).
     #[arg(long, value_name = "FILE")]
