@@ -13,28 +13,19 @@
 # POSIX sh only, no program but busybox's applets, phytrace and the emulator.
 set -eu
 : "${PHYTRACE_BIN:?}" "${PHYTRACE_MODULES:?}" "${PHYTRACE_OUT:?}" "${PHYTRACE_TARGET:?}"
+. "$(dirname "$0")/lib.sh"
 ARCH=${PHYTRACE_ARCH:-$(uname -m)}
+TAG="dongle $ARCH"
 EMULATOR=$PHYTRACE_TARGET/$ARCH-unknown-linux-musl/release/ax88772a-emulator
 CAPTURE=$PHYTRACE_OUT/dongle-$ARCH.ptrace
 SOCK=/run/ax88772a-emulator.sock
 TREE=$PHYTRACE_MODULES/tree/lib/modules/$(uname -r)/kernel/drivers
-TRACEFS=/sys/kernel/tracing
 RECORD_PID=''
 EMULATOR_PID=''
 
-say() { echo "[dongle $ARCH] $*"; }
-fail() {
-    echo "[dongle $ARCH] FAIL: $*" >&2
-    [ ! -e "$CAPTURE.stderr" ] || cat "$CAPTURE.stderr" >&2
-    [ ! -e "$CAPTURE.emulator-log" ] || tail -n 20 "$CAPTURE.emulator-log" >&2
-    dmesg | tail -n 20 >&2
-    exit 1
-}
-remove_truth() {
-    [ ! -e "$TRACEFS/events/truth/enable" ] || echo 0 >"$TRACEFS/events/truth/enable"
-    for event in $(grep -o '^[pr][0-9]*:truth/[^ ]*' "$TRACEFS/kprobe_events" || true); do
-        echo "-:${event#*:}" >>"$TRACEFS/kprobe_events"
-    done
+fail_context() {
+    [ ! -e "$CAPTURE.stderr" ] || cat "$CAPTURE.stderr"
+    [ ! -e "$CAPTURE.emulator-log" ] || tail -n 20 "$CAPTURE.emulator-log"
 }
 cleanup() {
     [ -z "$RECORD_PID" ] || kill -9 "$RECORD_PID" 2>/dev/null || true
@@ -42,17 +33,6 @@ cleanup() {
     remove_truth
 }
 trap cleanup EXIT
-
-# wait_until SECONDS WHAT COMMAND...: polls COMMAND every 0.1 s until it succeeds.
-wait_until() {
-    limit=$(($1 * 10)) what=$2 n=0
-    shift 2
-    until "$@"; do
-        n=$((n + 1))
-        [ "$n" -le "$limit" ] || fail "$what (not within $((limit / 10)) s)"
-        sleep 0.1
-    done
-}
 
 # The dongle's netdev (USB 0b95:772a), or nothing.
 netdev() {
@@ -84,16 +64,7 @@ wait_until 5 "/dev/raw-gadget" test -c /dev/raw-gadget
 
 # The ground truth: the kernel's own events on every callback of the driver, and on asix's MAC
 # ops (arm64: speed and duplex are the fifth and sixth arguments, x4 and x5).
-callbacks=0
-: >"$CAPTURE.truth-names"
-awk '$4 == "[ax88796b_rust]" && $2 ~ /^[tT]$/ && $3 ~ /^_R.*Adapter.*_callback/ { print $3 }' /proc/kallsyms >"$CAPTURE.symbols"
-while read -r symbol; do
-    callbacks=$((callbacks + 1))
-    echo "p:truth/cb$callbacks ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
-    echo "r:truth/cb${callbacks}r ax88796b_rust:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
-    echo "cb$callbacks $(echo "$symbol" | sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/')" >>"$CAPTURE.truth-names"
-done <"$CAPTURE.symbols"
-[ "$callbacks" -gt 0 ] || fail "no callbacks of ax88796b_rust in /proc/kallsyms"
+truth_on_callbacks "$CAPTURE"
 echo 'p:truth/up asix:ax88772_mac_link_up speed=%x4:s32 duplex=%x5:s32' >>"$TRACEFS/kprobe_events"
 echo 'p:truth/down asix:ax88772_mac_link_down' >>"$TRACEFS/kprobe_events"
 echo >"$TRACEFS/trace"
@@ -104,7 +75,7 @@ echo 1 >"$TRACEFS/tracing_on"
 RECORD_PID=$!
 wait_until 60 "phytrace record started" recording
 wait_until 60 "record's search for phylink's MAC call sites ended" mac_settled
-say "recording with $("$PHYTRACE_BIN" --version) (the kernel's own events on its $callbacks callbacks and asix's MAC ops)"
+say "recording with $("$PHYTRACE_BIN" --version) (the kernel's own events on its $CALLBACKS callbacks and asix's MAC ops)"
 
 "$EMULATOR" run --socket "$SOCK" --an-delay-ms 100 --partner all,pause \
     >"$CAPTURE.emulator-events" 2>"$CAPTURE.emulator-log" &
@@ -126,12 +97,7 @@ ip link set dev "$DEV" down
 kill -INT "$RECORD_PID"
 wait "$RECORD_PID" || fail "phytrace record exited with status $?"
 RECORD_PID=
-echo 0 >"$TRACEFS/events/truth/enable"
-for stats in "$TRACEFS"/per_cpu/cpu*/stats; do
-    grep -q '^overrun: 0$' "$stats" || fail "the ftrace buffer overran ($stats): the ground truth is incomplete"
-done
-cp "$TRACEFS/trace" "$CAPTURE.truth"
-remove_truth
+truth_save "$CAPTURE.truth"
 kill "$EMULATOR_PID"
 wait "$EMULATOR_PID" || true
 EMULATOR_PID=

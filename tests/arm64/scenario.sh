@@ -14,28 +14,16 @@
 # arm64 binaries only (busybox sh and `cargo xtask dist`'s phytrace).
 set -eu
 : "${PHYTRACE_BIN:?}" "${PHYTRACE_MODULES:?}" "${PHYTRACE_OUT:?}"
+. "$(dirname "$0")/lib.sh"
 ARCH=${PHYTRACE_ARCH:-$(uname -m)}
+TAG="twin $ARCH"
 CAPTURE="$PHYTRACE_OUT/twin-$ARCH.ptrace"
 SITES="$PHYTRACE_OUT/twin-$ARCH-callsite.ptrace"
 SIM=/sys/kernel/debug/phy_sim/sim0
-TRACEFS=/sys/kernel/tracing
 RECORD_PID=''
 SITES_PID=''
 
-say() { echo "[twin $ARCH] $*"; }
-fail() {
-    echo "[twin $ARCH] FAIL: $*" >&2
-    [ ! -e "$SIM/info" ] || cat "$SIM/info" >&2
-    dmesg | tail -n 20 >&2
-    exit 1
-}
-# remove_truth: disables and removes the `truth` kprobe events.
-remove_truth() {
-    [ ! -e "$TRACEFS/events/truth/enable" ] || echo 0 >"$TRACEFS/events/truth/enable"
-    for event in $(grep -o '^[pr][0-9]*:truth/[^ ]*' "$TRACEFS/kprobe_events" || true); do
-        echo "-:${event#*:}" >>"$TRACEFS/kprobe_events"
-    done
-}
+fail_context() { [ ! -e "$SIM/info" ] || cat "$SIM/info"; }
 cleanup() {
     [ -z "$RECORD_PID" ] || kill -9 "$RECORD_PID" 2>/dev/null || true
     [ -z "$SITES_PID" ] || kill -9 "$SITES_PID" 2>/dev/null || true
@@ -44,17 +32,6 @@ cleanup() {
     for module in phy_sim ax88796b_rust; do rmmod "$module" 2>/dev/null || true; done
 }
 trap cleanup EXIT
-
-# wait_until SECONDS WHAT COMMAND...: polls COMMAND every 0.1 s until it succeeds.
-wait_until() {
-    limit=$(($1 * 10)) what=$2 n=0
-    shift 2
-    until "$@"; do
-        n=$((n + 1))
-        [ "$n" -le "$limit" ] || fail "$what (not within $((limit / 10)) s)"
-        sleep 0.1
-    done
-}
 
 info() { sed -n "s/^$1: //p" "$SIM/info"; }
 total() { sed -n "s/^$1 //p" "$SIM/counters"; }
@@ -75,16 +52,7 @@ rm -f "$CAPTURE" "$CAPTURE.stderr" "$CAPTURE.status" "$CAPTURE.doctor" "$SITES" 
 say "ok: $(tail -n 1 "$CAPTURE.doctor")"
 insmod "$PHYTRACE_MODULES/ax88796b_rust.ko"
 # The ground truth of the call-site session: the kernel's own events on every callback.
-callbacks=0
-: >"$SITES.truth-names"
-awk '$4 == "[ax88796b_rust]" && $2 ~ /^[tT]$/ && $3 ~ /^_R.*Adapter.*_callback/ { print $3 }' /proc/kallsyms >"$SITES.symbols"
-while read -r symbol; do
-    callbacks=$((callbacks + 1))
-    echo "p:truth/cb$callbacks ax88796b_rust:$symbol" >>"$TRACEFS/kprobe_events"
-    echo "r:truth/cb${callbacks}r ax88796b_rust:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
-    echo "cb$callbacks $(echo "$symbol" | sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/')" >>"$SITES.truth-names"
-done <"$SITES.symbols"
-[ "$callbacks" -gt 0 ] || fail "no callbacks of ax88796b_rust in /proc/kallsyms"
+truth_on_callbacks "$SITES"
 echo >"$TRACEFS/trace"
 echo 1 >"$TRACEFS/events/truth/enable"
 "$PHYTRACE_BIN" record -o "$CAPTURE" --status "$CAPTURE.status" 2>"$CAPTURE.stderr" &
@@ -93,7 +61,7 @@ RECORD_PID=$!
 SITES_PID=$!
 wait_until 60 "phytrace record started" recording "$CAPTURE"
 wait_until 60 "phytrace record --callback-probes callsite started" recording "$SITES"
-say "recording with $("$PHYTRACE_BIN" --version), callbacks at call sites too (the kernel's own events on its $callbacks callbacks)"
+say "recording with $("$PHYTRACE_BIN" --version), callbacks at call sites too (the kernel's own events on its $CALLBACKS callbacks)"
 
 insmod "$PHYTRACE_MODULES/phy_sim.ko" phys=ax88772a@1 aneg_delay_ms=50 reset_delay_ms=5
 wait_until 10 "phy_sim's debugfs" test -e "$SIM/info"
@@ -137,12 +105,7 @@ wait "$RECORD_PID" || fail "phytrace record exited with status $?"
 RECORD_PID=
 wait "$SITES_PID" || fail "phytrace record --callback-probes callsite exited with status $?"
 SITES_PID=
-echo 0 >"$TRACEFS/events/truth/enable"
-for stats in "$TRACEFS"/per_cpu/cpu*/stats; do
-    grep -q '^overrun: 0$' "$stats" || fail "the ftrace buffer overran ($stats): the ground truth is incomplete"
-done
-cp "$TRACEFS/trace" "$SITES.truth"
-remove_truth
+truth_save "$SITES.truth"
 cat "$CAPTURE.stderr" "$SITES.stderr"
 events=$("$PHYTRACE_BIN" dump --format json "$CAPTURE" | wc -l)
 [ "$events" -gt 20 ] || fail "only $events events in $CAPTURE"
