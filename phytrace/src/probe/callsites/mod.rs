@@ -146,6 +146,21 @@ impl Layout {
     }
 }
 
+/// phylink's MAC ops as the 6.12 test kernels lay them out, on both architectures: `struct
+/// phylink` holds `mac_ops` at 8 and `config` at 0x10, and holds `link_config`, `link_poll`,
+/// `state_mutex`, `phy_state` and `resolve` (`phylink_resolve`'s argument); `mac_link_up` is at
+/// 0x30 in `struct phylink_mac_ops`, `mac_link_down` at 0x28.
+#[cfg(test)]
+fn phylink_6_12_layout() -> Layout {
+    Layout {
+        names: &MAC_OPS,
+        ops: vec![Some(0x30), Some(0x28)],
+        holders: [0, 88, 168, 216, 248, 304].map(|inner| 8 - inner).to_vec(),
+        marker: None,
+        first_argument: Some(8),
+    }
+}
+
 /// Where the called address is at the call instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Target {

@@ -510,21 +510,9 @@ mod tests {
 #[cfg(test)]
 mod mac_tests {
     use super::*;
-    use crate::probe::callsites::MAC_OPS;
+    use crate::probe::callsites::phylink_6_12_layout as layout;
 
     const BASE: u64 = 0xffff_ffff_c000_0000;
-
-    /// `struct phylink` there: `mac_ops` at 8; `link_config`, `link_poll`, `state_mutex`,
-    /// `phy_state` and `resolve` (`phylink_resolve`'s argument) held in it.
-    fn layout() -> Layout {
-        Layout {
-            names: &MAC_OPS,
-            ops: vec![Some(0x30), Some(0x28)],
-            holders: [0, 88, 168, 216, 248, 304].map(|inner| 8 - inner).to_vec(),
-            marker: None,
-            first_argument: Some(8),
-        }
-    }
 
     fn owner(register: u32, displacement: i32) -> Option<Owner> {
         Some(Owner {
