@@ -99,22 +99,7 @@ fn build(arch: Arch) -> Result<(PathBuf, PathBuf)> {
         "dist: building phytrace for {arch} ({}, release)",
         arch.musl_target()
     ));
-    // Quiet on success: cargo's output is shown only if the build fails.
-    run::output(
-        Command::new(env!("CARGO"))
-            .args(["build", "--release", "--locked", "--package", "phytrace"])
-            .args(["--target", arch.musl_target()])
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("AYA_BUILD_SKIP")
-            .current_dir(paths::workspace()),
-    )
-    .with_context(|| {
-        format!(
-            "building phytrace for {}: is its Rust target installed (`cargo xtask setup`)?",
-            arch.musl_target()
-        )
-    })?;
+    build_static("phytrace", arch)?;
     let binary = binary(arch);
     check_static(&binary, arch)?;
     let object = ebpf_object(arch)?;
@@ -128,6 +113,29 @@ fn build(arch: Arch) -> Result<(PathBuf, PathBuf)> {
     check_argument_registers(&object, arch)?;
     run::done(&format!("{arch} build"), started);
     Ok((binary, object))
+}
+
+/// Builds `package` statically for `arch`'s musl target, release (`.cargo/config.toml` links
+/// it: an environment's RUSTFLAGS would replace that, so it is not passed on; nor is
+/// AYA_BUILD_SKIP, so phytrace embeds its eBPF object).
+pub fn build_static(package: &str, arch: Arch) -> Result<()> {
+    // Quiet on success: cargo's output is shown only if the build fails.
+    run::output(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--locked", "--package", package])
+            .args(["--target", arch.musl_target()])
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("AYA_BUILD_SKIP")
+            .current_dir(paths::workspace()),
+    )
+    .with_context(|| {
+        format!(
+            "building {package} for {}: is its Rust target installed (`cargo xtask setup`)?",
+            arch.musl_target()
+        )
+    })?;
+    Ok(())
 }
 
 /// The eBPF object the last build for `arch` embedded (the newest one in its build outputs).

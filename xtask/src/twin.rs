@@ -102,14 +102,7 @@ pub fn run(options: &vm::VmOptions, host_phytrace: &Path) -> Result<()> {
 /// Builds the dongle emulator for `arch`'s musl target (static, as `dist` builds phytrace).
 fn build_emulator(arch: Arch) -> Result<()> {
     let started = run::step(&format!("arm64 test: building the emulator for {arch}"));
-    // Quiet on success: cargo's output is shown only if the build fails.
-    run::output(
-        Command::new(env!("CARGO"))
-            .args(["build", "--release", "--locked", "--package", EMULATOR])
-            .args(["--target", arch.musl_target()])
-            .current_dir(paths::workspace()),
-    )
-    .with_context(|| format!("building {EMULATOR} for {}", arch.musl_target()))?;
+    dist::build_static(EMULATOR, arch)?;
     run::done(&format!("{arch} emulator"), started);
     Ok(())
 }
