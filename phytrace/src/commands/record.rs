@@ -233,13 +233,21 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
         (None, _) => "no callback probes".to_owned(),
     };
     eprintln!(
-        "phytrace: recording to {} with {callbacks} (attached in {} ms: BTF {} ms, load {} ms with MDIO probes ({}) attached meanwhile in {} ms, modules {} ms{})",
+        "phytrace: recording to {} with {callbacks} (attached in {} ms: BTF {} ms, load {} ms with MDIO probes ({}) attached meanwhile in {} ms{}, modules {} ms{})",
         output.display(),
         attached_in.as_millis(),
         startup.btf.as_millis(),
         startup.load.as_millis(),
         tracer.mdio_probes().name(),
         startup.mdio.as_millis(),
+        if tracer.call_sites().is_some() {
+            format!(
+                " and the call sites in {} ms",
+                startup.call_sites_armed.as_millis()
+            )
+        } else {
+            String::new()
+        },
         startup.modules.as_millis(),
         if waiting.is_empty() {
             String::new()

@@ -14,14 +14,13 @@ use std::{
 };
 
 use anyhow::{Context as _, Result};
-use aya::Ebpf;
 use phytrace_common::{
     CallSite as SiteRecord, MAX_CALL_SITES, RawKind, SITE_CHECK_BOUND_DRIVER,
     SITE_TARGET_IN_MEMORY, split_call_site_key,
 };
 
 use super::{
-    attach::loaded_kprobe,
+    attach::{Programs, loaded_kprobe},
     callsites::{
         self, CallSite, Discovery, Isa, Layout, Return, Target, cache, kallsyms::TextSymbols,
     },
@@ -229,14 +228,19 @@ pub struct CallSiteProbes {
     symbols: TextSymbols,
     /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
+    /// The return probes of the sites whose call the kernel refused, until
+    /// [`Self::close_stranded`].
+    stranded: Vec<EventLink>,
 }
 
 impl CallSiteProbes {
-    /// Fills the programs' site table and arms every site of `discovery` (at most
-    /// [`MAX_CALL_SITES`]; more are reported in `notes`).
+    /// Fills the programs' site table (`records`, [`site_table::records`] of `CALL_SITES`) and
+    /// arms every site of `discovery` (at most [`MAX_CALL_SITES`]; more are reported in
+    /// `notes`) with `programs`.
     pub fn arm(
-        ebpf: &mut Ebpf,
+        programs: &mut impl Programs,
         probes: &mut DriverProbes,
+        records: site_table::Records,
         (discovery, symbols): Found,
         notes: &mut Vec<String>,
     ) -> Result<Self> {
@@ -249,18 +253,19 @@ impl CallSiteProbes {
             ));
         }
         let mut table = SiteTable::fill(
-            ebpf,
-            "CALL_SITES",
+            records,
             discovery.sites,
             MAX_CALL_SITES,
             "PHY op",
             notes,
             record,
         )?;
-        let mut links = Vec::new();
+        let (mut links, mut stranded) = (Vec::new(), Vec::new());
         // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
         // single-step): the site's calls are not traced, the others are.
-        let refused = table.arm(|cookie, site| arm_site(ebpf, probes, &mut links, site, cookie));
+        let refused = table.arm(|cookie, site| {
+            arm_site(programs, probes, &mut links, &mut stranded, site, cookie)
+        });
         notes.extend(refused.iter().map(|(site, err)| {
             format!(
                 "the call site {} is not traced: {}",
@@ -272,12 +277,29 @@ impl CallSiteProbes {
             table,
             symbols,
             links,
+            stranded,
         })
     }
 
     /// Detaches every site's probes (the tail calls' return probes go with `probes`).
     pub fn disarm(&mut self) {
         self.links.clear();
+        self.stranded.clear();
+    }
+
+    /// Removes, on another thread, the return probes of the sites whose call the kernel
+    /// refused: left until the session has started, as removing a kprobe waits for an RCU
+    /// grace period (tens of milliseconds in a slow guest) and meanwhile holds back the
+    /// kprobes and trace events being placed. They report nothing meanwhile: no call enters.
+    pub fn close_stranded(&mut self) {
+        let stranded = std::mem::take(&mut self.stranded);
+        if stranded.is_empty() {
+            return;
+        }
+        // With no thread to close them on, they close here.
+        let _ = std::thread::Builder::new()
+            .name("phytrace-close".into())
+            .spawn(move || drop(stranded));
     }
 
     /// The sites armed.
@@ -320,41 +342,43 @@ impl CallSiteProbes {
     /// Says, once per site, which sites the programs disabled since the last call because a
     /// hit failed the check (its called address was not the PHY's driver's op): their calls
     /// are not traced from then on.
-    pub fn newly_disabled(&mut self, ebpf: &Ebpf) -> Result<Vec<String>> {
+    pub fn newly_disabled(&mut self) -> Result<Vec<String>> {
         self.table
-            .newly_disabled(ebpf, "call site", |op| format!("the PHY's driver's {op}"))
+            .newly_disabled("call site", |op| format!("the PHY's driver's {op}"))
     }
 }
 
 /// Arms `site`'s return probe, then its entry probe (carrying `cookie`, its index in the site
 /// table): a return armed without its entry finds no frame and reports nothing. An entry the
-/// kernel refuses takes its return probe away again: alone, it would only cost each pass. The
-/// kprobes are the kprobe PMU's (added to `links`); a tail call's return probe is a tracefs
-/// event of `probes`, which can give it room for more calls in flight and counts its misses.
+/// kernel refuses takes its return probe away again (to `stranded`, see
+/// [`CallSiteProbes::close_stranded`]): alone, it would only cost each pass. The kprobes are the kprobe PMU's
+/// (added to `links`); a tail call's return probe is a tracefs event of `probes`, which can
+/// give it room for more calls in flight and counts its misses.
 fn arm_site(
-    ebpf: &mut Ebpf,
+    programs: &mut impl Programs,
     probes: &mut DriverProbes,
     links: &mut Vec<EventLink>,
+    stranded: &mut Vec<EventLink>,
     site: &CallSite,
     cookie: u64,
 ) -> Result<()> {
     let returns_armed = links.len();
-    let mut kprobe = |ebpf: &mut Ebpf, program: &str, offset: u32| -> Result<()> {
-        let fd = loaded_kprobe(ebpf, program)?.fd()?.try_clone()?;
+    let mut kprobe = |programs: &mut _, program: &str, offset: u32| -> Result<()> {
+        let fd = loaded_kprobe(programs, program)?.fd()?.try_clone()?;
         let link =
             trace_events::attach_kprobe(fd.as_fd(), &site.function, u64::from(offset), cookie)?;
         links.push(link);
         Ok(())
     };
     match site.found.ret {
-        Return::After(offset) => kprobe(ebpf, PROGRAMS[1], offset)?,
+        Return::After(offset) => kprobe(programs, PROGRAMS[1], offset)?,
         Return::Tail => {
             let name = format!("site_{}", site.op());
-            probes.arm_site(ebpf, PROGRAMS[2], &name, true, &site.function, cookie)?;
+            probes.arm_site(programs, PROGRAMS[2], &name, true, &site.function, cookie)?;
         }
     }
-    kprobe(ebpf, PROGRAMS[0], site.found.offset).inspect_err(|_| {
-        links.truncate(returns_armed);
+    kprobe(programs, PROGRAMS[0], site.found.offset).inspect_err(|_| {
+        stranded.extend(links.drain(returns_armed..));
         if site.found.ret == Return::Tail {
             probes.disarm_last_site();
         }

@@ -12,7 +12,7 @@ use aya::Ebpf;
 
 use super::error::ProbeError;
 use super::{
-    attach::{ArmCallbacks, Armed, loaded_kprobe},
+    attach::{ArmCallbacks, Armed, Programs, loaded_kprobe},
     symbols::CallbackSymbol,
     trace_events::{self, EventGroup, EventLink, Probe, TraceEventError},
 };
@@ -104,7 +104,7 @@ impl DriverProbes {
     /// their keys.
     pub fn arm(
         &mut self,
-        ebpf: &mut Ebpf,
+        programs: &mut impl Programs,
         decoder: &mut Decoder,
         module: &str,
         symbols: Vec<CallbackSymbol>,
@@ -117,8 +117,8 @@ impl DriverProbes {
             let name = format!("{module}_{}", symbol.callback);
             let place = (Some(module), symbol.symbol.as_str());
             let probes = [
-                self.probe(ebpf, PROGRAMS[0], &name, false, place, key)?,
-                self.probe(ebpf, PROGRAMS[1], &name, true, place, key)?,
+                self.probe(programs, PROGRAMS[0], &name, false, place, key)?,
+                self.probe(programs, PROGRAMS[1], &name, true, place, key)?,
             ];
             decoder.add_callback(
                 key,
@@ -143,13 +143,13 @@ impl DriverProbes {
     /// vmlinux or a built-in module), on return if `on_return`.
     pub fn arm_function(
         &mut self,
-        ebpf: &mut Ebpf,
+        programs: &mut impl Programs,
         module: Option<&str>,
         symbol: &str,
         program: &str,
         on_return: bool,
     ) -> Result<()> {
-        let probe = self.probe(ebpf, program, program, on_return, (module, symbol), 0)?;
+        let probe = self.probe(programs, program, program, on_return, (module, symbol), 0)?;
         self.functions.push(probe);
         Ok(())
     }
@@ -158,14 +158,14 @@ impl DriverProbes {
     /// `function+0xOFF`), on return if `on_return`, with `cookie`.
     pub fn arm_site(
         &mut self,
-        ebpf: &mut Ebpf,
+        programs: &mut impl Programs,
         program: &str,
         name: &str,
         on_return: bool,
         place: &str,
         cookie: u64,
     ) -> Result<()> {
-        let probe = self.probe(ebpf, program, name, on_return, (None, place), cookie)?;
+        let probe = self.probe(programs, program, name, on_return, (None, place), cookie)?;
         self.functions.push(probe);
         Ok(())
     }
@@ -181,14 +181,14 @@ impl DriverProbes {
     /// and attaches kprobe program `program` to it with `cookie`.
     fn probe(
         &mut self,
-        ebpf: &mut Ebpf,
+        programs: &mut impl Programs,
         program: &str,
         name: &str,
         on_return: bool,
         (module, symbol): (Option<&str>, &str),
         cookie: u64,
     ) -> Result<ArmedEvent> {
-        let fd = loaded_kprobe(ebpf, program)?.fd()?.try_clone()?;
+        let fd = loaded_kprobe(programs, program)?.fd()?.try_clone()?;
         self.next_event += 1;
         let (probe, end) = if on_return {
             let max_active = self.max_active;

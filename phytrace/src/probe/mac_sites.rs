@@ -121,8 +121,7 @@ impl MacSites {
             }
         }
         let mut table = SiteTable::fill(
-            ebpf,
-            "MAC_SITES",
+            site_table::records(ebpf, "MAC_SITES")?,
             sites,
             MAX_MAC_SITES,
             "MAC op",
@@ -159,11 +158,11 @@ impl MacSites {
     }
 
     /// Detaches every site's probe and says how many calls each reported.
-    pub fn disarm(&mut self, ebpf: &Ebpf) -> Result<Vec<MacSiteCalls>> {
+    pub fn disarm(&mut self) -> Result<Vec<MacSiteCalls>> {
         self.links.clear();
         Ok(self
             .table
-            .hits(ebpf)?
+            .hits()?
             .into_iter()
             .map(|(site, calls)| MacSiteCalls {
                 site: site.place(),
@@ -175,10 +174,9 @@ impl MacSites {
 
     /// Says, once per site, which sites the programs disabled since the last call because a
     /// hit failed the check.
-    pub fn newly_disabled(&mut self, ebpf: &Ebpf) -> Result<Vec<String>> {
-        self.table.newly_disabled(ebpf, "MAC call site", |op| {
-            format!("its phylink's mac_ops->{op}")
-        })
+    pub fn newly_disabled(&mut self) -> Result<Vec<String>> {
+        self.table
+            .newly_disabled("MAC call site", |op| format!("its phylink's mac_ops->{op}"))
     }
 }
 

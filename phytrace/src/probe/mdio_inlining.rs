@@ -22,16 +22,21 @@
 //! no call of the accessor, so no access is seen twice. A kernel that calls its accessors has
 //! no such site: nothing more is armed.
 
-use std::{fs, os::fd::AsFd as _};
+use std::{
+    fs,
+    os::fd::AsFd as _,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context as _, Result};
 use aya::Ebpf;
+use serde::{Deserialize, Serialize};
 
 use super::{
     attach::loaded_kprobe,
     btf::KernelBtf,
     call_site_probes,
-    callsites::{Isa, Layout, Return, kallsyms::TextSymbols, text::KernelMemory, x86},
+    callsites::{Isa, Layout, Return, cache, kallsyms::TextSymbols, text::KernelMemory, x86},
     mdio_probes::ACCESSORS,
     symbols::KALLSYMS,
     trace_events::{self, EventLink},
@@ -41,7 +46,7 @@ use super::{
 const BUS_OPS: [&str; 4] = ["read", "write", "read_c45", "write_c45"];
 
 /// A call of a bus op in an inlined copy of an accessor.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpSite {
     /// The function holding the copy.
     pub function: String,
@@ -116,37 +121,62 @@ fn arm_sites(ebpf: &mut Ebpf, sites: &[OpSite]) -> Result<Vec<EventLink>> {
     Ok(links)
 }
 
-/// Finds the bus-op calls of inlined accessors in the running kernel and arms them; what the
-/// user should know goes to `notes`, including that the kernel's text could not be read (the
-/// copies, if any, are then missed). Nothing is armed where the text holds no such call.
-pub fn arm_inlined(ebpf: &mut Ebpf, btf: &KernelBtf, notes: &mut Vec<String>) -> Vec<EventLink> {
-    let (inlined, sites) = match survey(btf) {
-        Ok(survey) => survey,
-        Err(err) => {
-            notes.push(unchecked(&err));
+/// The survey of the running kernel ([`survey`]) under way on another thread: reading kallsyms
+/// and the kernel text takes a slow guest over 100 ms, as long as verifying the programs.
+pub struct Surveying(std::thread::JoinHandle<Result<Survey>>);
+
+/// The inlined accessors and their copies' bus-op calls.
+pub type Survey = (Vec<Inlined>, Vec<OpSite>);
+
+impl Surveying {
+    /// Starts [`survey`] of the running kernel, whose BTF is `btf`, on another thread, or
+    /// takes this boot's from `cache` (a directory, see [`cache`]), where it keeps it.
+    pub fn start(btf: &KernelBtf, cache: Option<PathBuf>) -> Result<Self> {
+        let layout = Layout::mii_bus(btf, &BUS_OPS);
+        std::thread::Builder::new()
+            .name("phytrace-mdio".into())
+            .spawn(move || survey_cached(&layout, cache.as_deref()))
+            .map(Self)
+            .context("starting a thread")
+    }
+
+    /// Waits for the survey; arms the bus-op calls it found of inlined accessors; what the
+    /// user should know goes to `notes`, including that the kernel's text could not be read
+    /// (the copies, if any, are then missed). Nothing is armed where the text holds no such
+    /// call.
+    pub fn arm(self, ebpf: &mut Ebpf, notes: &mut Vec<String>) -> Vec<EventLink> {
+        let surveyed = self
+            .0
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the survey stopped")));
+        let (inlined, sites) = match surveyed {
+            Ok(survey) => survey,
+            Err(err) => {
+                notes.push(unchecked(&err));
+                return Vec::new();
+            }
+        };
+        if sites.is_empty() {
+            notes.extend(describe(&inlined));
             return Vec::new();
         }
-    };
-    if sites.is_empty() {
-        notes.extend(describe(&inlined));
-        return Vec::new();
-    }
-    match arm_sites(ebpf, &sites) {
-        Ok(links) => {
-            notes.push(format!(
-                "this kernel's compiler inlined MDIO accessors into {}: their {} bus-op calls are \
-                 probed there with kprobes",
-                functions(&sites),
-                sites.len()
-            ));
-            links
-        }
-        Err(err) => {
-            notes.extend(describe(&inlined));
-            notes.push(format!(
-                "the inlined accessors' bus-op calls could not be probed: {err:#}"
-            ));
-            Vec::new()
+        match arm_sites(ebpf, &sites) {
+            Ok(links) => {
+                notes.push(format!(
+                    "this kernel's compiler inlined MDIO accessors into {}: their {} bus-op \
+                     calls are probed there with kprobes",
+                    functions(&sites),
+                    sites.len()
+                ));
+                links
+            }
+            Err(err) => {
+                notes.extend(describe(&inlined));
+                notes.push(format!(
+                    "the inlined accessors' bus-op calls could not be probed: {err:#}"
+                ));
+                Vec::new()
+            }
         }
     }
 }
@@ -160,13 +190,23 @@ pub struct Inlined {
     pub wrapper: &'static str,
 }
 
+impl Inlined {
+    /// `accessor`, inlined into its locked wrapper (its name without the leading `__`).
+    fn of(accessor: &'static str) -> Self {
+        Self {
+            accessor,
+            wrapper: accessor.trim_start_matches('_'),
+        }
+    }
+}
+
 /// The accessors of [`ACCESSORS`] whose wrapper, read through `text`, holds no call of or jump
 /// to them. An accessor or wrapper not in `symbols`, or whose code cannot be read, is not
 /// reported (nothing is known of it).
 pub fn find(symbols: &TextSymbols, text: &mut impl KernelMemory, isa: Isa) -> Vec<Inlined> {
     let mut inlined = Vec::new();
     for (accessor, _, _) in ACCESSORS {
-        let wrapper = accessor.trim_start_matches('_');
+        let Inlined { accessor, wrapper } = Inlined::of(accessor);
         let (Some(callee), Some(caller)) = (symbols.function(accessor), symbols.function(wrapper))
         else {
             continue;
@@ -175,7 +215,7 @@ pub fn find(symbols: &TextSymbols, text: &mut impl KernelMemory, isa: Isa) -> Ve
             continue;
         };
         if !branches_to(isa, &code, caller.address, callee.address) {
-            inlined.push(Inlined { accessor, wrapper });
+            inlined.push(Inlined::of(accessor));
         }
     }
     inlined
@@ -208,13 +248,59 @@ fn branches_to(isa: Isa, code: &[u8], address: u64, target: u64) -> bool {
 
 /// The running kernel's inlined accessors and their copies' bus-op calls; an error if its
 /// text cannot be read (kallsyms without addresses, `/proc/kcore` refused).
-pub fn survey(btf: &KernelBtf) -> Result<(Vec<Inlined>, Vec<OpSite>)> {
+pub fn survey(btf: &KernelBtf) -> Result<Survey> {
+    survey_at(&Layout::mii_bus(btf, &BUS_OPS))
+}
+
+/// The kind of the survey's cache entries.
+const CACHED: &str = "mdio-inlining";
+
+/// A survey as the cache keeps it: the inlined accessors by their index in [`ACCESSORS`].
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    inlined: Vec<usize>,
+    sites: Vec<OpSite>,
+}
+
+/// [`survey_at`], or this boot's survey kept in `cache`; keeps a survey there unless another
+/// tracer's kprobes may have hidden a call from it.
+fn survey_cached(layout: &Layout, cache: Option<&Path>) -> Result<Survey> {
+    let key = cache.and_then(|_| cache::Key::running(layout));
+    if let (Some(dir), Some(key)) = (cache, &key)
+        && let Some(kept) = cache::read::<Kept>(dir, key, CACHED)
+    {
+        let inlined = kept
+            .inlined
+            .iter()
+            .filter_map(|&index| ACCESSORS.get(index))
+            .map(|(accessor, _, _)| Inlined::of(accessor))
+            .collect();
+        return Ok((inlined, kept.sites));
+    }
+    let (inlined, sites) = survey_at(layout)?;
+    if let (Some(dir), Some(key)) = (cache, &key)
+        && call_site_probes::probed_addresses().is_empty()
+    {
+        let kept = Kept {
+            inlined: inlined
+                .iter()
+                .filter_map(|i| ACCESSORS.iter().position(|(a, _, _)| *a == i.accessor))
+                .collect(),
+            sites: sites.clone(),
+        };
+        // A cache that cannot be written costs the next session the survey, nothing else.
+        let _ = cache::write(dir, key, CACHED, &kept);
+    }
+    Ok((inlined, sites))
+}
+
+/// [`survey`], the bus ops at `layout`.
+fn survey_at(layout: &Layout) -> Result<Survey> {
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
     let symbols = TextSymbols::parse(&kallsyms);
     let mut kcore = call_site_probes::open_kernel_text()?;
     let inlined = find(&symbols, &mut kcore, Isa::native());
-    let layout = Layout::mii_bus(btf, &BUS_OPS);
-    let sites = op_sites(&symbols, &mut kcore, Isa::native(), &layout);
+    let sites = op_sites(&symbols, &mut kcore, Isa::native(), layout);
     Ok((inlined, sites))
 }
 

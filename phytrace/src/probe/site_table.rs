@@ -3,8 +3,13 @@
 //! check disabled and for their calls. Shared by the PHY-op and the MAC-op call sites, with
 //! which of them the kernel let be probed.
 
+use std::os::fd::AsFd as _;
+
 use anyhow::{Context as _, Result};
-use aya::{Ebpf, maps::Array};
+use aya::{
+    Ebpf,
+    maps::{Array, Map, MapData},
+};
 use phytrace_common::{CallSite as SiteRecord, SITE_DISABLED};
 
 use super::{
@@ -12,21 +17,38 @@ use super::{
     trace_events::TraceEventError,
 };
 
+/// A site map, through a handle of its own.
+pub type Records = Array<MapData, SiteRecord>;
+
+/// A handle of its own on `ebpf`'s site map `map` (the object keeps its own): the table is
+/// filled and read without the object, which may meanwhile be loading its programs.
+pub fn records(ebpf: &Ebpf, map: &str) -> Result<Records> {
+    let Some(Map::Array(data)) = ebpf.map(map) else {
+        anyhow::bail!("the eBPF object has no array map `{map}`");
+    };
+    let fd = data
+        .fd()
+        .as_fd()
+        .try_clone_to_owned()
+        .with_context(|| format!("{map} map"))?;
+    let data = MapData::from_fd(fd).with_context(|| format!("{map} map"))?;
+    Ok(Array::try_from(Map::Array(data))?)
+}
+
 /// The sites of one table, which of them the kernel refused to probe, and which were said
 /// to be disabled.
 pub struct SiteTable {
-    map: &'static str,
+    records: Records,
     sites: Vec<CallSite>,
     refused: Vec<bool>,
     disabled: Vec<bool>,
 }
 
 impl SiteTable {
-    /// Writes `record` of each of `sites` into the map `map`, at most `max` of them (the others
+    /// Writes `record` of each of `sites` into `records`, at most `max` of them (the others
     /// are said in `notes`, as `what` call sites).
     pub fn fill(
-        ebpf: &mut Ebpf,
-        map: &'static str,
+        mut records: Records,
         mut sites: Vec<CallSite>,
         max: u32,
         what: &str,
@@ -40,13 +62,11 @@ impl SiteTable {
             ));
             sites.truncate(max as usize);
         }
-        let mut table: Array<_, SiteRecord> =
-            Array::try_from(ebpf.map_mut(map).with_context(|| format!("{map} map"))?)?;
         for (index, site) in sites.iter().enumerate() {
-            table.set(index as u32, record(site), 0)?;
+            records.set(index as u32, record(site), 0)?;
         }
         Ok(Self {
-            map,
+            records,
             refused: vec![false; sites.len()],
             disabled: vec![false; sites.len()],
             sites,
@@ -78,16 +98,12 @@ impl SiteTable {
     }
 
     /// Each armed site with its checked hits, in table order.
-    pub fn hits(&self, ebpf: &Ebpf) -> Result<Vec<(&CallSite, u64)>> {
-        let table: Array<_, SiteRecord> = Array::try_from(
-            ebpf.map(self.map)
-                .with_context(|| format!("{} map", self.map))?,
-        )?;
+    pub fn hits(&self) -> Result<Vec<(&CallSite, u64)>> {
         self.sites
             .iter()
             .enumerate()
             .filter(|(index, _)| !self.refused[*index])
-            .map(|(index, site)| Ok((site, table.get(&(index as u32), 0)?.hits)))
+            .map(|(index, site)| Ok((site, self.records.get(&(index as u32), 0)?.hits)))
             .collect()
     }
 
@@ -96,20 +112,15 @@ impl SiteTable {
     /// traced from then on.
     pub fn newly_disabled(
         &mut self,
-        ebpf: &Ebpf,
         what: &str,
         expected: impl Fn(&str) -> String,
     ) -> Result<Vec<String>> {
-        let table: Array<_, SiteRecord> = Array::try_from(
-            ebpf.map(self.map)
-                .with_context(|| format!("{} map", self.map))?,
-        )?;
         let mut disabled = Vec::new();
         for (index, site) in self.sites.iter().enumerate() {
             if self.disabled[index] {
                 continue;
             }
-            let record = table.get(&(index as u32), 0)?;
+            let record = self.records.get(&(index as u32), 0)?;
             if record.flags & SITE_DISABLED != 0 {
                 self.disabled[index] = true;
                 disabled.push(format!(

@@ -1,5 +1,7 @@
 //! The call sites found in this boot of this kernel build, kept for the next session: finding
-//! them reads and decodes the kernel text, most of a call-site session's start-up.
+//! them reads and decodes the kernel text, most of a call-site session's start-up. The PHY ops'
+//! sites ([`load`], [`store`]) and other searches of the text ([`read`], [`write`]: the
+//! inlined MDIO accessors' bus-op calls) each have an entry of their own.
 //!
 //! An entry is valid for one kernel build (its GNU build id), one boot (the text is patched at
 //! boot: alternatives, retpolines, static calls), one [`Layout`] and one phytrace version. A
@@ -11,7 +13,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use super::{Discovery, Layout};
 
@@ -53,9 +55,9 @@ impl Key {
         }
     }
 
-    /// The entry's file in `dir`: one per kernel build.
-    fn file(&self, dir: &Path) -> PathBuf {
-        dir.join(format!("{}.json", self.build_id))
+    /// The file in `dir` of the entry of `kind`: one per kernel build and kind.
+    fn file(&self, dir: &Path, kind: &str) -> PathBuf {
+        dir.join(format!("{}-{kind}.json", self.build_id))
     }
 }
 
@@ -75,14 +77,32 @@ pub fn default_dir() -> Option<PathBuf> {
     Some(base.join("phytrace").join("call-sites"))
 }
 
+/// The kind of the PHY ops' call sites' entries.
+const PHY_OPS: &str = "phy-ops";
+
+/// The entry of `kind` kept in `dir` for `key`, if any.
+pub fn read<D: DeserializeOwned>(dir: &Path, key: &Key, kind: &str) -> Option<D> {
+    let text = fs::read(key.file(dir, kind)).ok()?;
+    let entry: Entry<Key, D> = serde_json::from_slice(&text).ok()?;
+    (entry.key == *key).then_some(entry.discovery)
+}
+
+/// Keeps `discovery` in `dir` for `key` as the entry of `kind`. Written whole or not at all
+/// (a temporary file renamed).
+pub fn write<D: Serialize>(dir: &Path, key: &Key, kind: &str, discovery: &D) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let entry = serde_json::to_vec(&Entry { key, discovery })?;
+    let file = key.file(dir, kind);
+    let partial = file.with_extension(format!("{}.partial", std::process::id()));
+    fs::write(&partial, entry)?;
+    fs::rename(&partial, &file).inspect_err(|_| {
+        let _ = fs::remove_file(&partial);
+    })
+}
+
 /// The sites kept in `dir` for `key` (made with `layout`), if any.
 pub fn load(dir: &Path, key: &Key, layout: &Layout) -> Option<Discovery> {
-    let text = fs::read(key.file(dir)).ok()?;
-    let entry: Entry<Key, Discovery> = serde_json::from_slice(&text).ok()?;
-    if entry.key != *key {
-        return None;
-    }
-    let mut discovery = entry.discovery;
+    let mut discovery: Discovery = read(dir, key, PHY_OPS)?;
     for site in &mut discovery.sites {
         site.op_name = layout.names.get(usize::from(site.found.op))?;
     }
@@ -95,14 +115,7 @@ pub fn store(dir: &Path, key: &Key, discovery: &Discovery) -> io::Result<()> {
     if !discovery.rewritten.is_empty() {
         return Ok(());
     }
-    fs::create_dir_all(dir)?;
-    let entry = serde_json::to_vec(&Entry { key, discovery })?;
-    let file = key.file(dir);
-    let partial = file.with_extension(format!("{}.partial", std::process::id()));
-    fs::write(&partial, entry)?;
-    fs::rename(&partial, &file).inspect_err(|_| {
-        let _ = fs::remove_file(&partial);
-    })
+    write(dir, key, PHY_OPS, discovery)
 }
 
 /// The GNU build id in ELF notes `notes` (as `/sys/kernel/notes` holds them), in hex.
@@ -211,14 +224,14 @@ mod tests {
         let other = Key::new("ab12".into(), "boot-1".into(), &other_layout);
         assert!(load(&dir, &other, &other_layout).is_none());
         // A damaged entry is a miss.
-        fs::write(key.file(&dir), b"{\"key\":").unwrap();
+        fs::write(key.file(&dir, PHY_OPS), b"{\"key\":").unwrap();
         assert!(load(&dir, &key, &layout()).is_none());
         // A search another tracer disturbed is not kept.
         let disturbed = Discovery {
             rewritten: vec!["phy_init_hw".to_owned()],
             ..discovery()
         };
-        fs::remove_file(key.file(&dir)).unwrap();
+        fs::remove_file(key.file(&dir, PHY_OPS)).unwrap();
         store(&dir, &key, &disturbed).unwrap();
         assert!(load(&dir, &key, &layout()).is_none());
         fs::remove_dir_all(&dir).unwrap();

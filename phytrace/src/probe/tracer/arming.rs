@@ -351,6 +351,7 @@ mod tests {
                 symbol("live", "read_status", "a"),
                 symbol("live", "suspend", "a"),
             ],
+            live: BTreeSet::from(["live".to_owned()]),
             files: BTreeMap::from([
                 (
                     "rust".to_owned(),

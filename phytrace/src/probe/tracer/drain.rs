@@ -126,6 +126,9 @@ impl Tracer {
         self.last_read = self.drain(out, MAX_BATCH)?;
         if self.last_poll.elapsed() >= POLL_INTERVAL {
             self.last_poll = Instant::now();
+            if let Some(sites) = &mut self.call_sites {
+                sites.close_stranded();
+            }
             self.arm_found_mac_sites();
             self.report_drops(out)?;
         }

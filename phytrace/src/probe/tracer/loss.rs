@@ -69,10 +69,10 @@ impl Tracer {
     /// since.
     pub(super) fn report_drops(&mut self, out: &mut impl Sink) -> Result<()> {
         if let Some(sites) = &mut self.call_sites {
-            self.notes.extend(sites.newly_disabled(&self.ebpf)?);
+            self.notes.extend(sites.newly_disabled()?);
         }
         if let Some(sites) = &mut self.mac_sites {
-            self.notes.extend(sites.newly_disabled(&self.ebpf)?);
+            self.notes.extend(sites.newly_disabled()?);
         }
         let lost = self.lost_by_cause()?;
         self.losses.report(lost, self.held.last_seen(), out);

@@ -86,7 +86,7 @@ impl Tracer {
         let Some(mut sites) = self.mac_sites.take() else {
             return;
         };
-        match sites.disarm(&self.ebpf) {
+        match sites.disarm() {
             Ok(calls) => self.mac_site_calls.extend(calls),
             Err(err) => self.notes.push(format!(
                 "the MAC call sites' counts could not be read: {err:#}"

@@ -10,6 +10,7 @@ use std::{
 use anyhow::{Context as _, Result};
 
 use super::{TracerOptions, mac::MAC_PROBES};
+use crate::probe::call_site_probes::CallbackChoice;
 use crate::probe::{
     module_files::{self, ModuleTree},
     modules,
@@ -21,8 +22,11 @@ pub type ModuleFileRead = Result<(PathBuf, Vec<CallbackSymbol>), String>;
 
 /// What is read before the programs are loaded.
 pub struct Prefetched {
-    /// Callbacks of the live followed modules, from kallsyms.
+    /// Callbacks of the live followed modules, from kallsyms, or with call-site probes from
+    /// their files in the module tree where it has them ([`Self::live_from_kallsyms`]).
     pub live_callbacks: Vec<CallbackSymbol>,
+    /// The live followed modules.
+    pub live: BTreeSet<String>,
     /// Followed modules not loaded: their module file's callbacks, or why there are none.
     pub files: BTreeMap<String, ModuleFileRead>,
     /// Modules of the tree known not to be PHY drivers (no `mdio:` alias).
@@ -32,8 +36,8 @@ pub struct Prefetched {
 }
 
 impl Prefetched {
-    /// Reads `/proc/modules`, kallsyms (if a followed module is live), the module tree and the
-    /// followed modules' files.
+    /// Reads `/proc/modules`, the module tree, the followed modules' files and kallsyms (if a
+    /// followed module is live: with call-site probes, only if one is not in the tree).
     pub fn read(options: &TracerOptions) -> Result<Self> {
         let loaded = modules::read()?;
         let tree = ModuleTree::read(
@@ -51,6 +55,11 @@ impl Prefetched {
 
     /// What to prefetch given the modules `loaded` (name → state), kallsyms' callbacks (read
     /// only if a followed module is live), the module tree and a reader of module files.
+    ///
+    /// With call-site probes a live module's callbacks only say that it is a Rust driver and
+    /// how many it has, and its file in the tree says that too: kallsyms, whose every line the
+    /// kernel formats anew (a tenth of a second of a slow guest's start), is then read only for
+    /// a live module the tree does not have.
     fn select(
         options: &TracerOptions,
         loaded: &BTreeMap<String, String>,
@@ -63,14 +72,27 @@ impl Prefetched {
             .filter(|(name, state)| *state == "Live" && modules::follows(&options.modules, name))
             .map(|(name, _)| name.clone())
             .collect();
-        let live_callbacks = if loaded.is_empty() {
-            Vec::new()
-        } else {
-            kallsyms()?
-                .into_iter()
-                .filter(|s| loaded.contains(&s.module))
-                .collect()
-        };
+        let mut live_callbacks = Vec::new();
+        let mut from_kallsyms = BTreeSet::new();
+        for name in &loaded {
+            match tree
+                .file(name)
+                .filter(|_| options.callbacks != CallbackChoice::Symbol)
+            {
+                Some(path) => match read_file(path) {
+                    Ok((_, callbacks)) => live_callbacks.extend(callbacks),
+                    Err(_) => _ = from_kallsyms.insert(name),
+                },
+                None => _ = from_kallsyms.insert(name),
+            }
+        }
+        if !from_kallsyms.is_empty() {
+            live_callbacks.extend(
+                kallsyms()?
+                    .into_iter()
+                    .filter(|s| from_kallsyms.contains(&s.module)),
+            );
+        }
         let mut files = BTreeMap::new();
         for path in &options.module_files {
             let name = module_files::module_name(path).unwrap_or_default();
@@ -110,10 +132,26 @@ impl Prefetched {
             .collect();
         Ok(Self {
             live_callbacks,
+            live: loaded,
             files,
             not_phy_drivers,
             built_in,
         })
+    }
+}
+
+impl Prefetched {
+    /// Reads the live followed modules' callbacks from kallsyms (the symbol probes arm what
+    /// the running kernel has, not what a module file says).
+    pub fn live_from_kallsyms(&mut self) -> Result<()> {
+        if self.live.is_empty() {
+            return Ok(());
+        }
+        self.live_callbacks = read_callbacks()?
+            .into_iter()
+            .filter(|s| self.live.contains(&s.module))
+            .collect();
+        Ok(())
     }
 }
 
@@ -227,11 +265,58 @@ mod tests {
     }
 
     #[test]
-    fn a_live_followed_module_is_not_read_from_its_file() {
+    fn a_live_followed_module_is_not_read_from_its_file_for_the_symbol_probes() {
         let (_dir, tree) = tree();
-        let kallsyms = vec![symbol("ax88796b_rust", "read_status")];
-        let prefetched = following_every_driver(&tree, &["ax88796b_rust"], kallsyms);
-        assert_eq!(prefetched.live_callbacks.len(), 1);
+        let options = TracerOptions {
+            callbacks: CallbackChoice::Symbol,
+            ..TracerOptions::default()
+        };
+        // kallsyms has two callbacks, the file one: kallsyms is the running module.
+        let kallsyms = || {
+            Ok(vec![
+                symbol("ax88796b_rust", "read_status"),
+                symbol("ax88796b_rust", "suspend"),
+            ])
+        };
+        let prefetched = Prefetched::select(
+            &options,
+            &live(&["ax88796b_rust"]),
+            kallsyms,
+            &tree,
+            read_file,
+        )
+        .unwrap();
+        assert_eq!(prefetched.live_callbacks.len(), 2);
         assert!(prefetched.files.is_empty());
+    }
+
+    #[test]
+    fn with_call_sites_a_live_module_in_the_tree_is_read_from_its_file() {
+        let (_dir, tree) = tree();
+        let kallsyms = || -> Result<Vec<CallbackSymbol>> { panic!("kallsyms read") };
+        let options = TracerOptions::default();
+        let prefetched = Prefetched::select(
+            &options,
+            &live(&["ax88796b_rust"]),
+            kallsyms,
+            &tree,
+            read_file,
+        )
+        .unwrap();
+        assert_eq!(
+            prefetched.live_callbacks,
+            [symbol("ax88796b_rust", "read_status")]
+        );
+        assert!(prefetched.files.is_empty());
+        // One not in the tree is read from kallsyms, and only it.
+        let kallsyms = vec![symbol("phy_sim", "suspend"), symbol("ax88796b_rust", "x")];
+        let prefetched = following_every_driver(&tree, &["ax88796b_rust", "phy_sim"], kallsyms);
+        assert_eq!(
+            prefetched.live_callbacks,
+            [
+                symbol("ax88796b_rust", "read_status"),
+                symbol("phy_sim", "suspend")
+            ]
+        );
     }
 }

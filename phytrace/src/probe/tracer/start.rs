@@ -1,6 +1,7 @@
-//! Starting a session: reading the kernel's BTF, loading the programs while kallsyms and module
-//! files are read on another thread, attaching what every session needs as the programs
-//! arrive, then arming the driver callbacks and the MAC side.
+//! Starting a session: reading the kernel's BTF, loading the programs while kallsyms, module
+//! files and the kernel text are read on other threads, attaching what every session needs and
+//! the call sites as the programs arrive, then arming the driver callbacks (or following the
+//! modules at the call sites) and the MAC side.
 
 use std::{
     sync::Arc,
@@ -25,7 +26,7 @@ use super::{
 use crate::probe::{
     attach::{Programs, attach},
     btf,
-    call_site_probes::{self, CallSiteProbes, CallbackChoice, Finding, Sourcing},
+    call_site_probes::{self, CallSiteProbes, CallbackChoice, Sourcing},
     callsites::{Layout, cache},
     driver_probes::{self, DriverProbes, SymbolArmer},
     error::Stage,
@@ -36,6 +37,7 @@ use crate::probe::{
     mdio_probes::{self, MdioChoice},
     modules,
     preload::{self, Planned},
+    site_table,
 };
 use crate::records::{decode::Decoder, session::MdioProbes};
 
@@ -65,14 +67,23 @@ const CARRIER_PROBES: &[(&str, &str)] = &[
 
 /// Every program a session attaches: first those [`Tracer::start`] attaches while the others
 /// load, in the order it attaches them, then the others, the callback programs (the costliest
-/// to verify) first.
-fn planned_programs(mdio: MdioChoice, btf: &btf::KernelBtf) -> Vec<Planned> {
+/// to verify) first: the call sites' unless only the symbols are asked for (a fallback to the
+/// symbols loads theirs then).
+fn planned_programs(
+    mdio: MdioChoice,
+    callbacks: CallbackChoice,
+    btf: &btf::KernelBtf,
+) -> Vec<Planned> {
     let mut planned = mdio_probes::planned(mdio, btf);
+    let callback_programs: &[&str] = match callbacks {
+        CallbackChoice::Symbol => &driver_probes::PROGRAMS,
+        CallbackChoice::Auto | CallbackChoice::Callsite => &call_site_probes::PROGRAMS,
+    };
     let others = [DEVICE_CHANGE_PROGRAM]
         .iter()
         .chain(MODULE_TRACEPOINTS.iter().map(|(_, program)| program))
         .chain(CARRIER_PROBES.iter().map(|(_, program)| program))
-        .chain(driver_probes::PROGRAMS.iter())
+        .chain(callback_programs)
         .chain(MAC_PROBES.iter().map(|(_, _, program, _)| program))
         .chain(MAC_BY_NAME.iter().map(|(_, _, program, _)| program))
         .chain(mac_sites::PROGRAMS.iter());
@@ -91,12 +102,15 @@ pub struct StartupTimings {
     /// Of `load`: attaching the MDIO probes, module tracepoints and device and carrier kprobes,
     /// while the other programs were being loaded.
     pub mdio: Duration,
+    /// Of `load`, with call-site probes: waiting for the sites to be found, then arming them,
+    /// while the other programs were being loaded.
+    pub call_sites_armed: Duration,
     /// Finding driver modules and arming their callbacks (kallsyms and module files are read
     /// meanwhile during the phases before: only what is left of that is waited for here), or
-    /// finding and arming the call sites.
+    /// following them at the call sites armed.
     pub modules: Duration,
-    /// Of `modules`, with call-site probes: finding the sites (reading and decoding the
-    /// kernel text), or reading them from the cache.
+    /// With call-site probes: finding the sites (reading and decoding the kernel text, on
+    /// another thread from the start), or reading them from the cache.
     pub call_sites: Sourcing,
 }
 
@@ -120,12 +134,20 @@ impl Tracer {
             .name("phytrace-symbols".into())
             .spawn(move || Prefetched::read(&prefetch_options))
             .context("starting a thread")?;
+        // Making a tracefs instance takes tens of milliseconds there too.
+        let (kmsg_scope, kmsg_modules) = (options.kmsg, options.modules.clone());
+        let kmsg = std::thread::Builder::new()
+            .name("phytrace-kmsg".into())
+            .spawn(move || Kmsg::start(kmsg_scope, &kmsg_modules))
+            .context("starting a thread")?;
         let kernel_btf = btf::KernelBtf::running()?;
         let offsets = kernel_btf.offsets()?;
         let types = kernel_btf.types()?;
         let states = kernel_btf.phy_states()?;
+        // Whether the compiler inlined the MDIO accessors: kallsyms and the kernel text again.
+        let mdio_survey = mdio_inlining::Surveying::start(&kernel_btf, cache::default_dir())?;
         startup.btf = lap();
-        let probes = DriverProbes::new(options.max_active)?;
+        let mut probes = DriverProbes::new(options.max_active)?;
         // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
         let finding = (options.callbacks != CallbackChoice::Symbol)
             .then(|| {
@@ -143,21 +165,37 @@ impl Tracer {
         })?;
         let mut notes = Vec::new();
         let mut attaching = Duration::ZERO;
-        let mdio = preload::load_while(
+        let mut arming = Duration::ZERO;
+        let call_site_records = finding
+            .as_ref()
+            .map(|_| site_table::records(&ebpf, "CALL_SITES"))
+            .transpose()?;
+        let (mdio, call_sites) = preload::load_while(
             &mut ebpf,
-            &planned_programs(options.mdio, &kernel_btf),
+            &planned_programs(options.mdio, options.callbacks, &kernel_btf),
             |programs| {
                 let started = Instant::now();
                 let attached = attach_at_start(programs, options.mdio, &kernel_btf, &mut notes);
                 attaching = started.elapsed();
-                attached
+                // The call sites' tens of kprobes, while the later programs are verified.
+                let started = Instant::now();
+                let call_sites = finding.zip(call_site_records).map(|(finding, records)| {
+                    finding.join().and_then(|(found, sourcing)| {
+                        CallSiteProbes::arm(programs, &mut probes, records, found, &mut notes)
+                            .map(|sites| (sites, sourcing))
+                    })
+                });
+                arming = started.elapsed();
+                (attached, call_sites)
             },
-        )?;
+        );
+        let mdio = mdio?;
         // The accessors' copies a compiler inlined, at their bus-op calls (after the load: the
         // kprobe twins of the MDIO programs are loaded for them here).
-        let mdio_sites = mdio_inlining::arm_inlined(&mut ebpf, &kernel_btf, &mut notes);
+        let mdio_sites = mdio_survey.arm(&mut ebpf, &mut notes);
         startup.load = lap();
         startup.mdio = attaching;
+        startup.call_sites_armed = arming;
         let prefetched = prefetch
             .join()
             .map_err(|_| anyhow::anyhow!("the symbol reader stopped"))??;
@@ -167,7 +205,9 @@ impl Tracer {
         // as the `AsyncFd` owns the ring buffer.
         let ring = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
             .map_err(|err| anyhow::anyhow!("watching the ring buffer: {err}"))?;
-        let kmsg = Kmsg::start(options.kmsg, &options.modules);
+        let kmsg = kmsg
+            .join()
+            .map_err(|_| anyhow::anyhow!("the kernel-message reader stopped"))?;
         let mut tracer = Self {
             ebpf,
             ring,
@@ -194,7 +234,7 @@ impl Tracer {
             kmsg,
         };
         let built_in = prefetched.built_in.clone();
-        tracer.arm_callbacks(finding, prefetched)?;
+        tracer.arm_callbacks(call_sites, prefetched)?;
         tracer.arm_mac(&built_in, MAC_PROBES);
         tracer.arm_mac(&built_in, MAC_BY_NAME);
         if tracer.options.mac == MacChoice::Callsite {
@@ -207,18 +247,21 @@ impl Tracer {
         Ok(tracer)
     }
 
-    /// Arms the callback probes: at the call sites `finding` finds, else (or if it fails, unless
-    /// they were asked for) on the Rust symbols. Callbacks that cannot be traced are said in a
-    /// note; MDIO and the MAC side are traced all the same.
-    fn arm_callbacks(&mut self, finding: Option<Finding>, prefetched: Prefetched) -> Result<()> {
+    /// Follows the driver modules at the call sites armed (`call_sites`), else (or if arming
+    /// them failed, unless they were asked for) arms the callback probes on the Rust symbols.
+    /// Callbacks that cannot be traced are said in a note; MDIO and the MAC side are traced all
+    /// the same.
+    fn arm_callbacks(
+        &mut self,
+        call_sites: Option<Result<(CallSiteProbes, Sourcing)>>,
+        mut prefetched: Prefetched,
+    ) -> Result<()> {
         let choice = self.options.callbacks;
-        if let Some(finding) = finding {
-            let armed = finding.join().and_then(|(found, sourcing)| {
-                self.startup.call_sites = sourcing;
-                CallSiteProbes::arm(&mut self.ebpf, &mut self.probes, found, &mut self.notes)
-            });
+        let falling_back = call_sites.is_some();
+        if let Some(armed) = call_sites {
             match armed {
-                Ok(sites) => {
+                Ok((sites, sourcing)) => {
+                    self.startup.call_sites = sourcing;
                     self.call_sites = Some(sites);
                     self.arming
                         .at_call_sites(&prefetched, &mut |event| self.held.hold(event));
@@ -236,10 +279,14 @@ impl Tracer {
             decoder: &mut self.decoder,
         };
         let mut hold = |event| self.held.hold(event);
-        let armed = self
-            .arming
-            .arm_symbols(&mut armer, prefetched, &mut hold)
-            .and_then(|()| modules::read());
+        // Prefetched for the call sites, the live modules' callbacks may be their files'.
+        let armed = (if falling_back {
+            prefetched.live_from_kallsyms()
+        } else {
+            Ok(())
+        })
+        .and_then(|()| self.arming.arm_symbols(&mut armer, prefetched, &mut hold))
+        .and_then(|()| modules::read());
         match armed {
             Ok(loaded) => {
                 self.arming
