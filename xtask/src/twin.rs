@@ -170,10 +170,11 @@ fn compare_mac(json: &str, capture: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Where `capture`'s MAC calls were reported, from `record --status` (`.status`): every op
-/// with a phylink call site armed (`mac_sites_armed`) must have had calls reported there
-/// (`finished`'s `mac_site_calls`; the dongle's link went up and down, which the kernel's
-/// kprobes confirm in [`compare_mac`]); an op without one was reported by name.
+/// Where `capture`'s MAC calls were reported, from `record --status` (`.status`): on arm64
+/// (every MAC call a `blr`, which kprobes take) both ops must have phylink call sites armed
+/// (`mac_sites_armed`: in vmlinux, where phylink is built in), and each must have had calls
+/// reported there (`finished`'s `mac_site_calls`; the dongle's link went up and down, which
+/// the kernel's kprobes confirm in [`compare_mac`]).
 fn mac_calls_at_sites(capture: &Path) -> Result<()> {
     let path = PathBuf::from(format!("{}.status", capture.display()));
     let text =
@@ -205,6 +206,13 @@ fn mac_calls_at_sites(capture: &Path) -> Result<()> {
     for calls in finished["mac_site_calls"].as_array().into_iter().flatten() {
         let op = calls["op"].as_str().unwrap_or_default().to_owned();
         *at_sites.entry(op).or_default() += calls["calls"].as_u64().unwrap_or(0);
+    }
+    for op in ["mac_link_up", "mac_link_down"] {
+        ensure!(
+            armed.contains(op),
+            "{}: no call site of phylink's mac_ops->{op} was armed (mac_sites_armed: {armed:?})",
+            capture.display()
+        );
     }
     for op in &armed {
         ensure!(

@@ -4,13 +4,15 @@
 
 use std::{fs, path::Path};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use phytrace_common::KernelOffsets;
 
 use crate::probe::{
     btf, call_site_probes,
     callsites::{Discovery, Layout, cache},
-    mac_sites, mdio_probes, symbols,
+    mac_sites, mdio_probes,
+    module_files::{self, ModuleTree},
+    symbols,
     symbols::CallbackSymbol,
 };
 use crate::records::states::PhyStates;
@@ -66,7 +68,13 @@ impl Survey {
                 call_site_probes::find_with(&layout, cache.as_deref(), Some(kallsyms))
             })
             .map(|((discovery, _), cached)| (discovery, cached));
-        let mac_sites = btf::KernelBtf::running().and_then(|btf| mac_sites::find(&btf));
+        let built_in =
+            ModuleTree::read(&module_files::default_tree()).is_built_in(mac_sites::MODULE);
+        let mac_sites = btf::KernelBtf::running().and_then(|btf| {
+            let home = mac_sites::home(built_in)?
+                .context("phylink is not loaded: its MAC call sites are found when it loads")?;
+            mac_sites::find(&btf, home)
+        });
         let accessors = mdio_probes::ACCESSORS
             .iter()
             .map(|&(name, _, required)| Accessor {

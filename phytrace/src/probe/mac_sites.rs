@@ -1,8 +1,10 @@
 //! phylink's calls of a MAC driver's operations (`pl->mac_ops->mac_link_up/down`) as call
 //! sites ([`super::callsites`], [`Layout::mac`]): every MAC's link handling is traced, not
-//! only the ones probed by name. phylink is a module: its sites are found when it is live, from
+//! only the ones probed by name. phylink as a module: its sites are found when it is live, from
 //! its text in `/proc/kcore` and its BTF (`struct phylink` is private to it), and armed as
-//! kprobes of the kprobe PMU, which go with it when it unloads.
+//! kprobes of the kprobe PMU, which go with it when it unloads. phylink built in: at the start,
+//! in vmlinux's functions named `phylink_*` (phylink.c's, static ones included) with vmlinux's
+//! BTF; a site is still only what the decoding proves.
 
 use std::{fs, os::fd::AsFd as _};
 
@@ -17,6 +19,7 @@ use super::{
     btf::KernelBtf,
     call_site_probes,
     callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
+    modules,
     site_table::{self, SiteTable},
     symbols::KALLSYMS,
     trace_events::{self, EventLink},
@@ -56,25 +59,62 @@ pub struct Found {
     pub config_from_ops: i32,
 }
 
-/// Finds the live phylink's MAC call sites: `btf` is vmlinux's, phylink's own is read on top.
-pub fn find(btf: &KernelBtf) -> Result<Found> {
-    let btf = btf.with_module(MODULE)?;
-    let layout = Layout::mac(&btf).context("phylink's BTF")?;
+/// Where phylink's code is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Home {
+    /// The module [`MODULE`], live.
+    Module,
+    /// vmlinux.
+    BuiltIn,
+}
+
+/// Where the running kernel's phylink is: built in (`built_in`, as the module tree says), a live
+/// module, or not loaded (`None`).
+pub fn home(built_in: bool) -> Result<Option<Home>> {
+    if built_in {
+        return Ok(Some(Home::BuiltIn));
+    }
+    Ok(modules::read()?
+        .contains_key(MODULE)
+        .then_some(Home::Module))
+}
+
+/// Finds phylink's MAC call sites: `btf` is vmlinux's (with phylink as a module, its own is
+/// read on top).
+pub fn find(btf: &KernelBtf, home: Home) -> Result<Found> {
+    let module_btf;
+    let btf = match home {
+        Home::Module => {
+            module_btf = btf.with_module(MODULE)?;
+            &module_btf
+        }
+        Home::BuiltIn => btf,
+    };
+    let layout = Layout::mac(btf).context("phylink's BTF")?;
     let config_from_ops = layout
         .first_argument
         .context("phylink's MAC ops are checked through their first argument")?;
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-    let symbols = TextSymbols::parse_module(&kallsyms, MODULE);
     let mut kcore = call_site_probes::open_kernel_text()?;
     let probed = call_site_probes::probed_addresses();
-    let discovery = callsites::discover_module(
-        &symbols,
-        &mut kcore,
-        &layout,
-        Isa::native(),
-        &probed,
-        MODULE,
-    )?;
+    let isa = Isa::native();
+    let discovery = match home {
+        Home::Module => {
+            let symbols = TextSymbols::parse_module(&kallsyms, MODULE);
+            callsites::discover_module(&symbols, &mut kcore, &layout, isa, &probed, MODULE)?
+        }
+        Home::BuiltIn => {
+            let symbols = TextSymbols::parse(&kallsyms);
+            let (start, end) = symbols
+                .core_text()
+                .context("/proc/kallsyms has no _stext/_etext (addresses hidden?)")?;
+            let functions = symbols
+                .functions_in(start, end)
+                .filter(|function| function.name.starts_with("phylink_"))
+                .collect();
+            callsites::discover_in(functions, &symbols, &mut kcore, &layout, isa, &probed)?
+        }
+    };
     if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
         bail!(
             "no call through pl->mac_ops->mac_link_up/down found: kprobes of a running tracer \

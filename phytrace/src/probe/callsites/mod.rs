@@ -25,7 +25,7 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::probe::btf::KernelBtf;
-use kallsyms::TextSymbols;
+use kallsyms::{Function, TextSymbols};
 
 /// The `struct phy_driver` operations traced at their call sites: the eleven the Rust
 /// abstractions implement, then those C drivers use on the same paths. A key's op is its index
@@ -383,6 +383,19 @@ pub fn discover_module(
              phytrace needs CAP_SYSLOG or root to read them)"
         );
     }
+    discover_in(functions, symbols, text, layout, isa, probed)
+}
+
+/// Finds every call site of an op of `layout` in `functions` (of `symbols`), read through
+/// `text` one at a time.
+pub fn discover_in(
+    functions: Vec<Function<'_>>,
+    symbols: &TextSymbols,
+    text: &mut impl text::KernelMemory,
+    layout: &Layout,
+    isa: Isa,
+    probed: &[u64],
+) -> Result<Discovery> {
     let mut discovery = Discovery::default();
     for function in functions {
         let body = text.read(function.address, (function.end - function.address) as usize)?;

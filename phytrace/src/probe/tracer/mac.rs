@@ -9,7 +9,7 @@ use phytrace_common::RawKind;
 use super::Tracer;
 use crate::probe::{
     callsites::{CallSite, MAC_OPS},
-    mac_sites::{self, MacChoice, MacSiteCalls, MacSites},
+    mac_sites::{self, Home, MacChoice, MacSiteCalls, MacSites},
 };
 
 /// The MAC side of a phylink link: (module, function, program, on return). Armed before the
@@ -28,16 +28,16 @@ pub const MAC_BY_NAME: &[(&str, &str, &str, bool)] = &[
 ];
 
 impl Tracer {
-    /// Starts finding the live phylink's MAC call sites on another thread (seconds in a slow
-    /// guest); asix's by-name probes report the calls meanwhile.
-    pub(super) fn find_mac_sites(&mut self) {
+    /// Starts finding phylink's MAC call sites (at `home`) on another thread (seconds in a
+    /// slow guest); asix's by-name probes report the calls meanwhile.
+    pub(super) fn find_mac_sites(&mut self, home: Home) {
         let Some(btf) = &self.mac_btf else {
             return;
         };
         let btf = Arc::clone(btf);
         match std::thread::Builder::new()
             .name("mac-sites".to_owned())
-            .spawn(move || mac_sites::find(&btf))
+            .spawn(move || mac_sites::find(&btf, home))
         {
             Ok(finding) => self.mac_finding = Some(finding),
             Err(err) => self.notes.push(format!(
@@ -119,7 +119,7 @@ impl Tracer {
         if module == mac_sites::MODULE && self.options.mac == MacChoice::Callsite {
             self.disarm_mac_sites();
             if kind == RawKind::ModuleLoad {
-                self.find_mac_sites();
+                self.find_mac_sites(Home::Module);
             }
         }
     }

@@ -239,8 +239,8 @@ impl Tracer {
         tracer.arm_mac(&built_in, MAC_BY_NAME);
         if tracer.options.mac == MacChoice::Callsite {
             tracer.mac_btf = Some(Arc::new(kernel_btf));
-            if modules::read()?.contains_key(mac_sites::MODULE) {
-                tracer.find_mac_sites();
+            if let Some(home) = mac_sites::home(built_in.contains(mac_sites::MODULE))? {
+                tracer.find_mac_sites(home);
             }
         }
         tracer.startup.modules = lap();
