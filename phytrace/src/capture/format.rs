@@ -18,7 +18,9 @@ use crate::event::{
 };
 use crate::records::{
     clock::ClockRef,
-    session::{ArmingEntry, CallSiteEntry, KmsgHeader, MdioProbes, ProbeEntry, Session},
+    session::{
+        ArmingEntry, CallSiteEntry, KmsgHeader, MdioProbes, MdioSiteEntry, ProbeEntry, Session,
+    },
 };
 
 /// Value of the header's `format` field.
@@ -73,6 +75,10 @@ pub struct Header {
     /// The call sites probed (`callsite` only): `function+0xOFF` and the op it calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_sites: Vec<CallSiteEntry>,
+    /// The bus-op calls of inlined MDIO accessors probed (absent where the kernel calls its
+    /// accessors).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mdio_sites: Vec<MdioSiteEntry>,
     /// Which kernel messages the capture holds (absent before version 5: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kmsg: Option<KmsgHeader>,
@@ -119,6 +125,7 @@ impl Header {
             encoding: Encoding::Jsonl,
             callback_probes: None,
             call_sites: Vec::new(),
+            mdio_sites: Vec::new(),
             kmsg: None,
         }
     }
@@ -136,6 +143,7 @@ impl Header {
             mdio_probes: Some(session.mdio_probes),
             callback_probes: session.callback_probes,
             call_sites: session.call_sites,
+            mdio_sites: session.mdio_sites,
             kmsg: Some(session.kmsg),
             ..Self::new(
                 read("osrelease"),

@@ -144,7 +144,7 @@ impl Surveying {
     /// user should know goes to `notes`, including that the kernel's text could not be read
     /// (the copies, if any, are then missed). Nothing is armed where the text holds no such
     /// call.
-    pub fn arm(self, ebpf: &mut Ebpf, notes: &mut Vec<String>) -> Vec<EventLink> {
+    pub fn arm(self, ebpf: &mut Ebpf, notes: &mut Vec<String>) -> ArmedCopies {
         let surveyed = self
             .0
             .join()
@@ -153,12 +153,12 @@ impl Surveying {
             Ok(survey) => survey,
             Err(err) => {
                 notes.push(unchecked(&err));
-                return Vec::new();
+                return ArmedCopies::default();
             }
         };
         if sites.is_empty() {
             notes.extend(describe(&inlined));
-            return Vec::new();
+            return ArmedCopies::default();
         }
         match arm_sites(ebpf, &sites) {
             Ok(links) => {
@@ -168,16 +168,35 @@ impl Surveying {
                     functions(&sites),
                     sites.len()
                 ));
-                links
+                ArmedCopies {
+                    sites,
+                    _links: links,
+                }
             }
             Err(err) => {
                 notes.extend(describe(&inlined));
                 notes.push(format!(
                     "the inlined accessors' bus-op calls could not be probed: {err:#}"
                 ));
-                Vec::new()
+                ArmedCopies::default()
             }
         }
+    }
+}
+
+/// The inlined accessors' bus-op calls armed, and their kprobes (dropped, they are gone).
+#[derive(Default)]
+pub struct ArmedCopies {
+    pub sites: Vec<OpSite>,
+    _links: Vec<EventLink>,
+}
+
+impl OpSite {
+    /// The accessor copied (`__mdiobus_read`).
+    pub fn accessor_name(&self) -> &'static str {
+        ACCESSORS
+            .get(self.accessor)
+            .map_or("unknown", |(name, _, _)| name)
     }
 }
 

@@ -4,7 +4,7 @@
 use super::tracer::Tracer;
 use crate::records::{
     clock::ClockRef,
-    session::{CallSiteEntry, ProbeEntry, Session},
+    session::{CallSiteEntry, MdioSiteEntry, ProbeEntry, Session},
 };
 
 impl Tracer {
@@ -39,6 +39,15 @@ impl Tracer {
                     })
                     .collect()
             }),
+            mdio_sites: self
+                .mdio_copies()
+                .iter()
+                .map(|site| MdioSiteEntry {
+                    call: format!("{}+{:#x}", site.function, site.call),
+                    ret: format!("{}+{:#x}", site.function, site.ret),
+                    accessor: site.accessor_name().to_owned(),
+                })
+                .collect(),
             kmsg: self.kmsg_header(),
         }
     }

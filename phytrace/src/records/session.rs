@@ -23,6 +23,8 @@ pub struct Session {
     pub callback_probes: Option<String>,
     /// The call sites probed, when callbacks are probed there.
     pub call_sites: Vec<CallSiteEntry>,
+    /// The bus-op calls of inlined MDIO accessors probed.
+    pub mdio_sites: Vec<MdioSiteEntry>,
     /// What it takes of the kernel's log.
     pub kmsg: KmsgHeader,
 }
@@ -68,6 +70,17 @@ pub struct CallSiteEntry {
     /// return).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ret: Option<String>,
+}
+
+/// A bus-op call of an MDIO accessor's inlined copy, probed as the accessor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MdioSiteEntry {
+    /// The call instruction, `function+0xOFF`.
+    pub call: String,
+    /// The instruction it returns to, `function+0xOFF`.
+    pub ret: String,
+    /// The accessor copied (`__mdiobus_read`).
+    pub accessor: String,
 }
 
 /// The attach type of the MDIO accessor probes.

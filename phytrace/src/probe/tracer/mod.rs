@@ -29,9 +29,9 @@ use super::{
     driver_probes::DriverProbes,
     kmsg::{Kmsg, KmsgScope},
     mac_sites::{self, MacChoice, MacSiteCalls, MacSites},
+    mdio_inlining::{self, OpSite},
     mdio_probes::MdioChoice,
     symbols::CallbackSymbol,
-    trace_events,
 };
 use crate::event::{Event, EventKind};
 use crate::records::{
@@ -89,7 +89,7 @@ pub struct Tracer {
     states: PhyStates,
     startup: StartupTimings,
     /// The bus-op calls of MDIO accessors inlined into other functions, armed.
-    _mdio_sites: Vec<trace_events::EventLink>,
+    mdio_copies: mdio_inlining::ArmedCopies,
     /// The call sites armed, when callbacks are probed there.
     call_sites: Option<CallSiteProbes>,
     /// vmlinux's BTF, for phylink's on top when it goes live (`None`: MAC ops are probed by
@@ -133,6 +133,11 @@ impl Tracer {
     /// The call sites armed, if callbacks are probed there.
     pub fn call_sites(&self) -> Option<&CallSiteProbes> {
         self.call_sites.as_ref()
+    }
+
+    /// The bus-op calls of inlined MDIO accessors armed (none where the kernel calls them).
+    pub fn mdio_copies(&self) -> &[OpSite] {
+        &self.mdio_copies.sites
     }
 
     /// What the user should know about the session since the last call (a probe that could

@@ -192,7 +192,7 @@ impl Tracer {
         let mdio = mdio?;
         // The accessors' copies a compiler inlined, at their bus-op calls (after the load: the
         // kprobe twins of the MDIO programs are loaded for them here).
-        let mdio_sites = mdio_survey.arm(&mut ebpf, &mut notes);
+        let mdio_copies = mdio_survey.arm(&mut ebpf, &mut notes);
         startup.load = lap();
         startup.mdio = attaching;
         startup.call_sites_armed = arming;
@@ -224,7 +224,7 @@ impl Tracer {
             last_read: Read::Nothing,
             states,
             startup,
-            _mdio_sites: mdio_sites,
+            mdio_copies,
             call_sites: None,
             mac_btf: None,
             mac_finding: None,
