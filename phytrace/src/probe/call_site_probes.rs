@@ -351,9 +351,9 @@ impl CallSiteProbes {
 /// Arms `site`'s return probe, then its entry probe (carrying `cookie`, its index in the site
 /// table): a return armed without its entry finds no frame and reports nothing. An entry the
 /// kernel refuses takes its return probe away again (to `stranded`, see
-/// [`CallSiteProbes::close_stranded`]): alone, it would only cost each pass. The kprobes are the kprobe PMU's
-/// (added to `links`); a tail call's return probe is a tracefs event of `probes`, which can
-/// give it room for more calls in flight and counts its misses.
+/// [`CallSiteProbes::close_stranded`]): alone, it would only cost each pass. The kprobes are
+/// the kprobe PMU's (added to `links`); a tail call's return probe is a tracefs event of
+/// `probes`, which can give it room for more calls in flight and counts its misses.
 fn arm_site(
     programs: &mut impl Programs,
     probes: &mut DriverProbes,

@@ -10,8 +10,8 @@ use std::{
 use anyhow::{Context as _, Result};
 
 use super::{TracerOptions, mac::MAC_PROBES};
-use crate::probe::call_site_probes::CallbackChoice;
 use crate::probe::{
+    call_site_probes::CallbackChoice,
     module_files::{self, ModuleTree},
     modules,
     symbols::{self, CallbackSymbol},
