@@ -208,14 +208,23 @@ mod tests {
             .collect()
     }
 
+    /// What `options` prefetch from `tree`, `loaded` live and kallsyms read by `kallsyms`.
+    fn prefetch(
+        options: &TracerOptions,
+        tree: &ModuleTree,
+        loaded: &[&str],
+        kallsyms: impl FnOnce() -> Result<Vec<CallbackSymbol>>,
+    ) -> Prefetched {
+        Prefetched::select(options, &live(loaded), kallsyms, tree, read_file).unwrap()
+    }
+
     /// What following every driver prefetches, `loaded` live and kallsyms holding `kallsyms`.
     fn following_every_driver(
         tree: &ModuleTree,
         loaded: &[&str],
         kallsyms: Vec<CallbackSymbol>,
     ) -> Prefetched {
-        let options = TracerOptions::default();
-        Prefetched::select(&options, &live(loaded), || Ok(kallsyms), tree, read_file).unwrap()
+        prefetch(&TracerOptions::default(), tree, loaded, || Ok(kallsyms))
     }
 
     #[test]
@@ -246,8 +255,7 @@ mod tests {
         };
         // No followed module is live: kallsyms is not read.
         let kallsyms = || -> Result<Vec<CallbackSymbol>> { panic!("kallsyms read") };
-        let prefetched =
-            Prefetched::select(&options, &live(&["asix"]), kallsyms, &tree, read_file).unwrap();
+        let prefetched = prefetch(&options, &tree, &["asix"], kallsyms);
         assert!(prefetched.live_callbacks.is_empty());
         let files = &prefetched.files;
         assert_eq!(
@@ -278,14 +286,7 @@ mod tests {
                 symbol("ax88796b_rust", "suspend"),
             ])
         };
-        let prefetched = Prefetched::select(
-            &options,
-            &live(&["ax88796b_rust"]),
-            kallsyms,
-            &tree,
-            read_file,
-        )
-        .unwrap();
+        let prefetched = prefetch(&options, &tree, &["ax88796b_rust"], kallsyms);
         assert_eq!(prefetched.live_callbacks.len(), 2);
         assert!(prefetched.files.is_empty());
     }
@@ -295,14 +296,7 @@ mod tests {
         let (_dir, tree) = tree();
         let kallsyms = || -> Result<Vec<CallbackSymbol>> { panic!("kallsyms read") };
         let options = TracerOptions::default();
-        let prefetched = Prefetched::select(
-            &options,
-            &live(&["ax88796b_rust"]),
-            kallsyms,
-            &tree,
-            read_file,
-        )
-        .unwrap();
+        let prefetched = prefetch(&options, &tree, &["ax88796b_rust"], kallsyms);
         assert_eq!(
             prefetched.live_callbacks,
             [symbol("ax88796b_rust", "read_status")]
