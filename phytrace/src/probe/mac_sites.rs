@@ -105,14 +105,7 @@ pub fn find(btf: &KernelBtf, home: Home) -> Result<Found> {
         }
         Home::BuiltIn => {
             let symbols = TextSymbols::parse(&kallsyms);
-            let (start, end) = symbols
-                .core_text()
-                .context("/proc/kallsyms has no _stext/_etext (addresses hidden?)")?;
-            let functions = symbols
-                .functions_in(start, end)
-                .filter(|function| function.name.starts_with("phylink_"))
-                .collect();
-            callsites::discover_in(functions, &symbols, &mut kcore, &layout, isa, &probed)?
+            callsites::discover_named(&symbols, &mut kcore, &layout, isa, &probed, "phylink_")?
         }
     };
     if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {

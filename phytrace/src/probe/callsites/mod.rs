@@ -346,9 +346,7 @@ pub fn discover(
     isa: Isa,
     probed: &[u64],
 ) -> Result<Discovery> {
-    let (start, end) = symbols
-        .core_text()
-        .context("/proc/kallsyms has no _stext/_etext (are addresses hidden? phytrace needs CAP_SYSLOG or root to read them)")?;
+    let (start, end) = core_text(symbols)?;
     let len = usize::try_from(end - start).context("kernel text size")?;
     let code = text.read(start, len)?;
     let mut discovery = Discovery {
@@ -386,9 +384,38 @@ pub fn discover_module(
     discover_in(functions, symbols, text, layout, isa, probed)
 }
 
+/// Finds every call site of an op of `layout` in the core kernel's functions named `prefix…`
+/// (a subsystem built in), read through `text` one at a time.
+pub fn discover_named(
+    symbols: &TextSymbols,
+    text: &mut impl text::KernelMemory,
+    layout: &Layout,
+    isa: Isa,
+    probed: &[u64],
+    prefix: &str,
+) -> Result<Discovery> {
+    let (start, end) = core_text(symbols)?;
+    let functions: Vec<_> = symbols
+        .functions_in(start, end)
+        .filter(|function| function.name.starts_with(prefix))
+        .collect();
+    if functions.is_empty() {
+        anyhow::bail!("/proc/kallsyms has no function {prefix}… in the core kernel");
+    }
+    discover_in(functions, symbols, text, layout, isa, probed)
+}
+
+/// The core kernel's text, `[_stext, _etext)`.
+fn core_text(symbols: &TextSymbols) -> Result<(u64, u64)> {
+    symbols.core_text().context(
+        "/proc/kallsyms has no _stext/_etext (are addresses hidden? phytrace needs CAP_SYSLOG \
+         or root to read them)",
+    )
+}
+
 /// Finds every call site of an op of `layout` in `functions` (of `symbols`), read through
 /// `text` one at a time.
-pub fn discover_in(
+fn discover_in(
     functions: Vec<Function<'_>>,
     symbols: &TextSymbols,
     text: &mut impl text::KernelMemory,
