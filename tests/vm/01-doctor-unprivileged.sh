@@ -1,11 +1,19 @@
 #!/bin/bash
-# Without privileges, doctor names the missing capabilities and exits 3 — no backtrace.
+# Without privileges, doctor names each missing capability with what is lost without it, and
+# exits 3 — no backtrace.
 set -uo pipefail
-out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$PHYTRACE_BIN" doctor 2>&1)
+. "$(dirname "$0")/lib.sh"
+json=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$PHYTRACE_BIN" doctor --format json 2>&1)
 status=$?
-echo "$out"
+echo "$json"
 set -e
-[[ $status -eq 3 ]] || { echo "expected exit 3, got $status"; exit 1; }
-grep -q '^\[FAIL\] privileges .*lacks CAP_BPF, CAP_PERFMON and CAP_DAC_OVERRIDE' <<<"$out"
-grep -q 'fix: run as root' <<<"$out"
-! grep -qi 'panicked' <<<"$out"
+expect_eq "doctor as nobody: exit status" 3 "$status"
+jq -e '.can_trace == false' <<<"$json" >/dev/null || fail "doctor as nobody says it can trace"
+privileges=$(jq -c '.checks[] | select(.name == "privileges")' <<<"$json")
+jq -e '.status == "fail" and (.fix | test("^run as root"))' <<<"$privileges" >/dev/null || fail "no privileges failure with its fix"
+for cap in CAP_BPF CAP_PERFMON CAP_DAC_OVERRIDE CAP_SYS_RAWIO CAP_SYSLOG; do
+    jq -e --arg c "$cap" '[.items[] | select(startswith("without " + $c + ": "))] | length == 1' <<<"$privileges" >/dev/null ||
+        fail "doctor does not say what is lost without $cap"
+done
+ok "each missing capability named with what is lost"
+! grep -qi 'panicked' <<<"$json"

@@ -1,43 +1,101 @@
-//! `phytrace doctor`: can this machine trace a Rust PHY driver? Prints each check of
-//! [`diagnose::checks`] with what it found and, when it fails, how to fix it.
+//! `phytrace doctor`: can this machine trace its PHY drivers, C or Rust? Prints each check of
+//! [`diagnose::checks`] with what it found and, when it does not pass, how to fix it.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::{
-    diagnose::checks::{self, Status},
+    diagnose::checks::{self, Report, Status},
     exit::FailureKind,
     output,
+    probe::module_files,
 };
+
+/// How `doctor` prints its report.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One line per check, with its fix and items below it.
+    Text,
+    /// One JSON object: `can_trace`, `checks` (name, status, detail, fix, items) and `phys`.
+    Json,
+}
 
 /// Arguments of `phytrace doctor`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Example:\n  sudo phytrace doctor\n  sudo phytrace doctor --module ax88796b_rust"
+    after_help = "Examples:\n  sudo phytrace doctor\n  sudo phytrace doctor --module \
+                        ax88796b        (the C Asix driver)\n  sudo phytrace doctor --module \
+                        ax88796b_rust   (the Rust one)\n  phytrace doctor --format json | jq \
+                        .can_trace"
 )]
 pub struct DoctorArgs {
-    /// The driver module you want to trace.
-    #[arg(long, default_value = "ax88796b_rust")]
-    pub module: String,
+    /// Also check this PHY driver module, C or Rust, loaded or not: the drivers it defines,
+    /// the ops each sets and phylib's call sites that trace them (read from its file in the
+    /// module tree).
+    #[arg(long, value_name = "MODULE")]
+    pub module: Option<String>,
+    /// Module tree to find module files in; default: /lib/modules/RELEASE of the running
+    /// kernel.
+    #[arg(long, value_name = "DIR")]
+    pub module_tree: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// Runs every check, prints them, and exits 0 if tracing can work, 3 if not.
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
-    let checks = checks::run_all(&args.module);
+    let report = checks::run_all(&checks::Options {
+        module: args.module.clone(),
+        module_tree: args
+            .module_tree
+            .clone()
+            .unwrap_or_else(module_files::default_tree),
+    });
+    let out = match args.format {
+        Format::Text => text(&report)?,
+        Format::Json => {
+            let mut json = serde_json::to_string_pretty(&serde_json::json!({
+                "can_trace": report.can_trace(),
+                "checks": report.checks,
+                "phys": report.phys,
+            }))?;
+            json.push('\n');
+            json
+        }
+    };
+    output::print(out.as_bytes())?;
+    Ok(if report.can_trace() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FailureKind::TracingUnavailable.code())
+    })
+}
+
+/// The report as text: `[mark] name detail`, then its items and fix, indented.
+fn text(report: &Report) -> anyhow::Result<String> {
     let mut out = String::new();
-    for check in &checks {
+    for check in &report.checks {
         let mark = match check.status {
             Status::Ok => "ok  ",
             Status::Warn => "warn",
             Status::Fail => "FAIL",
             Status::Skipped => "skip",
         };
-        writeln!(out, "[{mark}] {:<26} {}", check.name, check.detail)?;
+        writeln!(out, "[{mark}] {:<20} {}", check.name, check.detail)?;
+        for item in &check.items {
+            writeln!(out, "       {item}")?;
+        }
         if let Some(fix) = &check.fix {
-            writeln!(out, "       {:<26} fix: {fix}", "")?;
+            writeln!(out, "       fix: {fix}")?;
         }
     }
-    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    let failed = report
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .count();
     if failed == 0 {
         writeln!(out, "phytrace can trace on this machine.")?;
     } else {
@@ -46,10 +104,5 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             "phytrace cannot trace on this machine: {failed} check(s) failed."
         )?;
     }
-    output::print(out.as_bytes())?;
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(FailureKind::TracingUnavailable.code())
-    })
+    Ok(out)
 }

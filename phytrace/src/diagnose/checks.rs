@@ -1,21 +1,31 @@
-//! `phytrace doctor`'s checks: can this machine trace a Rust PHY driver? Each check says what
-//! it found and, when it fails, how to fix it; one whose prerequisite failed is skipped.
+//! `phytrace doctor`'s checks: can this machine trace its PHY drivers, C or Rust, the way a
+//! default session does? Each check says what it found and, when it does not pass, what is
+//! lost and how to fix it; one whose prerequisite failed is skipped.
 
-use std::{fs, path::Path};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
 
-use anyhow::Context as _;
+use anyhow::{Context as _, Result};
+use serde::Serialize;
 
+use super::drivers::{self, DriverOps};
+use super::survey;
 use crate::probe::{
     attach, btf, call_site_probes,
-    callsites::Layout,
+    callsites::{Discovery, Layout, OPS, cache},
+    driver_tables::DriverLayout,
     error::{Cause, ProbeError},
     loader, mdio_inlining,
     mdio_probes::{self, MdioChoice},
+    module_files::ModuleTree,
     privileges, selftest, support, symbols,
 };
 
 /// What a check found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Tracing can do what this checks.
     Ok,
@@ -28,49 +38,89 @@ pub enum Status {
 }
 
 /// One check: what it found and, if it did not pass, how to fix it.
+#[derive(Debug, Serialize)]
 pub struct Check {
     pub name: &'static str,
     pub status: Status,
     pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// What it found, item by item (a missing capability and what is lost without it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<String>,
 }
 
 impl Check {
-    fn ok(name: &'static str, detail: impl Into<String>) -> Self {
+    fn new(name: &'static str, status: Status, detail: String, fix: Option<String>) -> Self {
         Self {
             name,
-            status: Status::Ok,
-            detail: detail.into(),
-            fix: None,
+            status,
+            detail,
+            fix,
+            items: Vec::new(),
         }
+    }
+
+    fn ok(name: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(name, Status::Ok, detail.into(), None)
     }
 
     fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self {
-            name,
-            status: Status::Fail,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Self::new(name, Status::Fail, detail.into(), Some(fix.into()))
     }
 
     fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self {
-            name,
-            status: Status::Warn,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Self::new(name, Status::Warn, detail.into(), Some(fix.into()))
     }
 
     fn skipped(name: &'static str, why: &str) -> Self {
-        Self {
-            name,
-            status: Status::Skipped,
-            detail: format!("skipped: {why}"),
-            fix: None,
-        }
+        Self::new(name, Status::Skipped, format!("skipped: {why}"), None)
     }
+
+    fn with_items(mut self, items: Vec<String>) -> Self {
+        self.items = items;
+        self
+    }
+}
+
+/// A PHY on an MDIO bus, its driver, and how that driver's ops are traced.
+#[derive(Debug, Serialize)]
+pub struct PhyReport {
+    /// The PHY's device name (`bus:addr`).
+    pub name: String,
+    pub phy_id: String,
+    /// The bound driver's name, `(none)` when unbound.
+    pub driver: String,
+    /// The driver's module, `built-in` for vmlinux's.
+    pub module: String,
+    /// The driver's ops and their call sites, when its module file could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traced: Option<DriverOps>,
+    /// Why its ops are not listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
+}
+
+/// Everything `doctor` found: the checks, in order, and the PHYs present.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub checks: Vec<Check>,
+    pub phys: Vec<PhyReport>,
+}
+
+impl Report {
+    /// Whether a default session can trace here: no check failed.
+    pub fn can_trace(&self) -> bool {
+        self.checks.iter().all(|check| check.status != Status::Fail)
+    }
+}
+
+/// What `doctor` is asked about.
+pub struct Options {
+    /// A driver module to check, C or Rust.
+    pub module: Option<String>,
+    /// The module tree its file is read from.
+    pub module_tree: PathBuf,
 }
 
 /// Why the checks that need every one of `needed` are skipped: the first of them that failed.
@@ -96,9 +146,15 @@ fn fix_for(err: &anyhow::Error, otherwise: &str) -> String {
 /// What to do when a failure names no cause.
 const REPORT: &str = "run with RUST_LOG=debug and report the output";
 
-/// Runs every check, in the order they are shown; `module` is the driver module to trace.
-pub fn run_all(module: &str) -> Vec<Check> {
-    let privileged = privileges();
+/// The oldest kernel phytrace's programs load on: they read PHYs through the kfunc
+/// `bpf_rdonly_cast`, which Linux 6.2 added.
+pub const MIN_KERNEL: (u32, u32) = (6, 2);
+
+/// Runs every check, in the order they are shown.
+pub fn run_all(options: &Options) -> Report {
+    let caps = privileges::effective().unwrap_or(0);
+    let privileged = privileges(caps);
+    let perf = perf_events(caps, privileges::perf_event_paranoid());
     let bpf = bpf_syscall();
     let kprobes = kprobe_pmu();
     let events = bpf_events();
@@ -107,62 +163,166 @@ pub fn run_all(module: &str) -> Vec<Check> {
         (&bpf, "no bpf() system call"),
     ]);
     let kprobe_blocked = load_blocked.or(blocker(&[
+        (&perf, "perf events refused"),
         (&kprobes, "no kprobes"),
         (&events, "no BPF on kprobes"),
     ]));
     let mut checks = vec![
         kernel_release(),
+        lockdown(),
         privileged,
+        perf,
         bpf,
         btf_check(),
         tracefs(),
         kprobes,
         events,
     ];
-    let call_sites = unless(kprobe_blocked, CALL_SITES, call_site_kprobe);
-    checks.push(callbacks_either_way(
-        unless(kprobe_blocked, RUST_KPROBE, rust_kprobe),
-        &call_sites,
-    ));
-    checks.push(call_sites);
+    let btf = btf::KernelBtf::running().ok();
+    let discovery = find_call_sites(btf.as_ref());
+    checks.push(match kprobe_blocked {
+        Some(why) => Check::skipped(CALLBACKS, why),
+        None => callbacks(&discovery),
+    });
     checks.push(unless(load_blocked, MDIO_PROBES, mdio_attach));
-    checks.push(driver_module(module));
+    let layout = btf
+        .as_ref()
+        .map(DriverLayout::from_btf)
+        .transpose()
+        .ok()
+        .flatten();
+    let tree = ModuleTree::read(&options.module_tree);
+    let sites = discovery.as_ref().ok();
+    let phys = phy_reports(&tree, &options.module_tree, layout.as_ref(), sites);
+    checks.push(phys_check(&phys));
+    if let Some(module) = &options.module {
+        checks.push(driver_module(
+            module,
+            &tree,
+            &options.module_tree,
+            layout.as_ref(),
+            sites,
+        ));
+    }
     checks.push(unless(kprobe_blocked, PIPELINE, pipeline));
-    checks
+    Report { checks, phys }
+}
+
+/// `major.minor` of a kernel release (`6.12.118-1-amd64` → `(6, 12)`).
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 fn kernel_release() -> Check {
-    match fs::read_to_string("/proc/sys/kernel/osrelease") {
-        Ok(release) => Check::ok("kernel", release.trim().to_owned()),
-        Err(err) => Check::warn("kernel", format!("unknown ({err})"), "is /proc mounted?"),
+    const NAME: &str = "kernel";
+    let release = match fs::read_to_string("/proc/sys/kernel/osrelease") {
+        Ok(release) => release.trim().to_owned(),
+        Err(err) => return Check::warn(NAME, format!("unknown ({err})"), "is /proc mounted?"),
+    };
+    version_check(&release)
+}
+
+/// The version check of kernel `release`.
+fn version_check(release: &str) -> Check {
+    const NAME: &str = "kernel";
+    let (major, minor) = MIN_KERNEL;
+    match kernel_version(release) {
+        Some(version) if version >= MIN_KERNEL => Check::ok(NAME, release.to_owned()),
+        Some(_) => Check::fail(
+            NAME,
+            format!(
+                "{release} is older than {major}.{minor}: phytrace's programs read PHYs through \
+                 the kfunc bpf_rdonly_cast, which Linux {major}.{minor} added"
+            ),
+            format!("boot Linux {major}.{minor} or later"),
+        ),
+        None => Check::warn(
+            NAME,
+            format!("{release}: not a version phytrace can read"),
+            format!("phytrace needs Linux {major}.{minor} or later"),
+        ),
     }
 }
 
-fn privileges() -> Check {
+fn lockdown() -> Check {
+    lockdown_check(fs::read_to_string(support::LOCKDOWN).ok().as_deref())
+}
+
+/// The lockdown check, from the text of [`support::LOCKDOWN`] (`None`: no lockdown LSM).
+fn lockdown_check(text: Option<&str>) -> Check {
+    const NAME: &str = "lockdown";
+    match text.map(support::lockdown_mode) {
+        None => Check::ok(NAME, "none (no lockdown LSM)"),
+        Some(None) => Check::warn(NAME, "unknown", "is securityfs mounted?"),
+        Some(Some(mode)) if !support::lockdown_refuses(mode) => Check::ok(NAME, mode),
+        Some(Some(mode)) => Check::fail(
+            NAME,
+            format!(
+                "{mode}: the kernel refuses every read of its memory (/proc/kcore, BPF's \
+                 bpf_probe_read_kernel) and tracefs, so phytrace cannot trace"
+            ),
+            "boot with lockdown=integrity (or none): integrity, which Secure Boot sets on \
+             Debian, lets phytrace trace",
+        ),
+    }
+}
+
+fn privileges(caps: u64) -> Check {
     const NAME: &str = "privileges";
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
-    let missing = privileges::missing(privileges::effective().unwrap_or(0));
+    let missing = privileges::missing(caps);
     if missing.is_empty() {
-        return Check::ok(NAME, format!("uid {euid}, {}", privileges::NEEDED_NAMES));
+        return Check::ok(NAME, format!("uid {euid}, {}", privileges::names()));
     }
-    Check::fail(
-        NAME,
-        format!("uid {euid} lacks {}", privileges::in_words(&missing)),
-        format!(
-            "run as root (sudo phytrace …) or `sudo {}`",
-            privileges::SETCAP
-        ),
-    )
+    let names: Vec<&str> = missing.iter().map(|cap| cap.name).collect();
+    let items = missing
+        .iter()
+        .map(|cap| format!("without {}: {}", cap.name, cap.lost_without))
+        .collect();
+    // Without these nothing is traced or record stops; without the others the callbacks
+    // fall back to the Rust drivers' symbols.
+    let essential = missing
+        .iter()
+        .any(|cap| matches!(cap.name, "CAP_BPF" | "CAP_PERFMON" | "CAP_DAC_OVERRIDE"));
+    let detail = format!("uid {euid} lacks {}", privileges::in_words(&names));
+    let check = if essential {
+        Check::fail(NAME, detail, privileges::fix())
+    } else {
+        Check::warn(NAME, detail, privileges::fix())
+    };
+    check.with_items(items)
 }
 
+/// Whether this process may open perf events, which every kprobe is attached through.
+fn perf_events(caps: u64, paranoid: Option<i32>) -> Check {
+    const NAME: &str = "perf events";
+    let level = paranoid.map_or_else(|| "unknown".to_owned(), |level| level.to_string());
+    if privileges::paranoid_refuses(caps, paranoid) {
+        return Check::fail(
+            NAME,
+            format!(
+                "kernel.perf_event_paranoid is {level}: this kernel refuses perf_event_open, so \
+                 every kprobe, to a process without CAP_SYS_ADMIN"
+            ),
+            privileges::paranoid_fix(),
+        );
+    }
+    Check::ok(NAME, format!("kernel.perf_event_paranoid {level}"))
+}
 fn btf_check() -> Check {
     const NAME: &str = "BTF (struct layouts)";
     let path = Path::new(btf::VMLINUX_BTF);
     if !path.exists() {
         return Check::fail(
             NAME,
-            format!("{} is missing", path.display()),
+            format!(
+                "{} is missing: this kernel has no BTF, which phytrace's programs need to load \
+                 (the kernel resolves their kfunc bpf_rdonly_cast through its own BTF, so a BTF \
+                 file cannot stand in)",
+                path.display()
+            ),
             "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y",
         );
     }
@@ -271,84 +431,90 @@ fn any_rust_symbol() -> Option<String> {
         .flatten()
 }
 
-/// Name of the check that attaches a kprobe to a Rust function.
-const RUST_KPROBE: &str = "kprobe on a Rust symbol";
+/// Name of the check of how driver callbacks are traced.
+const CALLBACKS: &str = "callbacks";
 /// Name of the check of the MDIO accessors' attach.
 const MDIO_PROBES: &str = "MDIO probes";
 /// Name of the check that runs a probe end to end.
 const PIPELINE: &str = "pipeline self-test";
 
-fn rust_kprobe() -> Check {
-    let Some(symbol) = any_rust_symbol() else {
-        return Check::warn(
-            RUST_KPROBE,
-            "no Rust symbol in /proc/kallsyms",
-            "is the kernel built with CONFIG_RUST=y?",
-        );
-    };
-    let outcome = loader::load(&loader::LoadOptions::new(4096, Default::default()))
-        .and_then(|mut ebpf| attach::attach(&mut ebpf, "callback_enter", &symbol).map(|_| ()));
-    let shown = rustc_demangle::demangle(&symbol).to_string();
-    match outcome {
-        Ok(()) => Check::ok(RUST_KPROBE, format!("attached to {shown:#}")),
-        Err(err) => Check::fail(RUST_KPROBE, format!("{err:#}"), fix_for(&err, REPORT)),
-    }
+/// phylib's call sites of the driver ops, as a session finds them (this boot's cache first).
+fn find_call_sites(btf: Option<&btf::KernelBtf>) -> Result<Discovery> {
+    let btf = btf.context("the kernel's BTF cannot be read")?;
+    let layout = Layout::from_btf(btf)?;
+    let ((discovery, _), _) = call_site_probes::find(&layout, cache::default_dir().as_deref())?;
+    Ok(discovery)
 }
 
-/// Name of the check that attaches a kprobe at a call site of a driver op.
-const CALL_SITES: &str = "call-site probes";
-
-/// Finds phylib's call sites of the driver ops and attaches the entry program to the first.
-fn call_site_kprobe() -> Check {
-    let outcome = fs::read_to_string(symbols::KALLSYMS)
-        .map_err(anyhow::Error::from)
-        .and_then(|kallsyms| {
+/// How callbacks are traced: at phylib's call sites (every driver), else on the Rust drivers'
+/// symbols (those only), else not at all.
+fn callbacks(discovery: &Result<Discovery>) -> Check {
+    let at_sites = discovery
+        .as_ref()
+        .map_err(|err| anyhow::anyhow!("{err:#}"))
+        .and_then(|found| {
+            let first = found.sites.first().context("no call site")?;
             let btf = btf::KernelBtf::running()?;
-            let (discovery, _) = call_site_probes::discover(&Layout::from_btf(&btf)?, &kallsyms)?;
-            let first = discovery.sites.first().context("no call site")?;
             let mut ebpf = loader::load(&loader::LoadOptions::new(4096, btf.offsets()?))?;
             attach::loaded_kprobe(&mut ebpf, call_site_probes::PROGRAMS[0])?
                 .attach(&first.function, u64::from(first.found.offset))
                 .with_context(|| format!("attaching a kprobe at {}", first.place()))?;
-            Ok(discovery)
+            Ok(found)
         });
-    match outcome {
-        Ok(discovery) => {
-            let missing = discovery.ops_without_sites(&crate::probe::callsites::OPS);
-            Check::ok(
-                CALL_SITES,
+    let sites_err = match at_sites {
+        Ok(found) => {
+            let missing = found.ops_without_sites(&OPS);
+            return Check::ok(
+                CALLBACKS,
                 format!(
-                    "{} call sites of driver ops in phylib's code, kprobes accepted{}",
-                    discovery.sites.len(),
-                    if missing.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (no site for {})", missing.join(", "))
-                    }
+                    "every driver's, C or Rust: {} call sites of {} ops in phylib's code, \
+                     kprobes accepted",
+                    found.sites.len(),
+                    OPS.len() - missing.len()
                 ),
             )
+            .with_items(if missing.is_empty() {
+                Vec::new()
+            } else {
+                vec![format!("no call site for {}", missing.join(", "))]
+            });
         }
-        Err(err) => Check::warn(
-            CALL_SITES,
-            format!("{err:#}"),
-            "callbacks are traced on the Rust drivers' symbols only (`phytrace probes` lists the sites)",
+        Err(err) => err,
+    };
+    let fix = fix_for(
+        &sites_err,
+        "`phytrace probes` says why the call sites cannot be found",
+    );
+    let Some(symbol) = any_rust_symbol() else {
+        return Check::fail(
+            CALLBACKS,
+            format!(
+                "none can be traced: phylib's call sites: {sites_err:#}; no Rust driver symbols either"
+            ),
+            fix,
+        );
+    };
+    let outcome = loader::load(&loader::LoadOptions::new(4096, Default::default()))
+        .and_then(|mut ebpf| attach::attach(&mut ebpf, "callback_enter", &symbol).map(|_| ()));
+    match outcome {
+        Ok(()) => Check::warn(
+            CALLBACKS,
+            format!(
+                "Rust drivers' only, on their symbols (a kprobe on {:#} was accepted): \
+                 phylib's call sites: {sites_err:#}",
+                rustc_demangle::demangle(&symbol)
+            ),
+            fix,
+        ),
+        Err(err) => Check::fail(
+            CALLBACKS,
+            format!(
+                "none can be traced: phylib's call sites: {sites_err:#}; Rust drivers' \
+                 symbols: {err:#}"
+            ),
+            fix,
         ),
     }
-}
-
-/// A refused kprobe in Rust code is no failure where the call sites trace the callbacks.
-fn callbacks_either_way(rust: Check, call_sites: &Check) -> Check {
-    if rust.status != Status::Fail || call_sites.status != Status::Ok {
-        return rust;
-    }
-    Check::warn(
-        RUST_KPROBE,
-        format!(
-            "{}; callbacks are traced at phylib's call sites instead",
-            rust.detail
-        ),
-        rust.fix.unwrap_or_default(),
-    )
 }
 
 /// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why.
@@ -410,36 +576,161 @@ fn mdio_attach() -> Check {
     }
 }
 
-fn driver_module(module: &str) -> Check {
-    const NAME: &str = "driver module";
-    if !Path::new("/sys/module").join(module).exists() {
-        return Check::warn(
+/// The PHYs on MDIO buses, each with its driver's ops and their call sites where the
+/// driver's module file can be read.
+fn phy_reports(
+    tree: &ModuleTree,
+    tree_dir: &Path,
+    layout: Option<&DriverLayout>,
+    discovery: Option<&Discovery>,
+) -> Vec<PhyReport> {
+    survey::bound_phys()
+        .into_iter()
+        .map(|phy| {
+            let traced = (phy.driver != survey::UNBOUND)
+                .then(|| driver_of(&phy.module, &phy.driver, tree, tree_dir, layout, discovery))
+                .transpose();
+            let (traced, unread) = match traced {
+                Ok(traced) => (traced, None),
+                Err(err) => (None, Some(format!("{err:#}"))),
+            };
+            PhyReport {
+                name: phy.name,
+                phy_id: phy.phy_id,
+                driver: phy.driver,
+                module: phy.module,
+                traced,
+                unread,
+            }
+        })
+        .collect()
+}
+
+/// The ops of driver `driver` of module `module`, from its file.
+fn driver_of(
+    module: &str,
+    driver: &str,
+    tree: &ModuleTree,
+    tree_dir: &Path,
+    layout: Option<&DriverLayout>,
+    discovery: Option<&Discovery>,
+) -> Result<DriverOps> {
+    let layout = layout.context("no struct phy_driver in the kernel's BTF")?;
+    let path = drivers::module_file(module, tree, tree_dir)?;
+    let table = drivers::tables(path, layout)?
+        .into_iter()
+        .find(|table| table.name == driver)
+        .with_context(|| format!("{} defines no driver named {driver:?}", path.display()))?;
+    Ok(DriverOps::new(table, discovery))
+}
+
+fn phys_check(phys: &[PhyReport]) -> Check {
+    const NAME: &str = "PHYs";
+    if phys.is_empty() {
+        return Check::ok(
             NAME,
-            format!("{module} is not loaded"),
-            format!("`modprobe {module}` (record and tui wait for it and attach when it loads)"),
+            format!(
+                "none on an MDIO bus yet ({}): a session traces each from its first callback",
+                survey::MDIO_BUS_DEVICES
+            ),
         );
     }
-    match symbols::read_kallsyms(Path::new(symbols::KALLSYMS)) {
-        Ok(found) => {
-            let count = found.iter().filter(|s| s.module == module).count();
-            if count == 0 {
-                Check::fail(
-                    NAME,
-                    format!(
-                        "{module} is loaded but has no kernel::net::phy::Adapter callbacks in /proc/kallsyms"
-                    ),
-                    "is it a Rust PHY driver built on kernel::net::phy?",
-                )
-            } else {
-                Check::ok(NAME, format!("{module} loaded, {count} callbacks found"))
-            }
+    let mut items = Vec::new();
+    for phy in phys {
+        items.push(format!(
+            "{} {} {} ({})",
+            phy.name, phy.phy_id, phy.driver, phy.module
+        ));
+        match (&phy.traced, &phy.unread) {
+            (Some(traced), _) => items.extend(traced.lines()),
+            (None, Some(why)) => items.push(format!("  ops not listed: {why}")),
+            (None, None) => {}
         }
-        Err(err) => Check::fail(
-            NAME,
-            format!("reading {}: {err}", symbols::KALLSYMS),
-            "is /proc mounted?",
-        ),
     }
+    Check::ok(NAME, format!("{} on MDIO buses", phys.len())).with_items(items)
+}
+
+/// `--module`: the drivers module `module` defines, C or Rust, their ops and the call sites
+/// that trace them.
+fn driver_module(
+    module: &str,
+    tree: &ModuleTree,
+    tree_dir: &Path,
+    layout: Option<&DriverLayout>,
+    discovery: Option<&Discovery>,
+) -> Check {
+    const NAME: &str = "driver module";
+    let loaded = Path::new("/sys/module").join(module).exists();
+    let found = layout
+        .context("no struct phy_driver in the kernel's BTF")
+        .and_then(|layout| {
+            let path = drivers::module_file(module, tree, tree_dir)?;
+            Ok((path, drivers::tables(path, layout)?))
+        });
+    let (path, tables) = match found {
+        Ok(found) => found,
+        Err(err) => {
+            return Check::fail(
+                NAME,
+                format!("{err:#}"),
+                format!("check the name: `modinfo {module}`"),
+            );
+        }
+    };
+    if tables.is_empty() {
+        return Check::fail(
+            NAME,
+            format!(
+                "{module} ({}) defines no struct phy_driver: it is not a PHY driver",
+                path.display()
+            ),
+            format!("`modinfo {module}` shows what it is; phytrace traces PHY drivers"),
+        );
+    }
+    let drivers: Vec<DriverOps> = tables
+        .into_iter()
+        .map(|table| DriverOps::new(table, discovery))
+        .collect();
+    let mut items = Vec::new();
+    for driver in &drivers {
+        items.push(format!("{} (PHY ID {:08x})", driver.name, driver.phy_id));
+        items.extend(driver.lines());
+    }
+    let untraced: Vec<&str> = drivers.iter().flat_map(DriverOps::untraced).collect();
+    let state = if loaded {
+        "loaded"
+    } else {
+        "not loaded: its calls are traced from the first, phylib's call sites are armed before it loads"
+    };
+    let detail = format!(
+        "{module} ({}), {state}: {} driver(s)",
+        path.display(),
+        drivers.len()
+    );
+    let check = if discovery.is_none() {
+        Check::warn(
+            NAME,
+            format!(
+                "{detail}; phylib's call sites are not known, so none of its ops is traced there"
+            ),
+            "the callbacks check above says why; so does `phytrace probes`",
+        )
+    } else if untraced.is_empty() {
+        Check::ok(NAME, detail)
+    } else {
+        let mut names = untraced.clone();
+        names.sort_unstable();
+        names.dedup();
+        Check::warn(
+            NAME,
+            format!(
+                "{detail}; no call site on this kernel for {}",
+                names.join(", ")
+            ),
+            format!("{module}'s other ops are traced; `phytrace probes` lists the sites"),
+        )
+    };
+    check.with_items(items)
 }
 
 fn pipeline() -> Check {
@@ -473,7 +764,7 @@ mod tests {
             blocker(&[(&ok, "a"), (&failed, "c"), (&failed, "d")]),
             Some("c")
         );
-        let skipped = unless(Some("c"), RUST_KPROBE, || panic!("ran a blocked check"));
+        let skipped = unless(Some("c"), PIPELINE, || panic!("ran a blocked check"));
         assert!(skipped.status == Status::Skipped && skipped.detail == "skipped: c");
     }
 
@@ -484,7 +775,7 @@ mod tests {
             (Cause::NoBpfSyscall, "CONFIG_BPF_SYSCALL=y"),
             (Cause::NoBpfEvents, "CONFIG_BPF_EVENTS=y"),
             (Cause::NotraceKprobe, "CONFIG_KPROBE_EVENTS_ON_NOTRACE=y"),
-            (Cause::NotPermitted, privileges::NEEDED_NAMES),
+            (Cause::NotPermitted, "CAP_SYS_RAWIO"),
         ] {
             let fix = fix_for(&refused(Some(cause)), REPORT);
             assert!(fix.contains(option), "{cause:?}: {fix}");
@@ -493,6 +784,67 @@ mod tests {
         }
         assert_eq!(fix_for(&refused(None), REPORT), REPORT);
         assert_eq!(fix_for(&anyhow::anyhow!("other"), REPORT), REPORT);
+    }
+
+    #[test]
+    fn kernels_before_6_2_are_refused_with_the_reason() {
+        assert_eq!(kernel_version("6.12.118-1-amd64"), Some((6, 12)));
+        assert_eq!(kernel_version("7.3.4+deb13-amd64"), Some((7, 3)));
+        assert!(version_check("6.2.0").status == Status::Ok);
+        assert!(version_check("7.3.4+deb13-amd64").status == Status::Ok);
+        let old = version_check("6.1.158-1");
+        assert!(old.status == Status::Fail);
+        assert!(old.detail.contains("bpf_rdonly_cast"), "{}", old.detail);
+        assert!(version_check("custom").status == Status::Warn);
+    }
+
+    #[test]
+    fn lockdown_confidentiality_is_named_integrity_passes() {
+        assert!(lockdown_check(None).status == Status::Ok);
+        for text in [
+            "[none] integrity confidentiality\n",
+            "none [integrity] confidentiality\n",
+        ] {
+            assert!(lockdown_check(Some(text)).status == Status::Ok, "{text}");
+        }
+        let locked = lockdown_check(Some("none integrity [confidentiality]\n"));
+        assert!(locked.status == Status::Fail);
+        assert!(
+            locked.detail.starts_with("confidentiality"),
+            "{}",
+            locked.detail
+        );
+        assert!(locked.fix.unwrap().contains("lockdown=integrity"));
+    }
+
+    #[test]
+    fn each_missing_capability_says_what_is_lost() {
+        let all = privileges(u64::MAX);
+        assert!(all.status == Status::Ok && all.items.is_empty());
+        let nobody = privileges(0);
+        assert!(nobody.status == Status::Fail);
+        assert_eq!(nobody.items.len(), privileges::DEFAULT.len());
+        // Without the code and symbols readers, callbacks degrade: a warning, each named.
+        let without_code = privileges(!(1 << 17 | 1 << 34));
+        assert!(without_code.status == Status::Warn);
+        assert!(without_code.items[0].starts_with("without CAP_SYS_RAWIO: "));
+        assert!(without_code.items[1].starts_with("without CAP_SYSLOG: "));
+        assert!(
+            without_code
+                .fix
+                .unwrap()
+                .contains(&privileges::setcap_text())
+        );
+    }
+
+    #[test]
+    fn paranoid_three_fails_without_sys_admin() {
+        let perfmon = 1 << 38;
+        assert!(perf_events(perfmon, Some(2)).status == Status::Ok);
+        let refused = perf_events(perfmon, Some(3));
+        assert!(refused.status == Status::Fail);
+        assert!(refused.fix.unwrap().contains("perf_event_paranoid=2"));
+        assert!(perf_events(1 << privileges::CAP_SYS_ADMIN, Some(3)).status == Status::Ok);
     }
 
     #[test]

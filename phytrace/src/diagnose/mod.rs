@@ -3,4 +3,5 @@
 //! only print what these find.
 
 pub mod checks;
+pub mod drivers;
 pub mod survey;

@@ -112,8 +112,11 @@ fn link_name(path: &Path) -> Option<String> {
     )
 }
 
+/// What [`BoundPhy::driver`] says of a PHY no driver is bound to.
+pub const UNBOUND: &str = "(none)";
+
 /// The PHY devices in [`MDIO_BUS_DEVICES`], by name.
-fn bound_phys() -> Vec<BoundPhy> {
+pub fn bound_phys() -> Vec<BoundPhy> {
     let Ok(entries) = fs::read_dir(MDIO_BUS_DEVICES) else {
         return Vec::new();
     };
@@ -121,7 +124,7 @@ fn bound_phys() -> Vec<BoundPhy> {
         .flatten()
         .map(|entry| {
             let dir = entry.path();
-            let driver = link_name(&dir.join("driver")).unwrap_or_else(|| "(none)".to_owned());
+            let driver = link_name(&dir.join("driver")).unwrap_or_else(|| UNBOUND.to_owned());
             BoundPhy {
                 name: entry.file_name().to_string_lossy().into_owned(),
                 phy_id: fs::read_to_string(dir.join("phy_id"))

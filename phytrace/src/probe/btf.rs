@@ -259,6 +259,11 @@ impl KernelBtf {
         Ok(offsets)
     }
 
+    /// `sizeof(struct name)`.
+    pub fn struct_size(&self, name: &str) -> Result<u32> {
+        Ok(self.struct_named(name)?.size_or_type)
+    }
+
     /// The offset of operation `op` in `struct phy_driver`, if this kernel has it.
     pub fn phy_driver_op(&self, op: &str) -> Option<u32> {
         self.offset("phy_driver", &[op]).ok()

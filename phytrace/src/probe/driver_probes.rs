@@ -258,10 +258,8 @@ impl ArmCallbacks for SymbolArmer<'_> {
 fn refused(err: TraceEventError) -> anyhow::Error {
     let hint = match err.os_error() {
         Some(libc::EPERM | libc::EACCES) => format!(
-            ": not permitted: phytrace defines kprobe events in tracefs, a root-only file: run \
-             as root, or give phytrace {} (`{}`)",
-            super::privileges::NEEDED_NAMES,
-            super::privileges::SETCAP
+            ": not permitted: phytrace defines kprobe events in tracefs, a root-only file: {}",
+            super::privileges::fix()
         ),
         _ => String::new(),
     };

@@ -79,11 +79,7 @@ impl Cause {
                                     by `auto` on such a kernel), or rebuild the kernel with \
                                     CONFIG_KPROBE_EVENTS_ON_NOTRACE=y"
                 .to_owned(),
-            Self::NotPermitted => format!(
-                "run as root, or give phytrace {} (`{}`)",
-                privileges::NEEDED_NAMES,
-                privileges::SETCAP
-            ),
+            Self::NotPermitted => privileges::fix(),
             Self::NoSymbol => "the function is not in /proc/kallsyms or cannot be probed \
                                (module unloaded, or inlined)"
                 .to_owned(),

@@ -6,6 +6,7 @@ pub mod btf;
 pub mod call_site_probes;
 pub mod callsites;
 pub mod driver_probes;
+pub mod driver_tables;
 pub mod error;
 pub mod kallsyms;
 pub mod kfunc_calls;

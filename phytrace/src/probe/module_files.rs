@@ -27,10 +27,8 @@ pub fn default_tree() -> PathBuf {
 pub enum ModuleFileError {
     #[error("reading {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
-    #[error(
-        "{0} is compressed: phytrace reads the symbols of uncompressed module files only (give an uncompressed copy with --module-file)"
-    )]
-    Compressed(PathBuf),
+    #[error("{path} cannot be decompressed: {reason}")]
+    Compressed { path: PathBuf, reason: String },
     #[error("{path} is not a kernel module: {reason}")]
     NotElf { path: PathBuf, reason: String },
 }
@@ -84,13 +82,7 @@ pub fn read(path: &Path) -> Result<ModuleFile, ModuleFileError> {
         path: path.to_owned(),
         reason: "its name does not end in .ko".to_owned(),
     })?;
-    if path.extension().is_none_or(|ext| ext != "ko") {
-        return Err(ModuleFileError::Compressed(path.to_owned()));
-    }
-    let data = fs::read(path).map_err(|source| ModuleFileError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let data = contents(path)?;
     let callbacks = callbacks_in(&data, &name).map_err(|reason| ModuleFileError::NotElf {
         path: path.to_owned(),
         reason,
@@ -99,6 +91,38 @@ pub fn read(path: &Path) -> Result<ModuleFile, ModuleFileError> {
         name,
         path: path.to_owned(),
         callbacks,
+    })
+}
+
+/// The ELF object in the module file at `path`, decompressed if its name ends in `.xz` or
+/// `.zst`, as distributions ship modules.
+pub fn contents(path: &Path) -> Result<Vec<u8>, ModuleFileError> {
+    let read_error = |source| ModuleFileError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let data = fs::read(path).map_err(read_error)?;
+    let decompressed = match path.extension().and_then(|ext| ext.to_str()) {
+        Some("xz") => {
+            let mut out = Vec::new();
+            lzma_rs::xz_decompress(&mut data.as_slice(), &mut out)
+                .map(|()| out)
+                .map_err(|err| err.to_string())
+        }
+        Some("zst") => {
+            let mut out = Vec::new();
+            ruzstd::decoding::StreamingDecoder::new(data.as_slice())
+                .map_err(|err| err.to_string())
+                .and_then(|mut decoder| {
+                    io::Read::read_to_end(&mut decoder, &mut out).map_err(|err| err.to_string())
+                })
+                .map(|_| out)
+        }
+        _ => return Ok(data),
+    };
+    decompressed.map_err(|reason| ModuleFileError::Compressed {
+        path: path.to_owned(),
+        reason,
     })
 }
 
@@ -208,10 +232,28 @@ mod tests {
     }
 
     #[test]
-    fn compressed_files_are_refused_with_a_way_out() {
-        let err = read(Path::new("/nonexistent/ax88796b_rust.ko.zst")).unwrap_err();
-        assert!(matches!(err, ModuleFileError::Compressed(_)), "{err}");
-        assert!(err.to_string().contains("--module-file"), "{err}");
+    fn compressed_files_are_read_as_distributions_ship_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let elf = b"\x7fELF and the rest of a module".repeat(100);
+        let mut xz = Vec::new();
+        lzma_rs::xz_compress(&mut elf.as_slice(), &mut xz).unwrap();
+        let zst = ruzstd::encoding::compress_to_vec(
+            elf.as_slice(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        for (name, bytes) in [("m.ko", &elf), ("m.ko.xz", &xz), ("m.ko.zst", &zst)] {
+            let path = dir.path().join(name);
+            fs::write(&path, bytes).unwrap();
+            assert_eq!(&contents(&path).unwrap(), &elf, "{name}");
+            fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+            if name != "m.ko" {
+                let err = contents(&path).unwrap_err();
+                assert!(
+                    matches!(err, ModuleFileError::Compressed { .. }),
+                    "{name}: {err}"
+                );
+            }
+        }
     }
 
     #[test]

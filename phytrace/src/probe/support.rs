@@ -29,6 +29,34 @@ pub fn has_bpf_syscall(answer: Option<i32>) -> bool {
     answer != Some(libc::ENOSYS)
 }
 
+/// Where the lockdown LSM says which mode holds: the one in brackets.
+pub const LOCKDOWN: &str = "/sys/kernel/security/lockdown";
+
+/// The lockdown mode in [`LOCKDOWN`]'s text (`none [integrity] confidentiality`).
+pub fn lockdown_mode(text: &str) -> Option<&str> {
+    let start = text.find('[')? + 1;
+    let len = text[start..].find(']')?;
+    Some(&text[start..start + len])
+}
+
+/// Whether lockdown mode `mode` keeps phytrace from tracing: confidentiality refuses every
+/// read of kernel memory (`/proc/kcore`, `bpf_probe_read_kernel`) and tracefs.
+pub fn lockdown_refuses(mode: &str) -> bool {
+    mode == "confidentiality"
+}
+
+/// The refusal of a session under a lockdown that refuses tracing, if this kernel is under
+/// one.
+pub fn refused_by_lockdown() -> Option<String> {
+    let text = std::fs::read_to_string(LOCKDOWN).ok()?;
+    let mode = lockdown_mode(&text).filter(|mode| lockdown_refuses(mode))?;
+    Some(format!(
+        "the kernel is locked down ({LOCKDOWN}: {mode}): it refuses every read of its memory \
+         and tracefs, so phytrace cannot trace; boot with lockdown=integrity (or none), which \
+         Secure Boot's default on Debian is"
+    ))
+}
+
 /// Whether kallsyms text defines the function `name`.
 pub fn defines(kallsyms: &str, name: &str) -> bool {
     super::kallsyms::lines(kallsyms).any(|line| line.is_text() && line.name == name)
@@ -37,6 +65,20 @@ pub fn defines(kallsyms: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lockdown_mode_is_the_bracketed_one() {
+        assert_eq!(
+            lockdown_mode("[none] integrity confidentiality\n"),
+            Some("none")
+        );
+        assert_eq!(
+            lockdown_mode("none integrity [confidentiality]\n"),
+            Some("confidentiality")
+        );
+        assert_eq!(lockdown_mode("none"), None);
+        assert!(lockdown_refuses("confidentiality") && !lockdown_refuses("integrity"));
+    }
 
     #[test]
     fn only_enosys_means_no_bpf_syscall() {

@@ -29,7 +29,7 @@ use crate::probe::{
     call_site_probes::{self, CallSiteProbes, CallbackChoice, Sourcing},
     callsites::{Layout, cache},
     driver_probes::{self, DriverProbes, SymbolArmer},
-    error::Stage,
+    error::{ProbeError, Stage},
     kmsg::Kmsg,
     loader::{self, LoadOptions, explain_refusal},
     mac_sites::{self, MacChoice},
@@ -37,7 +37,7 @@ use crate::probe::{
     mdio_probes::{self, MdioChoice},
     modules,
     preload::{self, Planned},
-    site_table,
+    site_table, support,
 };
 use crate::records::{decode::Decoder, session::MdioProbes};
 
@@ -120,6 +120,9 @@ impl Tracer {
     /// not. The session's first events (one `Attached` per live module) come from
     /// [`Self::next_events`], in their place in the stream.
     pub fn start(options: TracerOptions) -> Result<Self> {
+        if let Some(refusal) = support::refused_by_lockdown() {
+            return Err(ProbeError::unavailable(refusal).into());
+        }
         let mut startup = StartupTimings::default();
         let mut phase = Instant::now();
         let mut lap = || {
