@@ -1,66 +1,65 @@
 #!/bin/bash
 # The set-up the documentation gives for non-root users works: a copy of phytrace holding
-# exactly the advertised file capabilities (cap_bpf,cap_perfmon,cap_dac_override), run as
-# `nobody`, passes doctor's privilege check and records the driver's callbacks by name, with
-# the MDIO accesses on trampolines; with one capability less, it says which one is missing.
-# Where the kernel's compiler inlined the MDIO accessors into their wrappers (clang builds of
-# 7.3), finding the copies reads the kernel's code, which needs CAP_SYS_RAWIO: there phytrace
-# must say that such accesses are missed, and the MDIO count is skipped (said).
+# exactly the capabilities `phytrace generate capabilities` prints (privileges.rs' one list),
+# run as `nobody` with no cache of this boot's call sites, passes doctor's checks and records
+# the driver's callbacks at phylib's call sites, decoded from the kernel's code as nobody,
+# with the MDIO accesses on trampolines. With CAP_SYS_RAWIO and CAP_SYSLOG taken away, doctor
+# says what is lost without each; with CAP_DAC_OVERRIDE taken away, record names it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 trap_cleanup
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 setup rust
 a=$(simdev ax88772a)
-bin=/tmp/phytrace-caps
-cp "$PHYTRACE_BIN" "$bin"
-setcap cap_bpf,cap_perfmon,cap_dac_override+ep "$bin" || fail "setcap refused on $(stat -f -c %T /tmp)"
+dir=$(reachable_copies "$PHYTRACE_BIN")
+bin=$dir/phytrace
+caps=$("$bin" generate capabilities)
+setcap "$caps" "$bin" || fail "setcap refused on $(stat -f -c %T "$dir")"
 getcap "$bin"
+as_nobody() { XDG_CACHE_HOME=/nonexistent setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 
-inlined=false
-"$PHYTRACE_BIN" doctor 2>&1 | grep -q '^\[ok  \] MDIO probes .*inlined' && inlined=true
-out=$(as_nobody "$bin" doctor 2>&1) || true
-echo "$out"
-grep -q '^\[ok  \] privileges .*CAP_BPF, CAP_PERFMON and CAP_DAC_OVERRIDE' <<<"$out" ||
-    fail "doctor does not accept the advertised capabilities"
-grep -qE '^\[(ok  |warn)\] MDIO probes .*fentry' <<<"$out" || fail "doctor as nobody: no fentry"
-grep -q '^\[warn\] MDIO probes .*inlined the MDIO accessors .* could not be checked' <<<"$out" ||
-    fail "doctor as nobody does not say that inlined MDIO accessors could not be checked"
-ok "doctor as nobody with the file capabilities: privileges ok"
+json=$(as_nobody "$bin" doctor --format json) || { echo "$json"; fail "doctor as nobody with $caps cannot trace"; }
+status_of() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' <<<"$json"; }
+expect_eq "doctor as nobody: privileges" ok "$(status_of privileges)"
+expect_eq "doctor as nobody: callbacks" ok "$(status_of callbacks)"
+jq -e '.checks[] | select(.name == "MDIO probes") | .detail | test("fentry")' <<<"$json" >/dev/null ||
+    fail "doctor as nobody: no fentry"
 
 cap=/tmp/caps.ptrace
 rm -f "$cap"
 # Not through the as_nobody function: `&` would run it in a subshell, which $! names and which
 # would not pass the SIGINT on; setpriv executes phytrace itself. JSON Lines, so that the file
-# can be watched as it grows (this test also keeps that encoding covered). No cache: this boot's
-# survey of the accessors, kept by a root session, would spare it the kernel's code.
+# can be watched as it grows (this test also keeps that encoding covered). No cache: the call
+# sites and the accessors' survey are this session's own, found as nobody.
 XDG_CACHE_HOME=/nonexistent setpriv --reuid=nobody --regid=nogroup --clear-groups "$bin" record \
-    -o "$cap" --encoding jsonl --module ax88796b_rust 2>/tmp/caps.err &
+    -o "$cap" --encoding jsonl 2>/tmp/caps.err &
 pid=$!
 started() { grep -q '"type":"header"' "$cap" 2>/dev/null; }
 wait_for 60 started || { cat /tmp/caps.err; fail "record as nobody did not start"; }
+jq -e '.callback_probes == "callsite" and (.call_sites | length > 0)' <(head -n 1 "$cap") >/dev/null ||
+    { cat /tmp/caps.err; fail "record as nobody does not trace at phylib's call sites"; }
 link_up "$a"
 wait_mode "$a" 100 full
-# The capture names read_status (a definition record) and has returned from a callback.
 has_read_status() { grep -q '"name":"read_status"' "$cap" && grep -q '"kind":"callback_exit"' "$cap"; }
 keep() { cp "$cap" /tmp/caps.err "$PHYTRACE_OUT/" 2>/dev/null || true; }
-wait_for 20 has_read_status || { keep; cat /tmp/caps.err; fail "no named read_status recorded as nobody"; }
+wait_for 20 has_read_status || { keep; cat /tmp/caps.err; fail "no read_status recorded as nobody"; }
 link_down "$a"
 kill -INT "$pid"
 wait "$pid" || fail "record as nobody exited with status $?"
 cat /tmp/caps.err
 jq -e '.mdio_probes == "fentry"' <(head -n 1 "$cap") >/dev/null || fail "the header does not say fentry"
-grep -q 'inlined the MDIO accessors .* could not be checked' /tmp/caps.err ||
-    fail "record as nobody does not say that inlined MDIO accessors could not be checked"
 n=$("$PHYTRACE_BIN" dump --format json "$cap" --kind mdio | grep -c '"reg":1,' || true)
-if $inlined; then
-    echo "SKIP: MDIO accesses as nobody: this kernel inlined its MDIO accessors, whose copies are found by reading its code (CAP_SYS_RAWIO); said by record, $n BMSR reads"
-else
-    ((n > 0)) || fail "no MDIO access recorded as nobody"
-fi
-ok "record as nobody with the file capabilities: named callbacks and $n BMSR reads"
+((n > 0)) || fail "no MDIO access recorded as nobody"
+ok "record as nobody with $caps: callbacks at call sites and $n BMSR reads"
 
-setcap cap_bpf,cap_perfmon+ep "$bin"
+setcap cap_bpf,cap_perfmon,cap_dac_override+ep "$bin"
+json=$(as_nobody "$bin" doctor --format json || true)
+for cap_name in CAP_SYS_RAWIO CAP_SYSLOG; do
+    jq -e --arg c "$cap_name" '.checks[] | select(.name == "privileges") | [.items[] | select(startswith("without " + $c + ": "))] | length == 1' \
+        <<<"$json" >/dev/null || { echo "$json"; fail "doctor does not say what is lost without $cap_name"; }
+done
+ok "without CAP_SYS_RAWIO and CAP_SYSLOG, doctor says what is lost"
+
+setcap cap_bpf,cap_perfmon,cap_sys_rawio,cap_syslog+ep "$bin"
 set +e
 out=$(as_nobody "$bin" record -o /tmp/caps2.ptrace --duration 1s 2>&1)
 status=$?
@@ -68,5 +67,4 @@ set -e
 echo "$out"
 expect_eq "record without CAP_DAC_OVERRIDE: exit status" 3 "$status"
 grep -q "CAP_DAC_OVERRIDE" <<<"$out" || fail "the refusal does not name CAP_DAC_OVERRIDE"
-rm -f "$bin"
 result "\"ok\":true"

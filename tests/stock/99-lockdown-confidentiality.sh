@@ -1,0 +1,33 @@
+#!/bin/bash
+# Lockdown. The stock stage boots with lockdown=integrity, which Debian's kernel sets under
+# Secure Boot: every test before this one ran under it, and doctor says so. This last test
+# raises the lockdown to confidentiality (it cannot be lowered again in this boot), under which
+# the kernel refuses every read of its memory and tracefs: doctor and record must name the
+# lockdown as the cause and exit 3.
+set -euo pipefail
+. "$(dirname "$0")/../vm/lib.sh"
+stock_only
+lockdown=/sys/kernel/security/lockdown
+expect_eq "the boot's lockdown" "none [integrity] confidentiality" "$(<"$lockdown")"
+json=$("$PHYTRACE_BIN" doctor --format json) || { echo "$json"; fail "doctor cannot trace under lockdown=integrity"; }
+jq -e '.checks[] | select(.name == "lockdown") | .status == "ok" and .detail == "integrity"' <<<"$json" >/dev/null ||
+    { echo "$json"; fail "doctor does not report lockdown integrity as fine"; }
+ok "doctor traces under lockdown=integrity"
+
+echo confidentiality >"$lockdown"
+expect_eq "the raised lockdown" "none integrity [confidentiality]" "$(<"$lockdown")"
+set +e
+json=$("$PHYTRACE_BIN" doctor --format json)
+status=$?
+set -e
+expect_eq "doctor under confidentiality: exit status" 3 "$status"
+jq -e '.checks[] | select(.name == "lockdown") | .status == "fail" and (.detail | startswith("confidentiality"))' <<<"$json" >/dev/null ||
+    { echo "$json"; fail "doctor does not name the lockdown"; }
+set +e
+out=$("$PHYTRACE_BIN" record -o /tmp/locked.ptrace --duration 1s 2>&1)
+status=$?
+set -e
+echo "$out"
+expect_eq "record under confidentiality: exit status" 3 "$status"
+grep -q "locked down" <<<"$out" || fail "record does not name the lockdown"
+ok "confidentiality: doctor and record name the lockdown, exit 3"
