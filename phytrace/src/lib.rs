@@ -1,4 +1,4 @@
-//! phytrace: live eBPF tracing of Rust network-PHY drivers.
+//! phytrace: live eBPF tracing of Linux network-PHY drivers, C or Rust.
 //!
 //! Data flows one way: [`probe`] loads the eBPF programs and turns kernel records into
 //! [`event::Event`]s, which the [`model`] and the sinks (TUI, [`capture`] files, checker) consume.

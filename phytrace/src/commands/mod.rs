@@ -22,7 +22,10 @@ use crate::probe::{
 /// modules load (see docs/plug-in.md).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct FollowArgs {
-    /// Driver module to follow (repeatable); default: every Rust PHY driver module.
+    /// PHY driver module to follow (repeatable): the session says when it loads, takes its
+    /// kernel messages and, with `--callback-probes symbol`, arms its Rust callbacks. Callbacks
+    /// at phylib's call sites (the default) are traced for every driver, C or Rust, whatever
+    /// this says. Default: every Rust PHY driver module of the module tree.
     #[arg(long = "module", value_name = "MODULE")]
     pub modules: Vec<String>,
     /// Module file to read a driver's callbacks from, so that they are armed before it loads
@@ -78,6 +81,76 @@ impl FollowArgs {
             max_active: self.max_active,
             callback_depth: self.callback_depth,
             kmsg: self.kmsg,
+        }
+    }
+}
+
+/// How a command prints its results: `--format text` or `--format json`, the one spelling of
+/// machine-readable output across commands (each command's `--help` says its JSON's shape).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people.
+    #[default]
+    Text,
+    /// For scripts and CI.
+    Json,
+}
+
+/// Smallest ring buffer: a page.
+const MIN_RING_SIZE: u64 = 4096;
+
+/// `--ring-size`'s value: bytes, or with a K, M or G suffix (KiB, MiB, GiB: powers of 1024), a
+/// power of two from a page (4K) up to what the kernel's map size holds (2G).
+pub fn ring_size(text: &str) -> Result<u32, String> {
+    let bytes = parse_size::Config::new()
+        .with_binary()
+        .parse_size(text)
+        .map_err(|err| format!("{err}: expected bytes, or a size such as 64K, 16M or 1G"))?;
+    let size = u32::try_from(bytes)
+        .ok()
+        .filter(|size| size.is_power_of_two())
+        .ok_or_else(|| format!("{bytes} bytes is not a power of two from 4K to 2G"))?;
+    if u64::from(size) < MIN_RING_SIZE {
+        return Err(format!("{bytes} bytes is less than a page (4K)"));
+    }
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ring_size;
+
+    #[test]
+    fn ring_sizes_take_binary_suffixes() {
+        for (text, bytes) in [
+            ("16M", 16 << 20),
+            ("16MiB", 16 << 20),
+            ("16m", 16 << 20),
+            ("64K", 64 << 10),
+            ("64KiB", 64 << 10),
+            ("1G", 1 << 30),
+            ("2GiB", 1 << 31),
+            ("4096", 4096),
+            ("4194304", 4 << 20),
+        ] {
+            assert_eq!(ring_size(text), Ok(bytes), "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_ring_sizes_say_why() {
+        for (text, says) in [
+            ("16Q", "expected bytes, or a size such as 64K, 16M or 1G"),
+            ("", "expected bytes"),
+            ("-1M", "expected bytes"),
+            ("1000", "1000 bytes is not a power of two"),
+            ("3M", "3145728 bytes is not a power of two"),
+            ("4G", "4294967296 bytes is not a power of two from 4K to 2G"),
+            ("2K", "2048 bytes is less than a page (4K)"),
+            ("0", "0 bytes is not a power of two"),
+        ] {
+            let err = ring_size(text).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
         }
     }
 }
