@@ -92,6 +92,14 @@ impl KernelBtf {
     pub fn running() -> Result<Self> {
         match object::vmlinux() {
             Ok(data) => Self::parse(data).context("reading the kernel's BTF object"),
+            Err(_) if !Path::new(VMLINUX_BTF).exists() => {
+                Err(super::error::ProbeError::unavailable(format!(
+                    "this kernel has no BTF ({VMLINUX_BTF} is missing): phytrace's programs read \
+                     PHYs through the kfunc bpf_rdonly_cast, which the kernel resolves through its \
+                     own BTF; boot a kernel built with CONFIG_DEBUG_INFO_BTF=y"
+                ))
+                .into())
+            }
             Err(_) => Self::open(Path::new(VMLINUX_BTF)),
         }
     }
