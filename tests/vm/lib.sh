@@ -359,3 +359,16 @@ fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 # result JSON_FIELDS: appends {"test":"NAME",JSON_FIELDS} to $PHYTRACE_OUT/results.jsonl, the
 # figures `cargo xtask soak` puts in docs/reliability.md.
 result() { echo "{\"test\":\"$TEST_NAME\",$1}" >>"$PHYTRACE_OUT/results.jsonl"; }
+
+# --- another user ---
+
+# reachable_copies FILE...: copies each FILE into a new directory that every user can enter and
+# prints its path, for running phytrace (and what it reads) as another user: the clone may sit
+# where only its owner can go (under /root, mode 700).
+reachable_copies() {
+    local dir
+    dir=$(mktemp -d /tmp/reachable.XXXXXX)
+    chmod 755 "$dir"
+    cp "$@" "$dir/"
+    echo "$dir"
+}
