@@ -6,13 +6,15 @@
 use std::fs::{self, File};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 const SPEC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/plug-unplug.spec");
 const BAD_INPUT: i32 = 2;
 const OUTPUT: i32 = 4;
+/// The unprivileged user root runs phytrace as, for files root could read anyway.
+const NOBODY: u32 = 65534;
 
 fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_phytrace"));
@@ -93,32 +95,99 @@ fn assert_error(out: &Output, code: i32, words: &[&str]) {
 /// The commands that read a capture, with CAPTURE standing for it.
 const READERS: &[&[&str]] = &[
     &["dump", "CAPTURE"],
-    &["check", "--spec", SPEC, "CAPTURE"],
+    &["check", "--spec", "SPEC", "CAPTURE"],
     &["diff", "CAPTURE", "GOOD"],
     &["diff", "GOOD", "CAPTURE"],
     &["export", "CAPTURE", "-o", "OUT"],
 ];
 
-/// Runs each reader on `capture` (as the user `uid` if given) and checks it fails with
-/// `words` in its message, writing nothing.
+/// The good capture the readers compare with.
+const GOOD: &str = "c-plug-unplug.ptrace";
+
+/// phytrace and the files the readers need besides the capture, copied to a directory every
+/// user can reach, to run as another user there: a clone may sit where only its owner can go
+/// (under `/root`, mode 700), and so may the binary it builds.
+struct Reachable {
+    dir: tempfile::TempDir,
+}
+
+impl Reachable {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        for ancestor in dir.path().ancestors().skip(1) {
+            let mode = fs::metadata(ancestor).unwrap().mode();
+            assert!(
+                mode & 0o001 != 0,
+                "{} (mode {mode:o}) cannot be entered by other users: set TMPDIR to a \
+                 directory they can reach",
+                ancestor.display()
+            );
+        }
+        let reachable = Self { dir };
+        let copy = |from: &Path, to: PathBuf, mode: u32| {
+            fs::copy(from, &to).unwrap_or_else(|e| panic!("copying {}: {e}", from.display()));
+            fs::set_permissions(&to, fs::Permissions::from_mode(mode)).unwrap();
+        };
+        copy(
+            Path::new(env!("CARGO_BIN_EXE_phytrace")),
+            reachable.phytrace(),
+            0o755,
+        );
+        copy(Path::new(SPEC), reachable.spec(), 0o644);
+        copy(&Path::new(DATA).join(GOOD), reachable.good(), 0o644);
+        reachable
+    }
+
+    fn phytrace(&self) -> PathBuf {
+        self.dir.path().join("phytrace")
+    }
+
+    fn spec(&self) -> PathBuf {
+        self.dir.path().join("plug-unplug.spec")
+    }
+
+    fn good(&self) -> PathBuf {
+        self.dir.path().join(GOOD)
+    }
+
+    /// The copy of phytrace with `args`, run as `uid` from the directory of the copies.
+    fn command_as(&self, uid: u32, args: &[&str]) -> Command {
+        let mut cmd = Command::new(self.phytrace());
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .current_dir(self.dir.path())
+            .uid(uid)
+            .gid(uid);
+        cmd
+    }
+}
+
+/// Runs each reader on `capture` (as the user `uid` if given, from a [`Reachable`] copy) and
+/// checks it fails with `words` in its message, writing nothing.
 #[track_caller]
 fn each_reader_refuses(files: &Files, capture: &str, uid: Option<u32>, words: &[&str]) {
-    let good = data("c-plug-unplug.ptrace");
+    let as_user = uid.map(|uid| (Reachable::new(), uid));
+    let (spec, good) = match &as_user {
+        Some((copies, _)) => (copies.spec(), copies.good()),
+        None => (PathBuf::from(SPEC), Path::new(DATA).join(GOOD)),
+    };
     let out_path = files.path("out.json");
     for argv in READERS {
         let args: Vec<&str> = argv
             .iter()
             .map(|&a| match a {
                 "CAPTURE" => capture,
-                "GOOD" => &good,
+                "SPEC" => spec.to_str().unwrap(),
+                "GOOD" => good.to_str().unwrap(),
                 "OUT" => out_path.to_str().unwrap(),
                 a => a,
             })
             .collect();
-        let mut cmd = command(&args);
-        if let Some(uid) = uid {
-            cmd.uid(uid).gid(uid);
-        }
+        let mut cmd = match &as_user {
+            Some((copies, uid)) => copies.command_as(*uid, &args),
+            None => command(&args),
+        };
         let out = run(&mut cmd);
         let mut expected = vec![capture];
         expected.extend(words);
@@ -181,9 +250,9 @@ fn unreadable_capture() {
         &fs::read(data("c-plug-unplug.ptrace")).unwrap(),
     );
     fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
-    // Root reads any file: run phytrace as nobody then.
+    // Root reads any file: run phytrace as nobody then (a copy of it, where nobody can go).
     let root = fs::metadata("/proc/self").unwrap().uid() == 0;
-    let uid = root.then_some(65534);
+    let uid = root.then_some(NOBODY);
     each_reader_refuses(&files, &path, uid, &["cannot read", "Permission denied"]);
     // A file that opens but cannot be read.
     each_reader_refuses(&files, "/proc/self/mem", None, &["Input/output error"]);
