@@ -60,6 +60,14 @@ impl Arch {
         }
     }
 
+    /// Debian's name (`amd64`, `arm64`), as in package files and control fields.
+    pub fn debian_arch(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+
     /// The QEMU system emulator.
     pub fn qemu(self) -> &'static str {
         match self {

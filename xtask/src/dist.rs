@@ -1,5 +1,10 @@
-//! `cargo xtask dist`: one statically linked `phytrace` per architecture, with its man page and
-//! shell completions, as `target/dist/phytrace-VERSION-ARCH.tar.gz` and a `.sha256` file.
+//! `cargo xtask dist`: one statically linked `phytrace` per architecture, released as
+//! `target/dist/phytrace-VERSION-ARCH.tar.gz` (with a `.sha256` file) and as the Debian package
+//! `target/dist/phytrace_VERSION_DEBARCH.deb` (`deb.rs`).
+//!
+//! The tarball holds the binary, README.md, LICENSE, docs/, specs/, the man pages (man/man1:
+//! phytrace(1) and one per subcommand) and the shell completions (completions/); everything
+//! the README, the docs and the help texts name must be in it (`release_contents.rs`).
 //!
 //! Each binary is a release build for the architecture's musl target (linked by clang/lld, see
 //! `.cargo/config.toml`); phytrace's build script builds the eBPF object for the same target
@@ -17,7 +22,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail, ensure};
 
-use crate::{arch::Arch, paths, run, setup};
+use crate::{arch::Arch, deb, paths, release_contents, run, setup};
 
 #[derive(clap::Args)]
 pub struct DistArgs {
@@ -37,7 +42,8 @@ pub fn run(args: &DistArgs) -> Result<Vec<PathBuf>> {
 }
 
 /// Builds, checks and packs `arches` (the host's is always built: its binary generates the man
-/// page and the completions, which are the same for every architecture); returns the tarballs.
+/// pages, the completions and the capability set, which are the same for every architecture);
+/// returns the tarballs (each one's package is [`deb::file`]).
 pub fn build_all(arches: &[Arch]) -> Result<Vec<PathBuf>> {
     let started = run::step("dist: static release builds");
     let host = Arch::host().context("xtask dist runs on x86_64 or aarch64 hosts")?;
@@ -69,6 +75,7 @@ pub fn build_all(arches: &[Arch]) -> Result<Vec<PathBuf>> {
         }
         let tarball = pack(*arch, binary, &generated)?;
         eprintln!("    {}", tarball.display());
+        eprintln!("    {}", deb::file(*arch).display());
         tarballs.push(tarball);
     }
     let _ = fs::remove_dir_all(&generated);
@@ -341,16 +348,23 @@ pub fn check_static(binary: &Path, arch: Arch) -> Result<()> {
     Ok(())
 }
 
-/// The man page and the completions, rendered by `binary` (runs on this machine).
+/// The man pages (`man/`), the completions (`completions/`) and the capability set
+/// (`capabilities`), rendered by `binary` (runs on this machine).
 fn generate_docs(binary: &Path) -> Result<PathBuf> {
     let out = dir().join(".generated");
     let _ = fs::remove_dir_all(&out);
     fs::create_dir_all(out.join("completions"))?;
+    run::output(
+        Command::new(binary)
+            .args(["generate", "man", "--dir"])
+            .arg(out.join("man")),
+    )
+    .context("phytrace generate man --dir")?;
     for (artifact, file) in [
-        ("man", "phytrace.1"),
         ("bash", "completions/phytrace.bash"),
         ("zsh", "completions/_phytrace"),
         ("fish", "completions/phytrace.fish"),
+        ("capabilities", "capabilities"),
     ] {
         let text = run::output(Command::new(binary).args(["generate", artifact]))
             .with_context(|| format!("phytrace generate {artifact}"))?;
@@ -359,24 +373,45 @@ fn generate_docs(binary: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// Packs `binary`, the generated files and the README into the tarball and writes its SHA-256.
+/// Gathers the release of `arch` in `target/dist/phytrace-VERSION-ARCH`, checks that it holds
+/// what its texts name, builds its package, then packs the tarball and writes its SHA-256.
 fn pack(arch: Arch, binary: &Path, generated: &Path) -> Result<PathBuf> {
     let name = format!("phytrace-{}-{arch}", version());
     let stage = dir().join(&name);
     let _ = fs::remove_dir_all(&stage);
-    fs::create_dir_all(&stage)?;
-    fs::copy(binary, stage.join("phytrace"))?;
+    fs::create_dir_all(stage.join("man"))?;
+    // Without its symbol table (Debian's packages ship stripped programs; boards have little
+    // room): a release build keeps one.
+    run::status(
+        Command::new("llvm-strip-19")
+            .arg("--strip-all")
+            .arg(binary)
+            .arg("-o")
+            .arg(stage.join("phytrace")),
+    )?;
+    let workspace = paths::workspace();
+    for file in release_contents::SHIPPED_FILES {
+        fs::copy(workspace.join(file), stage.join(file))
+            .with_context(|| format!("copying {file}"))?;
+    }
     run::status(
         Command::new("cp")
             .arg("-R")
-            .arg(generated.join("phytrace.1"))
+            .arg(workspace.join("docs"))
+            .arg(workspace.join("specs"))
             .arg(generated.join("completions"))
             .arg(&stage),
     )?;
-    fs::copy(
-        paths::workspace().join("README.md"),
-        stage.join("README.md"),
+    run::status(
+        Command::new("cp")
+            .arg("-R")
+            .arg(generated.join("man"))
+            .arg(stage.join("man/man1")),
     )?;
+    let named = release_contents::check(&stage, &stage.join("man/man1"))?;
+    eprintln!("    {name}: holds the {named} files its README, docs and --help name");
+    let capabilities = fs::read_to_string(generated.join("capabilities"))?;
+    deb::build(arch, &stage, capabilities.trim())?;
     let tarball = dir().join(format!("{name}.tar.gz"));
     // Reproducible: sorted, fixed owner and time, gzip without a timestamp.
     run::status(

@@ -3,6 +3,7 @@
 mod arch;
 mod bench;
 mod btf_fixture;
+mod deb;
 mod demo;
 mod dist;
 mod fuzz;
@@ -10,6 +11,7 @@ mod kernel;
 mod kernel73;
 mod modules;
 mod paths;
+mod release_contents;
 mod run;
 mod setup;
 mod shellcheck;
@@ -34,7 +36,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Install everything the build and the tests need (apt packages, toolchains, bpf-linker,
-    /// bindgen). Idempotent: a second run only checks.
+    /// bindgen, Debian's stock kernel). Idempotent: a second run only checks.
     ///
     /// Example: `cargo xtask setup`
     Setup,
@@ -50,8 +52,10 @@ enum Command {
     ///
     /// Example: `cargo xtask stock`
     Stock(stock::StockArgs),
-    /// Build the static release binaries for x86_64 and aarch64, with the man page and the
-    /// completions, as target/dist/phytrace-VERSION-ARCH.tar.gz (+ .sha256).
+    /// Build the static release binaries for x86_64 and aarch64 and release them with the man
+    /// pages, the completions, the README, docs and specs: as
+    /// target/dist/phytrace-VERSION-ARCH.tar.gz (+ .sha256) and as the Debian packages
+    /// target/dist/phytrace_VERSION_{amd64,arm64}.deb (checked with lintian).
     ///
     /// Example: `cargo xtask dist` (or `cargo xtask dist --arch aarch64`)
     Dist(dist::DistArgs),

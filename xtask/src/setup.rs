@@ -8,7 +8,8 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::{paths, run};
 
-/// Debian packages from bookworm: kernel build, VM rig, guest tools, tracer to compare against.
+/// Debian packages from bookworm: kernel build, VM rig, guest tools, tracer to compare against,
+/// the package's lint.
 const APT_PACKAGES: &[&str] = &[
     "linux-source-6.12",
     "bc",
@@ -33,6 +34,7 @@ const APT_PACKAGES: &[&str] = &[
     "ethtool",
     "tmux",
     "shellcheck",
+    "lintian",
 ];
 
 /// Packages taken from bookworm-backports (bookworm's own QEMU clashes with the image's
