@@ -2,11 +2,87 @@
 //! directory) ends with an [`FailureKind::Output`] error saying where, and no half-written file
 //! is left behind.
 
+use std::ffi::OsString;
+use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::os::fd::AsFd as _;
+use std::path::{Path, PathBuf};
 
 use crate::exit::{Failure, FailureKind};
+
+/// Where a command writes what would be a file: a path, or standard output, spelt `-` on the
+/// command line as perf, bpftrace and trace-cmd spell it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Standard output (`-`).
+    Stdout,
+    /// This file, created or truncated.
+    File(PathBuf),
+}
+
+impl Target {
+    /// Whether this is standard output.
+    pub fn is_stdout(&self) -> bool {
+        *self == Self::Stdout
+    }
+
+    /// The file at this path, created or truncated, or a handle on standard output.
+    pub fn create(&self) -> io::Result<File> {
+        match self {
+            Self::Stdout => Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?)),
+            Self::File(path) => File::create(path),
+        }
+    }
+}
+
+impl From<OsString> for Target {
+    /// `-` is standard output, anything else a path.
+    fn from(text: OsString) -> Self {
+        if text == "-" {
+            Self::Stdout
+        } else {
+            Self::File(text.into())
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdout => f.write_str("standard output"),
+            Self::File(path) => path.display().fmt(f),
+        }
+    }
+}
+
+impl serde::Serialize for Target {
+    /// As given on the command line: `-` or the path.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Stdout => serializer.serialize_str("-"),
+            Self::File(path) => path.serialize(serializer),
+        }
+    }
+}
+
+/// Fills `target` with `write`: a file as [`to_file`] does, or standard output, where any
+/// failure, a reader that went away included, is an output failure (what was asked for is
+/// incomplete).
+pub fn to_target(
+    target: &Target,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), Failure> {
+    match target {
+        Target::File(path) => to_file(path, |out| write(out)),
+        Target::Stdout => {
+            let mut out = BufWriter::new(io::stdout().lock());
+            write(&mut out)
+                .and_then(|()| out.flush())
+                .map_err(|e| stdout_failure(&e))
+        }
+    }
+}
 
 /// A failed write to standard output.
 pub fn stdout_failure(err: &io::Error) -> Failure {
@@ -98,6 +174,16 @@ mod tests {
         let path = dir.path().join("out.json");
         to_file(&path, |out| out.write_all(b"{}")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"{}");
+    }
+
+    #[test]
+    fn a_dash_is_standard_output() {
+        assert_eq!(Target::from(OsString::from("-")), Target::Stdout);
+        let file = Target::from(OsString::from("./-"));
+        assert_eq!(file, Target::File("./-".into()));
+        assert_eq!(Target::Stdout.to_string(), "standard output");
+        assert_eq!(serde_json::to_string(&Target::Stdout).unwrap(), r#""-""#);
+        assert_eq!(serde_json::to_string(&file).unwrap(), r#""./-""#);
     }
 
     #[test]
