@@ -1,14 +1,15 @@
 //! `phytrace probes`: what phytrace would probe on this kernel, and why something is missing.
-//! Prints the [`Survey`] section by section.
+//! Prints the [`Survey`] section by section, or as one JSON document ([`json`]).
 
 use std::fmt::Write as _;
 use std::{collections::BTreeMap, fs, process::ExitCode};
 
 use anyhow::Result;
 
+use super::Format;
 use crate::{
     diagnose::survey::{MDIO_BUS_DEVICES, Survey},
-    exit::{Failure, FailureKind},
+    exit::{self, Failure, FailureKind, Status},
     output,
     probe::{
         btf,
@@ -16,6 +17,8 @@ use crate::{
         mac_sites, symbols,
     },
 };
+
+mod json;
 
 /// Lists phylib's call sites of each driver op (`--callback-probes callsite`), or why they
 /// cannot be found.
@@ -115,17 +118,32 @@ fn write_totals(
     )
 }
 
+/// `probes --help`'s examples.
+const EXAMPLES: &str = "Examples:
+  sudo phytrace probes
+  sudo phytrace probes --module ax88796b_rust
+  sudo phytrace probes --format json | jq '.call_sites.sites[] | {op, call}'";
+
 /// Arguments of `phytrace probes`.
 #[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Example:\n  sudo phytrace probes\n  sudo phytrace probes --module ax88796b_rust"
-)]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::TracingUnavailable,
+    Status::Output,
+    Status::Other,
+]))]
 pub struct ProbesArgs {
     /// Only this driver module.
     #[arg(long, value_name = "MODULE")]
     pub module: Option<String>,
+    /// Output format: sections for people, or one JSON document (schema `phytrace-probes/1`:
+    /// `callbacks`, `call_sites`, `mac_sites`, `mdio_accessors`, `phys`, `offsets`; a part
+    /// that cannot be read is `{"unavailable": "why"}`).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
+/// Runs `phytrace probes`.
 pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
     let kallsyms = fs::read_to_string(symbols::KALLSYMS).map_err(|err| {
         Failure::new(
@@ -134,16 +152,30 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
         )
     })?;
     let survey = Survey::take(&kallsyms, args.module.as_deref());
+    let out = match args.format {
+        Format::Text => text(&survey, args.module.as_deref())?,
+        Format::Json => {
+            let mut document = serde_json::to_string_pretty(&json::Probes::of(&survey))?;
+            document.push('\n');
+            document
+        }
+    };
+    output::print(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The survey as text, section by section.
+fn text(survey: &Survey, module: Option<&str>) -> Result<String> {
     let mut out = String::new();
-    callbacks_section(&mut out, &survey, args.module.as_deref())?;
+    callbacks_section(&mut out, survey, module)?;
     writeln!(out)?;
     call_sites_section(&mut out, &survey.call_sites)?;
     writeln!(out)?;
     mac_sites_section(&mut out, &survey.mac_sites)?;
     writeln!(out)?;
-    mdio_section(&mut out, &survey)?;
+    mdio_section(&mut out, survey)?;
     writeln!(out)?;
-    phys_section(&mut out, &survey)?;
+    phys_section(&mut out, survey)?;
     writeln!(out)?;
     for accessor in survey.accessors.iter().filter(|a| a.required) {
         writeln!(
@@ -158,9 +190,8 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
         )?;
     }
     writeln!(out)?;
-    offsets_section(&mut out, &survey)?;
-    output::print(out.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    offsets_section(&mut out, survey)?;
+    Ok(out)
 }
 
 /// Lists the Rust drivers' callbacks (of `module` only, if given), or what to do if there are
