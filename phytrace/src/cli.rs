@@ -6,13 +6,23 @@ use crate::commands::{
     check::CheckArgs, diff::DiffArgs, doctor::DoctorArgs, dump::DumpArgs, export::ExportArgs,
     generate::GenerateArgs, probes::ProbesArgs, record::RecordArgs, stats::StatsArgs, tui::TuiArgs,
 };
+use crate::exit::{self, Status};
 
-/// Live eBPF tracing of Rust network-PHY drivers: callbacks, MDIO accesses and phy_state.
+/// `phytrace --help`'s examples and conventions.
+const EXAMPLES: &str = "Examples:
+  sudo phytrace doctor
+  sudo phytrace            (the TUI, live)
+  phytrace tui link.ptrace (the TUI, replaying a capture)
+
+A capture is given as an argument to every command that reads one. Where a command writes a
+file (-o, --junit, --status), `-` is standard output. Machine-readable output is --format json.
+Sizes take K, M or G suffixes, powers of 1024 (--ring-size 16M).";
+
+/// Live eBPF tracing of Linux network-PHY drivers, C or Rust: callbacks, MDIO accesses and
+/// phy_state.
 #[derive(Parser, Debug)]
 #[command(name = "phytrace", version, about, long_about = None)]
-#[command(
-    after_help = "Examples:\n  sudo phytrace doctor\n  sudo phytrace            (the TUI, live)"
-)]
+#[command(after_help = exit::after_help(EXAMPLES, &Status::ALL))]
 pub struct Cli {
     /// What to do; without one, `tui` on a terminal, else this help.
     #[command(subcommand)]
@@ -38,7 +48,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Show the driver callbacks, PHYs, MDIO probes and struct offsets phytrace would use.
     Probes(ProbesArgs),
-    /// Check that this machine can trace a Rust PHY driver, and say how to fix what is missing.
+    /// Check that this machine can trace its PHY drivers, C or Rust, and say how to fix what is
+    /// missing.
     Doctor(DoctorArgs),
     /// Write shell completions or the man page to standard output.
     Generate(GenerateArgs),

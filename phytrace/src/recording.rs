@@ -2,8 +2,9 @@
 //! signal comes. What happens on the way is handed to the caller as [`Progress`] to show.
 
 use std::fs::File;
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{self, Write};
+use std::os::fd::AsFd as _;
+use std::path::Path;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,7 @@ use phytrace_common::RawKind;
 use crate::capture::{Encoding, Header, Trailer, WriteError, Writer};
 use crate::event::{Event, PhyFilter};
 use crate::exit::{Failure, FailureKind};
+use crate::output::Target;
 use crate::probe::mac_sites::MacSiteCalls;
 use crate::probe::tracer::{Sink, Tracer, TracerOptions};
 use crate::records::clock::{clock_now, monotonic_ns};
@@ -28,8 +30,8 @@ pub const DEFAULT_ENCODING: Encoding = Encoding::Binary;
 /// What to record, where, and for how long.
 #[derive(Clone, Debug)]
 pub struct Recording {
-    /// Capture file to write.
-    pub output: PathBuf,
+    /// Capture file to write, or standard output.
+    pub output: Target,
     /// How the capture stores its records.
     pub encoding: Encoding,
     /// Stop after this long; default: at a signal or when the command exits.
@@ -40,6 +42,9 @@ pub struct Recording {
     pub tracer: TracerOptions,
     /// Command to run while recording (program and arguments); none if empty.
     pub command: Vec<String>,
+    /// Whether phytrace's standard output carries results (the capture, a status, a report):
+    /// then the command's standard output goes to standard error instead.
+    pub stdout_taken: bool,
 }
 
 /// Why a recording stopped.
@@ -193,8 +198,49 @@ fn tell_notes(tracer: &mut Tracer, progress: &mut impl FnMut(Progress<'_>)) {
     }
 }
 
-fn output_failure(err: impl std::fmt::Display) -> Failure {
-    Failure::new(FailureKind::Output, format!("{err}"))
+/// The writer's name of standard output (as the command line spells it).
+const STDOUT: &str = "-";
+
+/// The failure a recording ends with when its capture cannot be written.
+fn output_failure(err: WriteError) -> Failure {
+    let message = if err.path == Path::new(STDOUT) {
+        format!(
+            "cannot write the capture to standard output: {}",
+            err.source
+        )
+    } else {
+        err.to_string()
+    };
+    Failure::new(FailureKind::Output, message)
+}
+
+/// The capture `output` names, its header written.
+fn create_writer(output: &Target, header: &Header) -> Result<Writer, WriteError> {
+    let path = match output {
+        Target::Stdout => Path::new(STDOUT),
+        Target::File(path) => path,
+    };
+    let file = output.create().map_err(|source| WriteError {
+        path: path.to_owned(),
+        source,
+    })?;
+    Writer::new(file, path, header)
+}
+
+/// A process running `program` with `args`, its standard output on phytrace's standard error
+/// if `stdout_taken`.
+fn spawn(program: &str, args: &[String], stdout_taken: bool) -> Result<tokio::process::Child> {
+    let mut command = tokio::process::Command::new(program);
+    command.args(args);
+    if stdout_taken {
+        command.stdout(io::stderr().as_fd().try_clone_to_owned()?);
+    }
+    Ok(command.spawn().map_err(|err| {
+        Failure::new(
+            FailureKind::BadInput,
+            format!("cannot run `{program}`: {err}"),
+        )
+    })?)
 }
 
 async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -> Result<Recorded> {
@@ -204,7 +250,7 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
     let attached_in = started.elapsed();
     let mut header = Header::for_this_host(tracer.session(clock));
     header.encoding = recording.encoding;
-    let mut writer = Writer::create(&recording.output, &header).map_err(output_failure)?;
+    let mut writer = create_writer(&recording.output, &header).map_err(output_failure)?;
     let filter = recording.phy.as_ref();
     tell_notes(&mut tracer, &mut progress);
     progress(Progress::Started {
@@ -213,17 +259,7 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
     });
 
     let mut child = match recording.command.split_first() {
-        Some((program, rest)) => Some(
-            tokio::process::Command::new(program)
-                .args(rest)
-                .spawn()
-                .map_err(|err| {
-                    Failure::new(
-                        FailureKind::BadInput,
-                        format!("cannot run `{program}`: {err}"),
-                    )
-                })?,
-        ),
+        Some((program, rest)) => Some(spawn(program, rest, recording.stdout_taken)?),
         None => None,
     };
     let mut sigint = signal(SignalKind::interrupt())?;

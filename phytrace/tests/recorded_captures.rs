@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use phytrace::capture::Capture;
-use phytrace::commands::dump::{DumpArgs, Format, dump};
+use phytrace::commands::{
+    Format,
+    dump::{DumpArgs, dump},
+};
 use phytrace::model::Model;
 
 /// The captures the tests rely on; any other `.ptrace` file beside them is checked too.

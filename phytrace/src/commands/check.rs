@@ -1,5 +1,6 @@
 //! `phytrace check`: assert the ordering rules of a spec on captures, for CI.
 
+use std::fs::File;
 use std::io::{self, Write};
 
 use std::path::{Path, PathBuf};
@@ -8,28 +9,39 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::FollowArgs;
-use super::record::{print_progress, print_summary};
+use super::record::{command_outcome, print_progress, print_summary};
 use crate::capture::{Capture, Problem};
 use crate::check::{self, junit, report, report::Checked, spec::Spec};
-use crate::exit::{EXIT_VIOLATION, Failure, FailureKind};
-use crate::output;
+use crate::exit::{self, EXIT_VIOLATION, Failure, FailureKind, Status};
+use crate::output::{self, Target};
 use crate::probe::loader::DEFAULT_RING_SIZE;
 use crate::recording::{self, DEFAULT_ENCODING, Recording};
 
 /// Most read issues printed per capture; the rest are counted.
 const MAX_WARNINGS: usize = 10;
 
-/// Check ordering rules on captures (or on a recording of COMMAND).
-#[derive(Clone, Debug, clap::Args)]
-#[command(after_help = "Examples:
+/// `check --help`'s examples and notes.
+const EXAMPLES: &str = "Examples:
   phytrace check --spec specs/ax88796b.spec capture.ptrace
   phytrace check --spec specs/ax88796b.spec --junit report.xml a.ptrace b.ptrace
+  phytrace check --spec specs/ax88796b.spec --junit - a.ptrace > report.xml
   sudo phytrace check --spec specs/ax88796b.spec -o run.ptrace -- ./plug-unplug.sh
 
-The rule language is described in docs/check.md. Exit status: 0 when every rule holds, 1 when
-a rule is violated, 2 for a bad spec (its line and column are shown) or an unreadable capture,
-4 when the report cannot be written; with COMMAND, COMMAND's own status when it fails and every
-rule holds.")]
+The rule language is described in docs/check.md. A bad spec's error shows its line and column.
+The report goes to standard output, or to standard error when `--junit -` or `-o -` takes
+standard output. With COMMAND, a violated rule exits 1 whatever COMMAND did.";
+
+/// Check ordering rules on captures (or on a recording of COMMAND).
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::Violation,
+    Status::BadInput,
+    Status::TracingUnavailable,
+    Status::Output,
+    Status::Other,
+    Status::CommandFailed,
+]))]
 pub struct CheckArgs {
     /// The rules to check (see docs/check.md).
     #[arg(long, value_name = "SPEC")]
@@ -37,13 +49,14 @@ pub struct CheckArgs {
     /// Capture files to check, each on its own.
     #[arg(value_name = "CAPTURE", required_unless_present = "command")]
     pub captures: Vec<PathBuf>,
-    /// Also write the results as JUnit XML to OUT.
+    /// Also write the results as JUnit XML to OUT (`-`: standard output).
     #[arg(long, value_name = "OUT")]
-    pub junit: Option<PathBuf>,
-    /// With COMMAND: keep the recording in FILE (default: a temporary file, removed).
+    pub junit: Option<Target>,
+    /// With COMMAND: keep the recording in FILE (`-`: write it to standard output once
+    /// checked); default: a temporary file, removed.
     #[arg(short, long, value_name = "FILE", requires = "command")]
-    pub output: Option<PathBuf>,
-    /// With COMMAND: driver module to follow (repeatable); default: every Rust PHY driver.
+    pub output: Option<Target>,
+    /// With COMMAND: PHY driver module to follow (repeatable), as `record --module`.
     #[arg(long = "module", value_name = "MODULE", requires = "command")]
     pub modules: Vec<String>,
     /// Record while COMMAND runs, then check the recording.
@@ -116,16 +129,35 @@ fn load_capture(path: &Path, err: &mut impl Write) -> anyhow::Result<Capture> {
     Ok(capture)
 }
 
+/// Whether `target` is standard output.
+fn is_stdout(target: &Option<Target>) -> bool {
+    target.as_ref().is_some_and(Target::is_stdout)
+}
+
 /// Runs `phytrace check` on stdout and stderr.
 pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    if is_stdout(&args.output) && is_stdout(&args.junit) {
+        return Err(bad_input(
+            "the capture (`-o -`) and the JUnit report (`--junit -`) cannot both go to standard \
+             output"
+                .to_owned(),
+        ));
+    }
     let spec = load_spec(&args.spec)?;
+    let stdout_taken = is_stdout(&args.output) || is_stdout(&args.junit);
+    // Not locked: the tracer's threads may say something on stderr while COMMAND runs.
+    let mut report: Box<dyn Write> = if stdout_taken {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::stdout())
+    };
     if args.command.is_empty() {
-        return check(args, &spec, &args.captures, &mut io::stdout().lock());
+        return check(args, &spec, &args.captures, &mut report);
     }
     let temp;
-    let output = match &args.output {
-        Some(path) => path.clone(),
-        None => {
+    let path = match &args.output {
+        Some(Target::File(path)) => path.clone(),
+        Some(Target::Stdout) | None => {
             temp = tempfile::Builder::new()
                 .prefix("phytrace-check-")
                 .suffix(".ptrace")
@@ -134,6 +166,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             temp.path().to_owned()
         }
     };
+    let output = Target::File(path.clone());
     let follow = FollowArgs {
         modules: args.modules.clone(),
         ..FollowArgs::default()
@@ -146,18 +179,25 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             phy: None,
             tracer: follow.tracer_options(DEFAULT_RING_SIZE),
             command: args.command.clone(),
+            stdout_taken,
         },
         |p| print_progress(&output, p),
     )?;
     print_summary(&output, &recorded);
-    let code = check(args, &spec, &[output], &mut io::stdout().lock())?;
-    Ok(match recorded.command_status() {
-        Some(status) if code == ExitCode::SUCCESS && !status.success() => {
+    let code = check(args, &spec, std::slice::from_ref(&path), &mut report)?;
+    if is_stdout(&args.output) {
+        output::to_target(&Target::Stdout, |out| {
+            io::copy(&mut File::open(&path)?, out).map(drop)
+        })?;
+    }
+    let command = command_outcome(recorded.command_status());
+    Ok(match (command, recorded.command_status()) {
+        (Status::CommandFailed, Some(status)) if code == ExitCode::SUCCESS => {
             eprintln!(
                 "phytrace: error: `{}` failed ({status}) although every rule holds",
-                args.command.join(" ")
+                args.command.join(" "),
             );
-            ExitCode::from(status.code().map_or(1, |c| c.clamp(1, 255) as u8))
+            command.exit_code()
         }
         _ => code,
     })
@@ -188,9 +228,9 @@ pub fn check(
         .collect::<Vec<_>>()
         .join("\n");
     output::print_to(out, text.as_bytes())?;
-    if let Some(path) = &args.junit {
+    if let Some(target) = &args.junit {
         let document = junit::document(&spec_name, spec, &runs);
-        output::to_file(path, |out| out.write_all(document.as_bytes()))?;
+        output::to_target(target, |out| out.write_all(document.as_bytes()))?;
     }
     Ok(if runs.iter().any(|r| r.failures() > 0) {
         ExitCode::from(EXIT_VIOLATION)

@@ -5,20 +5,27 @@ use std::process::ExitCode;
 
 use crate::capture::Capture;
 use crate::diff::{self, Options};
-use crate::exit::{EXIT_VIOLATION, Failure, FailureKind};
+use crate::exit::{self, EXIT_VIOLATION, Failure, FailureKind, Status};
 use crate::output;
 use crate::registers;
 
-/// Compare the MDIO register sequences of two captures, PHY by PHY.
-#[derive(Clone, Debug, clap::Args)]
-#[command(after_help = "Examples:
+/// `diff --help`'s examples and notes.
+const EXAMPLES: &str = "Examples:
   phytrace diff rust.ptrace c.ptrace
   phytrace diff --ignore-reads before.ptrace after.ptrace
   phytrace diff --ignore-value BMSR,LPA a.ptrace b.ptrace
 
-PHYs are matched by bus:addr key, else by PHY ID. Timing is ignored. Exit status: 0 when the
-sequences are equal, 1 when they differ, 2 when a capture cannot be read, 4 when the output
-cannot be written.")]
+PHYs are matched by bus:addr key, else by PHY ID. Timing is ignored.";
+
+/// Compare the MDIO register sequences of two captures, PHY by PHY.
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::Violation,
+    Status::BadInput,
+    Status::Output,
+    Status::Other,
+]))]
 pub struct DiffArgs {
     /// First capture (A, lines marked `-`).
     pub a: PathBuf,

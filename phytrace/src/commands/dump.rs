@@ -1,9 +1,7 @@
 //! `phytrace dump`: print a capture file decoded, one event a line.
 //!
-//! Exit codes (see `docs/capture-format.md`): 0 when the capture was read, even with damaged
-//! records (each reported on stderr); 2 when the file cannot be opened, its header is
-//! unreadable, or records were damaged and not one event could be read; 4 when the output
-//! cannot be written.
+//! A capture with damaged records is read (each reported on stderr); one that cannot be opened,
+//! whose header is unreadable, or of which not one event could be read is bad input.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -11,8 +9,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use super::Format;
 use crate::capture::{Problem, Reader};
 use crate::event::{Event, Kind, PhyFilter};
+use crate::exit::{self, Status};
 use crate::model::Model;
 use crate::output;
 use crate::render;
@@ -20,20 +20,29 @@ use crate::render;
 /// Most read issues printed; the rest are counted.
 const MAX_WARNINGS: u64 = 20;
 
-/// Print a capture file decoded, one event a line.
-#[derive(Clone, Debug, clap::Args)]
-#[command(after_help = "Examples:
+/// `dump --help`'s examples and notes.
+const EXAMPLES: &str = "Examples:
   phytrace dump capture.ptrace
   phytrace dump capture.ptrace --phy phy_sim-0:10 --kind mdio,exit
   phytrace dump capture.ptrace --format json | jq 'select(.kind == \"mdio\")'
 
-Damaged records (e.g. after a crash) are reported on stderr and skipped. Exit status: 0 when the
-capture was read, 2 when it could not be (missing file, bad header, nothing readable), 4 when
-the output cannot be written (a full disk).")]
+Damaged records (e.g. after a crash) are reported on stderr and skipped: the capture is read
+(exit 0) unless it cannot be opened, its header is bad or nothing in it is readable (exit 2).";
+
+/// Print a capture file decoded, one event a line.
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::BadInput,
+    Status::Output,
+    Status::Other,
+]))]
 pub struct DumpArgs {
     /// Capture file to read (written by `phytrace record`).
+    #[arg(value_name = "CAPTURE")]
     pub file: PathBuf,
-    /// Output format: decoded text, or the events as JSON lines for scripts.
+    /// Output format: decoded text, or the events as JSON lines (one `Event` object a line,
+    /// docs/capture-format.md) for scripts.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Only events of PHYs whose key (`bus:addr`, e.g. `phy_sim-0:10`) or driver name
@@ -44,15 +53,6 @@ pub struct DumpArgs {
     /// Only events of these kinds (several may follow, or separate them with commas).
     #[arg(long, value_enum, value_name = "KIND", value_delimiter = ',', num_args = 1..)]
     pub kind: Vec<Kind>,
-}
-
-/// Output format of `dump`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Decoded, aligned text.
-    Text,
-    /// One JSON object per event (the `Event` serde form).
-    Json,
 }
 
 impl DumpArgs {
@@ -78,7 +78,7 @@ pub fn dump(
         Ok(reader) => reader,
         Err(e) => {
             writeln!(err, "phytrace: error: {e}")?;
-            return Ok(ExitCode::from(2));
+            return Ok(Status::BadInput.exit_code());
         }
     };
     let mut out = io::BufWriter::new(out);
@@ -162,7 +162,7 @@ pub fn dump(
             err,
             "phytrace: error: {file}: no event could be read ({damaged} damaged records)"
         )?;
-        return Ok(ExitCode::from(2));
+        return Ok(Status::BadInput.exit_code());
     }
     Ok(ExitCode::SUCCESS)
 }

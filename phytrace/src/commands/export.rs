@@ -4,24 +4,34 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::capture::Capture;
-use crate::exit::{Failure, FailureKind};
+use crate::exit::{self, Failure, FailureKind, Status};
 use crate::export::perfetto;
-use crate::output;
+use crate::output::{self, Target};
+
+/// `export --help`'s examples.
+const EXAMPLES: &str = "Examples:
+  phytrace export --format perfetto capture.ptrace -o trace.json
+  # then open trace.json in https://ui.perfetto.dev
+  phytrace export capture.ptrace -o - | gzip > trace.json.gz";
 
 /// Convert a capture for another tool (Perfetto).
 #[derive(Clone, Debug, clap::Args)]
-#[command(after_help = "Example:
-  phytrace export --format perfetto capture.ptrace -o trace.json
-  # then open trace.json in https://ui.perfetto.dev")]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::BadInput,
+    Status::Output,
+    Status::Other,
+]))]
 pub struct ExportArgs {
     /// Capture file to convert.
+    #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Perfetto)]
     pub format: Format,
-    /// File to write.
+    /// File to write, or `-` for standard output.
     #[arg(short, long, value_name = "OUT")]
-    pub output: PathBuf,
+    pub output: Target,
 }
 
 /// Export formats.
@@ -41,6 +51,6 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let trace = match args.format {
         Format::Perfetto => perfetto::trace(&capture),
     };
-    output::to_file(&args.output, |out| Ok(serde_json::to_writer(out, &trace)?))?;
+    output::to_target(&args.output, |out| Ok(serde_json::to_writer(out, &trace)?))?;
     Ok(ExitCode::SUCCESS)
 }

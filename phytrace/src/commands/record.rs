@@ -1,8 +1,8 @@
 //! `phytrace record`: headless capture to a file, for target boards and CI.
 
 use std::{
-    path::{Path, PathBuf},
-    process::ExitCode,
+    os::unix::process::ExitStatusExt as _,
+    process::{ExitCode, ExitStatus},
     time::Duration,
 };
 
@@ -10,23 +10,37 @@ use anyhow::Result;
 
 use super::FollowArgs;
 use crate::{
-    capture::Encoding,
+    capture::{Encoding, Trailer},
     event::{Guarantee, PhyFilter},
-    probe::{call_site_probes::CallbackProbes, loader::DEFAULT_RING_SIZE, tracer::Tracer},
+    exit::{self, Failure, FailureKind, Status},
+    output::Target,
+    probe::{call_site_probes::CallbackProbes, mac_sites::MacSiteCalls, tracer::Tracer},
     recording::{self, DEFAULT_ENCODING, Progress, Recorded, Recording, Stop},
     records::session::{ArmingEntry, MdioProbes},
 };
 
-/// Arguments of `phytrace record`.
-#[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:
+/// `record --help`'s examples.
+const EXAMPLES: &str = "Examples:
   sudo phytrace record -o link.ptrace --duration 30s
   sudo phytrace record -o boot.ptrace --module ax88796b_rust -- ip link set dev eth0 up
-  phytrace dump link.ptrace")]
+  sudo phytrace record -o - --duration 30s --ring-size 16M | ssh dev 'cat > board.ptrace'
+  phytrace dump link.ptrace";
+
+/// Arguments of `phytrace record`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::BadInput,
+    Status::TracingUnavailable,
+    Status::Output,
+    Status::Other,
+    Status::CommandFailed,
+]))]
 pub struct RecordArgs {
-    /// Capture file to write (see docs/capture-format.md).
+    /// Capture file to write, or `-` for standard output (then COMMAND's standard output goes
+    /// to standard error). See docs/capture-format.md.
     #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
+    pub output: Target,
     /// How the capture stores its records: `binary` (driver events as the kernel wrote them,
     /// decoded when read: several times cheaper, for high rates) or `jsonl` (one JSON object
     /// per line, for `jq`). `phytrace dump --format json` reads either.
@@ -40,18 +54,21 @@ pub struct RecordArgs {
     pub phy: Option<PhyFilter>,
     #[command(flatten)]
     pub follow: FollowArgs,
-    /// Size of the kernel ring buffer in bytes (a power of two).
-    #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "BYTES")]
+    /// Size of the kernel ring buffer: bytes, or with a K, M or G suffix (powers of 1024); a
+    /// power of two, at least 4K.
+    #[arg(long, default_value = "4M", value_parser = super::ring_size, value_name = "SIZE")]
     pub ring_size: u32,
-    /// Also write the recording's status to FILE as JSON lines, for scripts: `{"status":
-    /// "recording", …}` once every probe is attached, `{"status":"mac_sites_armed", "sites"}`
-    /// each time a search of phylink's code for MAC call sites ends (the sites armed, maybe
-    /// none), `{"status":"finished", …}` (with the
-    /// capture's trailer and the calls each MAC call site reported, `mac_site_calls`) when the
-    /// file is complete (docs/capture-format.md).
+    /// Also write the recording's status to FILE (`-`: standard output) as JSON lines, for
+    /// scripts: `{"status": "recording", …}` once every probe is attached,
+    /// `{"status":"mac_sites_armed", "sites"}` each time a search of phylink's code for MAC
+    /// call sites ends (the sites armed, maybe none), `{"status":"finished", …}` (with the
+    /// capture's trailer, the calls each MAC call site reported, `mac_site_calls`, and, when
+    /// COMMAND ended the recording, how it ended, `command`: `{"exit_code": N}` or `{"signal":
+    /// N}`) when the capture is complete (docs/capture-format.md).
     #[arg(long, value_name = "FILE")]
-    pub status: Option<PathBuf>,
-    /// Command to run while recording; recording stops when it exits.
+    pub status: Option<Target>,
+    /// Command to run while recording; recording stops when it exits. If it fails, record
+    /// exits 6 once the capture is complete.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
@@ -66,13 +83,23 @@ impl RecordArgs {
             phy: self.phy.clone(),
             tracer: self.follow.tracer_options(self.ring_size),
             command: self.command.clone(),
+            stdout_taken: self.output.is_stdout()
+                || self.status.as_ref().is_some_and(Target::is_stdout),
         }
     }
 }
 
-/// Runs `phytrace record`: exits as COMMAND did when it failed, 0 otherwise.
+/// Runs `phytrace record`: exits 6 ([`Status::CommandFailed`]) when COMMAND failed, 0
+/// otherwise.
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
-    let mut status = args.status.as_deref().map(StatusFile::create).transpose()?;
+    if args.output.is_stdout() && args.status.as_ref().is_some_and(Target::is_stdout) {
+        return Err(Failure::new(
+            FailureKind::BadInput,
+            "the capture (`-o -`) and the status (`--status -`) cannot both go to standard output",
+        )
+        .into());
+    }
+    let mut status = args.status.as_ref().map(StatusFile::create).transpose()?;
     let recorded = recording::record_to_file(&args.recording(), |p| {
         // The status line comes after the words: a script that waits on it finds both.
         let line = match &p {
@@ -96,24 +123,74 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         }
     })?;
     if let Some(status) = &mut status {
-        status.write(&serde_json::json!({
-            "status": "finished",
-            "stop": match recorded.stop {
-                Stop::Signal(name) => name.to_owned(),
-                Stop::Duration => "duration".to_owned(),
-                Stop::Command(_) => "command".to_owned(),
-            },
-            "trailer": recorded.trailer,
-            "mac_site_calls": recorded.mac_site_calls,
-        }));
+        status.write(&Finished::of(&recorded));
     }
     print_summary(&args.output, &recorded);
-    Ok(match recorded.command_status() {
-        Some(status) if !status.success() => {
-            ExitCode::from(status.code().map_or(1, |code| code.clamp(1, 255) as u8))
+    let outcome = command_outcome(recorded.command_status());
+    if let (Status::CommandFailed, Some(status)) = (outcome, recorded.command_status()) {
+        eprintln!(
+            "phytrace: error: `{}` failed ({status}); the capture is complete",
+            args.command.join(" "),
+        );
+    }
+    Ok(outcome.exit_code())
+}
+
+/// How a recording that ran COMMAND ends: [`Status::CommandFailed`] if COMMAND exited with
+/// another status than 0 or was killed (its own status never passes for one of phytrace's).
+pub fn command_outcome(command: Option<ExitStatus>) -> Status {
+    match command {
+        Some(status) if !status.success() => Status::CommandFailed,
+        _ => Status::Success,
+    }
+}
+
+/// How COMMAND ended, as `--status` says it: `{"exit_code": N}` or `{"signal": N}`.
+#[derive(Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandEnd {
+    /// It exited with this code.
+    ExitCode(i32),
+    /// This signal killed it.
+    Signal(i32),
+}
+
+impl CommandEnd {
+    /// How `status` ended.
+    pub fn of(status: ExitStatus) -> Option<Self> {
+        status
+            .code()
+            .map(Self::ExitCode)
+            .or_else(|| status.signal().map(Self::Signal))
+    }
+}
+
+/// `--status`'s line once the capture is complete (its keys in alphabetical order).
+#[derive(serde::Serialize)]
+struct Finished<'a> {
+    /// How COMMAND ended, when it ended the recording.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<CommandEnd>,
+    mac_site_calls: &'a [MacSiteCalls],
+    status: &'static str,
+    stop: &'static str,
+    trailer: &'a Trailer,
+}
+
+impl<'a> Finished<'a> {
+    fn of(recorded: &'a Recorded) -> Self {
+        Self {
+            command: recorded.command_status().and_then(CommandEnd::of),
+            mac_site_calls: &recorded.mac_site_calls,
+            status: "finished",
+            stop: match recorded.stop {
+                Stop::Signal(name) => name,
+                Stop::Duration => "duration",
+                Stop::Command(_) => "command",
+            },
+            trailer: &recorded.trailer,
         }
-        _ => ExitCode::SUCCESS,
-    })
+    }
 }
 
 /// `--status`'s line once the probes are attached (its keys in alphabetical order).
@@ -125,13 +202,13 @@ struct Started<'a> {
     call_sites_cached: bool,
     callback_probes: Option<&'static str>,
     mdio_probes: MdioProbes,
-    output: &'a Path,
+    output: &'a Target,
     status: &'static str,
     waiting_for: Vec<String>,
 }
 
 impl<'a> Started<'a> {
-    fn of(tracer: &Tracer, attached_in: Duration, output: &'a Path) -> Self {
+    fn of(tracer: &Tracer, attached_in: Duration, output: &'a Target) -> Self {
         Self {
             arming: tracer.arming(),
             attached_ms: attached_in.as_millis() as u64,
@@ -150,20 +227,17 @@ impl<'a> Started<'a> {
 /// reported once and not retried: the status is for scripts, the capture is what counts.
 struct StatusFile {
     file: Option<std::fs::File>,
-    path: PathBuf,
+    target: Target,
 }
 
 impl StatusFile {
-    fn create(path: &Path) -> Result<Self> {
-        let file = std::fs::File::create(path).map_err(|err| {
-            crate::exit::Failure::new(
-                crate::exit::FailureKind::Output,
-                format!("{}: {err}", path.display()),
-            )
-        })?;
+    fn create(target: &Target) -> Result<Self> {
+        let file = target
+            .create()
+            .map_err(|err| Failure::new(FailureKind::Output, format!("{target}: {err}")))?;
         Ok(Self {
             file: Some(file),
-            path: path.to_owned(),
+            target: target.clone(),
         })
     }
 
@@ -176,17 +250,14 @@ impl StatusFile {
             .map_err(std::io::Error::from)
             .and_then(|line| writeln!(file, "{line}"));
         if let Err(err) = written {
-            eprintln!(
-                "phytrace: warning: {}: {err}: no more status",
-                self.path.display()
-            );
+            eprintln!("phytrace: warning: {}: {err}: no more status", self.target);
             self.file = None;
         }
     }
 }
 
 /// Prints on stderr how a recording to `output` goes.
-pub fn print_progress(output: &Path, progress: Progress<'_>) {
+pub fn print_progress(output: &Target, progress: Progress<'_>) {
     let (tracer, attached_in) = match progress {
         Progress::Note(note) => {
             eprintln!("phytrace: warning: {note}");
@@ -233,8 +304,7 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
         (None, _) => "no callback probes".to_owned(),
     };
     eprintln!(
-        "phytrace: recording to {} with {callbacks} (attached in {} ms: BTF {} ms, load {} ms with MDIO probes ({}) attached meanwhile in {} ms{}, modules {} ms{})",
-        output.display(),
+        "phytrace: recording to {output} with {callbacks} (attached in {} ms: BTF {} ms, load {} ms with MDIO probes ({}) attached meanwhile in {} ms{}, modules {} ms{})",
         attached_in.as_millis(),
         startup.btf.as_millis(),
         startup.load.as_millis(),
@@ -258,7 +328,7 @@ pub fn print_progress(output: &Path, progress: Progress<'_>) {
 }
 
 /// Prints on stderr how a recording to `output` ended and what it holds.
-pub fn print_summary(output: &Path, recorded: &Recorded) {
+pub fn print_summary(output: &Target, recorded: &Recorded) {
     let Recorded {
         stop,
         trailer,
@@ -271,10 +341,9 @@ pub fn print_summary(output: &Path, recorded: &Recorded) {
         Stop::Command(status) => format!("command exited ({status})"),
     };
     eprintln!(
-        "phytrace: {why}; {} events in {:.1} s to {}",
+        "phytrace: {why}; {} events in {:.1} s to {output}",
         trailer.events,
         took.as_secs_f64(),
-        output.display()
     );
     let counts = &trailer.counts;
     let causes: Vec<String> = trailer
@@ -303,5 +372,73 @@ pub fn print_summary(output: &Path, recorded: &Recorded) {
             "phytrace: {at_sites} MAC calls reported at phylink's {} call sites",
             mac_site_calls.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::process::ExitStatus;
+
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::probe::loader::DEFAULT_RING_SIZE;
+
+    fn parse(args: &[&str]) -> RecordArgs {
+        let argv = ["phytrace", "record"].iter().chain(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Some(Command::Record(args)) => args,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The wait status of a process that exited with `code`.
+    fn exited(code: i32) -> ExitStatus {
+        ExitStatus::from_raw(code << 8)
+    }
+
+    #[test]
+    fn a_failed_command_never_passes_for_phytraces_own_codes() {
+        assert_eq!(command_outcome(None), Status::Success);
+        assert_eq!(command_outcome(Some(exited(0))), Status::Success);
+        for status in [exited(1), exited(2), exited(3), exited(4), exited(255)] {
+            assert_eq!(command_outcome(Some(status)), Status::CommandFailed);
+        }
+        let killed = ExitStatus::from_raw(libc::SIGKILL);
+        assert_eq!(command_outcome(Some(killed)), Status::CommandFailed);
+        assert_eq!(Status::CommandFailed.code(), 6);
+    }
+
+    #[test]
+    fn the_status_says_how_the_command_ended() {
+        let json = |status| serde_json::to_string(&CommandEnd::of(status)).unwrap();
+        assert_eq!(json(exited(3)), r#"{"exit_code":3}"#);
+        assert_eq!(json(exited(0)), r#"{"exit_code":0}"#);
+        assert_eq!(
+            json(ExitStatus::from_raw(libc::SIGTERM)),
+            r#"{"signal":15}"#
+        );
+    }
+
+    #[test]
+    fn the_default_ring_size_is_the_tracers() {
+        assert_eq!(parse(&["-o", "x.ptrace"]).ring_size, DEFAULT_RING_SIZE);
+        assert_eq!(
+            parse(&["-o", "x", "--ring-size", "16M"]).ring_size,
+            16 << 20
+        );
+    }
+
+    #[test]
+    fn a_dash_writes_to_standard_output() {
+        let args = parse(&["-o", "-", "--status", "s.jsonl", "--", "ip", "link"]);
+        assert_eq!(args.output, Target::Stdout);
+        assert!(args.recording().stdout_taken);
+        let args = parse(&["-o", "x.ptrace", "--status", "-"]);
+        assert_eq!(args.status, Some(Target::Stdout));
+        assert!(args.recording().stdout_taken);
+        assert!(!parse(&["-o", "x.ptrace"]).recording().stdout_taken);
     }
 }

@@ -5,14 +5,14 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
+use super::Format;
 use crate::capture::Capture;
-use crate::exit::{Failure, FailureKind};
+use crate::exit::{self, Failure, FailureKind, Status};
 use crate::output;
 use crate::stats::{self, SCHEMA};
 
-/// Statistics of captures: latencies, errors, MDIO rate, link history, phy_state times.
-#[derive(Clone, Debug, clap::Args)]
-#[command(after_help = "Examples:
+/// `stats --help`'s examples and notes.
+const EXAMPLES: &str = "Examples:
   phytrace stats capture.ptrace
   phytrace stats a.ptrace b.ptrace
   phytrace stats --format json capture.ptrace |
@@ -20,24 +20,23 @@ use crate::stats::{self, SCHEMA};
 
 Latency percentiles are nearest rank over every completed call, from an HDR histogram with 3
 significant digits (within 0.1%); calls whose return was lost (capture ended, module unloaded,
-events lost) are counted and listed apart. The JSON schema is in docs/stats.md. Exit status: 0,
-2 when a capture cannot be read, 4 when the output cannot be written.")]
+events lost) are counted and listed apart. The JSON schema is in docs/stats.md.";
+
+/// Statistics of captures: latencies, errors, MDIO rate, link history, phy_state times.
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::BadInput,
+    Status::Output,
+    Status::Other,
+]))]
 pub struct StatsArgs {
     /// Capture files, each reported on its own.
     #[arg(value_name = "CAPTURE", required = true)]
     pub captures: Vec<PathBuf>,
-    /// Output format.
+    /// Output format: tables, or one JSON document (docs/stats.md).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-}
-
-/// Output formats of `stats`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Tables for people.
-    Text,
-    /// One JSON document (docs/stats.md).
-    Json,
 }
 
 /// Runs `phytrace stats`.

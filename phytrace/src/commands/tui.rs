@@ -1,7 +1,7 @@
 //! `phytrace tui`: the terminal UI, live or on a capture file.
 
 use std::io::IsTerminal as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::capture::Header;
 use crate::commands::FollowArgs;
 use crate::event::PhyFilter;
-use crate::exit::{Failure, FailureKind};
+use crate::exit::{self, Failure, FailureKind, Status};
 use crate::probe::loader::DEFAULT_RING_SIZE;
 use crate::probe::tracer::Tracer;
 use crate::records::clock::clock_now;
@@ -31,17 +31,28 @@ fn keep_count(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `tui --help`'s examples and notes.
+const EXAMPLES: &str = "Examples:
+  sudo phytrace tui --module ax88796b_rust
+  phytrace tui link.ptrace --speed 10
+  phytrace tui link.ptrace --paused      (then `n` steps event by event)
+
+Press ? in the TUI for the keys. NO_COLOR=1 draws without colours.";
+
 /// Arguments of `phytrace tui`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:
-  sudo phytrace tui --module ax88796b_rust
-  phytrace tui --replay link.ptrace --speed 10
-  phytrace tui --replay link.ptrace --paused      (then `n` steps event by event)
-
-Press ? in the TUI for the keys. NO_COLOR=1 draws without colours.")]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::BadInput,
+    Status::TracingUnavailable,
+    Status::Other,
+]))]
 pub struct TuiArgs {
-    /// Replay this capture file instead of tracing live.
-    #[arg(long, value_name = "FILE")]
+    /// Capture file to replay instead of tracing live.
+    #[arg(value_name = "CAPTURE")]
+    pub capture: Option<PathBuf>,
+    /// The same as CAPTURE, as a flag.
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with = "capture")]
     pub replay: Option<PathBuf>,
     /// Replay speed factor (`+`/`-` double or halve it while running).
     #[arg(long, default_value_t = 1.0, value_parser = parse_speed, value_name = "FACTOR")]
@@ -58,15 +69,30 @@ pub struct TuiArgs {
     pub phy: Option<PhyFilter>,
     #[command(flatten)]
     pub follow: FollowArgs,
-    /// Live: size of the kernel ring buffer in bytes (a power of two).
-    #[arg(long, default_value_t = DEFAULT_RING_SIZE, value_name = "BYTES", conflicts_with = "replay")]
+    /// Live: size of the kernel ring buffer: bytes, or with a K, M or G suffix (powers of
+    /// 1024); a power of two, at least 4K.
+    #[arg(
+        long,
+        default_value = "4M",
+        value_parser = super::ring_size,
+        value_name = "SIZE",
+        conflicts_with_all = ["capture", "replay"]
+    )]
     pub ring_size: u32,
+}
+
+impl TuiArgs {
+    /// The capture to replay, if any (positional or `--replay`).
+    pub fn replay(&self) -> Option<&Path> {
+        self.capture.as_deref().or(self.replay.as_deref())
+    }
 }
 
 impl Default for TuiArgs {
     /// Live, as `phytrace` alone on a terminal runs it.
     fn default() -> Self {
         Self {
+            capture: None,
             replay: None,
             speed: 1.0,
             paused: false,
@@ -108,7 +134,7 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
         );
         app.phy_filter = args.phy.clone();
         app.paused = args.paused;
-        app.console_shared = args.replay.is_none() && tui::console::is_shared();
+        app.console_shared = args.replay().is_none() && tui::console::is_shared();
         tui::run(&mut app, &mut source).await?;
         Ok(ExitCode::SUCCESS)
     })
@@ -116,7 +142,7 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
 
 /// The live tracer or the capture file, and the time the display counts from.
 fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
-    match &args.replay {
+    match args.replay() {
         Some(path) => {
             let replay = ReplaySource::open(path, args.speed, args.paused)
                 .map_err(|e| Failure::new(FailureKind::BadInput, format!("{e:#}")))?;
@@ -130,6 +156,49 @@ fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
             let mut live = LiveSource::new(tracer, header, args.keep);
             live.set_paused(args.paused);
             Ok((Source::Live(Box::new(live)), clock.mono_ns))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<TuiArgs, clap::Error> {
+        let argv = ["phytrace", "tui"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Some(Command::Tui(args)) => Ok(args),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_capture_is_replayed_positional_or_by_the_old_flag() {
+        let positional = parse(&["link.ptrace", "--speed", "10"]).unwrap();
+        assert_eq!(positional.replay(), Some(Path::new("link.ptrace")));
+        let flag = parse(&["--replay", "link.ptrace"]).unwrap();
+        assert_eq!(flag.replay(), Some(Path::new("link.ptrace")));
+        let live = parse(&["--ring-size", "16M"]).unwrap();
+        assert_eq!((live.replay(), live.ring_size), (None, 16 << 20));
+        assert_eq!(parse(&[]).unwrap().ring_size, DEFAULT_RING_SIZE);
+    }
+
+    #[test]
+    fn one_capture_and_no_ring_size_with_it() {
+        for args in [
+            &["a.ptrace", "--replay", "b.ptrace"][..],
+            &["a.ptrace", "--ring-size", "8M"],
+            &["--replay", "a.ptrace", "--ring-size", "8M"],
+        ] {
+            let err = parse(args).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{args:?}"
+            );
         }
     }
 }
