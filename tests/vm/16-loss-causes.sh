@@ -166,7 +166,7 @@ ok "missed returns: $kernel_misses counted as the kernel counted them, later cal
 setup rust
 a=$(simdev ax88772a)
 cap=$PHYTRACE_OUT/loss-ring-full.ptrace
-start_record "$cap" --module ax88796b_rust --ring-size 16384
+start_record "$cap" --module ax88796b_rust --ring-size 16K
 reset_counters
 sim_set "$a" load "20000 BMSR"
 stop_record "$cap"

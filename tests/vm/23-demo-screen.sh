@@ -69,7 +69,7 @@ for size in 160x48 120x40; do
 
     # The same words as a replay of the same events (on a tmux server of its own).
     tmux -S "$replay_sock" new-session -d -s replay -x "$width" -y "$height" \
-        "$PHYTRACE_BIN tui --replay $PHYTRACE_OUT/demo-screen-$size.ptrace --speed 4096"
+        "$PHYTRACE_BIN tui $PHYTRACE_OUT/demo-screen-$size.ptrace --speed 4096"
     replay_screen() { tmux -S "$replay_sock" capture-pane -p -t replay; }
     wait_for 30 eval 'replay_screen | tail -n 1 | grep -q " end"' || { replay_screen; fail "the replay did not end"; }
     replay=$(replay_screen)
