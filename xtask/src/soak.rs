@@ -249,7 +249,7 @@ fn table(
         )
     });
     rows.row("privileges", "unprivileged", "cargo xtask test --vm-only --filter unprivileged", |_| {
-        "record, doctor and the live TUI exit 3 naming the capabilities; probes works and names CAP_SYSLOG for addresses; dump, check, diff, export, tui --replay work".to_owned()
+        "record, doctor and the live TUI exit 3 naming the capabilities; probes works and names CAP_SYSLOG for addresses; dump, check, diff, export, the TUI's replay work".to_owned()
     });
     rows.row("flapping soak", "flap-soak", "cargo xtask soak", |r| {
         format!(

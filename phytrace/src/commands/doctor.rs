@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::{
-    diagnose::checks::{self, Report, Status},
-    exit::FailureKind,
+    diagnose::checks::{self, Report, Status as CheckStatus},
+    exit::{self, Status},
     output,
     probe::module_files,
 };
@@ -21,14 +21,24 @@ pub enum Format {
     Json,
 }
 
+/// `phytrace doctor --help`'s examples.
+const EXAMPLES: &str = "Examples:
+  sudo phytrace doctor
+  sudo phytrace doctor --module ax88796b        (the C Asix driver)
+  sudo phytrace doctor --module ax88796b_rust   (the Rust one)
+  phytrace doctor --format json | jq .can_trace
+
+A default session can trace here when no check fails; a warning says what it does with less.";
+
 /// Arguments of `phytrace doctor`.
 #[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Examples:\n  sudo phytrace doctor\n  sudo phytrace doctor --module \
-                        ax88796b        (the C Asix driver)\n  sudo phytrace doctor --module \
-                        ax88796b_rust   (the Rust one)\n  phytrace doctor --format json | jq \
-                        .can_trace"
-)]
+#[command(after_help = exit::after_help(EXAMPLES, &[
+    Status::Success,
+    Status::BadInput,
+    Status::TracingUnavailable,
+    Status::Output,
+    Status::Other,
+]))]
 pub struct DoctorArgs {
     /// Also check this PHY driver module, C or Rust, loaded or not: the drivers it defines,
     /// the ops each sets and phylib's call sites that trace them (read from its file in the
@@ -67,10 +77,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     output::print(out.as_bytes())?;
     Ok(if report.can_trace() {
-        ExitCode::SUCCESS
+        Status::Success
     } else {
-        ExitCode::from(FailureKind::TracingUnavailable.code())
-    })
+        Status::TracingUnavailable
+    }
+    .exit_code())
 }
 
 /// The report as text: `[mark] name detail`, then its items and fix, indented.
@@ -78,10 +89,10 @@ fn text(report: &Report) -> anyhow::Result<String> {
     let mut out = String::new();
     for check in &report.checks {
         let mark = match check.status {
-            Status::Ok => "ok  ",
-            Status::Warn => "warn",
-            Status::Fail => "FAIL",
-            Status::Skipped => "skip",
+            CheckStatus::Ok => "ok  ",
+            CheckStatus::Warn => "warn",
+            CheckStatus::Fail => "FAIL",
+            CheckStatus::Skipped => "skip",
         };
         writeln!(out, "[{mark}] {:<20} {}", check.name, check.detail)?;
         for item in &check.items {
@@ -94,7 +105,7 @@ fn text(report: &Report) -> anyhow::Result<String> {
     let failed = report
         .checks
         .iter()
-        .filter(|c| c.status == Status::Fail)
+        .filter(|c| c.status == CheckStatus::Fail)
         .count();
     if failed == 0 {
         writeln!(out, "phytrace can trace on this machine.")?;

@@ -200,18 +200,16 @@ fn callbacks_section(out: &mut String, survey: &Survey, module: Option<&str>) ->
     let callbacks = &survey.callbacks;
     writeln!(
         out,
-        "Driver callbacks (kernel::net::phy::Adapter<T>::*_callback in {}):",
+        "Rust drivers' callbacks, the symbol probes' fallback \
+         (kernel::net::phy::Adapter<T>::*_callback in {}):",
         symbols::KALLSYMS
     )?;
     if callbacks.is_empty() {
         let which = module.unwrap_or("Rust PHY driver");
         writeln!(
             out,
-            "  none: no {which} module is loaded. `modprobe ax88796b_rust` (or insmod your .ko);"
-        )?;
-        writeln!(
-            out,
-            "  `phytrace record` and `phytrace tui` wait for it and attach when it loads."
+            "  none: no {which} module is loaded. The call sites below trace every driver, C or \
+             Rust, from its first callback whenever it loads."
         )?;
         return Ok(());
     }
