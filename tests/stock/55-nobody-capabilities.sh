@@ -51,6 +51,7 @@ jq -e '.checks[] | select(.name == "callbacks") | .status == "ok"' <<<"$json" >/
     { echo "$json"; fail "doctor as nobody: callbacks not at call sites"; }
 
 dongle_modules_load rust
+rm -rf "$out/cache" # what doctor kept: record must find the call sites itself, as nobody
 cap=$out/nobody-dongle.ptrace
 PHYTRACE_BIN=$wrapper dongle_scenario "$cap" --callback-probes callsite
 jq -e 'select(.status == "recording") | .callback_probes == "callsite" and .call_sites_cached == false' "$cap.status" >/dev/null ||

@@ -8,6 +8,8 @@ set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
 stock_only
 lockdown=/sys/kernel/security/lockdown
+# As systemd does at boot: the lockdown LSM shows its mode in securityfs.
+mountpoint -q /sys/kernel/security || mount -t securityfs securityfs /sys/kernel/security
 expect_eq "the boot's lockdown" "none [integrity] confidentiality" "$(<"$lockdown")"
 json=$("$PHYTRACE_BIN" doctor --format json) || { echo "$json"; fail "doctor cannot trace under lockdown=integrity"; }
 jq -e '.checks[] | select(.name == "lockdown") | .status == "ok" and .detail == "integrity"' <<<"$json" >/dev/null ||

@@ -246,6 +246,13 @@ fn version_check(release: &str) -> Check {
 }
 
 fn lockdown() -> Check {
+    if !support::securityfs_mounted() {
+        return Check::warn(
+            "lockdown",
+            "unknown: securityfs is not mounted, where the kernel says its lockdown mode",
+            "mount -t securityfs securityfs /sys/kernel/security (systemd does at boot)",
+        );
+    }
     lockdown_check(fs::read_to_string(support::LOCKDOWN).ok().as_deref())
 }
 

@@ -32,6 +32,15 @@ pub fn has_bpf_syscall(answer: Option<i32>) -> bool {
 /// Where the lockdown LSM says which mode holds: the one in brackets.
 pub const LOCKDOWN: &str = "/sys/kernel/security/lockdown";
 
+/// Whether securityfs, where [`LOCKDOWN`] lives, is mounted (`/proc/self/mounts`).
+pub fn securityfs_mounted() -> bool {
+    std::fs::read_to_string("/proc/self/mounts").is_ok_and(|mounts| {
+        mounts
+            .lines()
+            .any(|line| line.split_whitespace().nth(2) == Some("securityfs"))
+    })
+}
+
 /// The lockdown mode in [`LOCKDOWN`]'s text (`none [integrity] confidentiality`).
 pub fn lockdown_mode(text: &str) -> Option<&str> {
     let start = text.find('[')? + 1;
