@@ -37,6 +37,18 @@ impl Status {
         Self::CommandFailed,
     ];
 
+    /// What a command that reads captures (and writes what it makes of them) can exit with.
+    pub const READS: [Self; 4] = [Self::Success, Self::BadInput, Self::Output, Self::Other];
+
+    /// What a command that checks or reads the kernel can exit with.
+    pub const INSPECTS: [Self; 5] = [
+        Self::Success,
+        Self::BadInput,
+        Self::TracingUnavailable,
+        Self::Output,
+        Self::Other,
+    ];
+
     /// The process exit code.
     pub const fn code(self) -> u8 {
         match self {

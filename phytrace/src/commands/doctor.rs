@@ -32,13 +32,7 @@ A default session can trace here when no check fails; a warning says what it doe
 
 /// Arguments of `phytrace doctor`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = exit::after_help(EXAMPLES, &[
-    Status::Success,
-    Status::BadInput,
-    Status::TracingUnavailable,
-    Status::Output,
-    Status::Other,
-]))]
+#[command(after_help = exit::after_help(EXAMPLES, &Status::INSPECTS))]
 pub struct DoctorArgs {
     /// Also check this PHY driver module, C or Rust, loaded or not: the drivers it defines,
     /// the ops each sets and phylib's call sites that trace them (read from its file in the

@@ -31,12 +31,7 @@ Damaged records (e.g. after a crash) are reported on stderr and skipped: the cap
 
 /// Print a capture file decoded, one event a line.
 #[derive(Clone, Debug, clap::Args)]
-#[command(after_help = exit::after_help(EXAMPLES, &[
-    Status::Success,
-    Status::BadInput,
-    Status::Output,
-    Status::Other,
-]))]
+#[command(after_help = exit::after_help(EXAMPLES, &Status::READS))]
 pub struct DumpArgs {
     /// Capture file to read (written by `phytrace record`).
     #[arg(value_name = "CAPTURE")]

@@ -16,12 +16,7 @@ const EXAMPLES: &str = "Examples:
 
 /// Convert a capture for another tool (Perfetto).
 #[derive(Clone, Debug, clap::Args)]
-#[command(after_help = exit::after_help(EXAMPLES, &[
-    Status::Success,
-    Status::BadInput,
-    Status::Output,
-    Status::Other,
-]))]
+#[command(after_help = exit::after_help(EXAMPLES, &Status::READS))]
 pub struct ExportArgs {
     /// Capture file to convert.
     #[arg(value_name = "CAPTURE")]

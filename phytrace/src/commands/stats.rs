@@ -24,12 +24,7 @@ events lost) are counted and listed apart. The JSON schema is in docs/stats.md."
 
 /// Statistics of captures: latencies, errors, MDIO rate, link history, phy_state times.
 #[derive(Clone, Debug, clap::Args)]
-#[command(after_help = exit::after_help(EXAMPLES, &[
-    Status::Success,
-    Status::BadInput,
-    Status::Output,
-    Status::Other,
-]))]
+#[command(after_help = exit::after_help(EXAMPLES, &Status::READS))]
 pub struct StatsArgs {
     /// Capture files, each reported on its own.
     #[arg(value_name = "CAPTURE", required = true)]
