@@ -20,13 +20,13 @@ expect_eq "Debian's kernel.perf_event_paranoid" 3 "$paranoid"
 dir=$(reachable_copies "$PHYTRACE_BIN")
 caps=$("$dir/phytrace" generate capabilities)
 setcap "$caps" "$dir/phytrace" || fail "setcap refused on $(stat -f -c %T "$dir")"
-out=$(mktemp -d /tmp/nobody-out.XXXXXX)
-chmod 1777 "$out"
+home=$(mktemp -d /tmp/nobody-home.XXXXXX)
+chmod 1777 "$home"
 # Runs phytrace as nobody in its own process (exec: a signal to its pid reaches phytrace).
 wrapper=$dir/as-nobody
 cat >"$wrapper" <<WRAPPER
 #!/bin/sh
-exec env XDG_CACHE_HOME=$out/cache setpriv --reuid=nobody --regid=nogroup --clear-groups $dir/phytrace "\$@"
+exec env XDG_CACHE_HOME=$home/cache setpriv --reuid=nobody --regid=nogroup --clear-groups $dir/phytrace "\$@"
 WRAPPER
 chmod 755 "$wrapper"
 
@@ -36,10 +36,8 @@ jq -e '.checks[] | select(.name == "perf events") | .status == "fail" and (.fix 
     { echo "$json"; fail "doctor does not name perf_event_paranoid and its fix"; }
 jq -e '.checks[] | select(.name == "privileges") | .status == "ok"' <<<"$json" >/dev/null ||
     { echo "$json"; fail "doctor does not accept $caps"; }
-set +e
-refusal=$("$wrapper" record -o "$out/refused.ptrace" --duration 1s 2>&1)
-status=$?
-set -e
+run_status "$wrapper" record -o "$home/refused.ptrace" --duration 1s
+refusal=$out
 echo "$refusal"
 expect_eq "record as nobody at paranoid 3: exit status" 3 "$status"
 grep -q "perf_event_paranoid=2" <<<"$refusal" || fail "record's refusal does not say how to fix the paranoid level"
@@ -51,8 +49,8 @@ jq -e '.checks[] | select(.name == "callbacks") | .status == "ok"' <<<"$json" >/
     { echo "$json"; fail "doctor as nobody: callbacks not at call sites"; }
 
 dongle_modules_load rust
-rm -rf "$out/cache" # what doctor kept: record must find the call sites itself, as nobody
-cap=$out/nobody-dongle.ptrace
+rm -rf "$home/cache" # what doctor kept: record must find the call sites itself, as nobody
+cap=$home/nobody-dongle.ptrace
 PHYTRACE_BIN=$wrapper dongle_scenario "$cap" --callback-probes callsite
 jq -e 'select(.status == "recording") | .callback_probes == "callsite" and .call_sites_cached == false' "$cap.status" >/dev/null ||
     fail "record as nobody did not find the call sites itself"

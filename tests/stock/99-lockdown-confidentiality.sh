@@ -18,17 +18,12 @@ ok "doctor traces under lockdown=integrity"
 
 echo confidentiality >"$lockdown"
 expect_eq "the raised lockdown" "none integrity [confidentiality]" "$(<"$lockdown")"
-set +e
-json=$("$PHYTRACE_BIN" doctor --format json)
-status=$?
-set -e
+status=0
+json=$("$PHYTRACE_BIN" doctor --format json) || status=$?
 expect_eq "doctor under confidentiality: exit status" 3 "$status"
 jq -e '.checks[] | select(.name == "lockdown") | .status == "fail" and (.detail | startswith("confidentiality"))' <<<"$json" >/dev/null ||
     { echo "$json"; fail "doctor does not name the lockdown"; }
-set +e
-out=$("$PHYTRACE_BIN" record -o /tmp/locked.ptrace --duration 1s 2>&1)
-status=$?
-set -e
+run_status "$PHYTRACE_BIN" record -o /tmp/locked.ptrace --duration 1s
 echo "$out"
 expect_eq "record under confidentiality: exit status" 3 "$status"
 grep -q "locked down" <<<"$out" || fail "record does not name the lockdown"

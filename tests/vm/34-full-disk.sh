@@ -12,7 +12,6 @@ mount -t tmpfs -o size=256k tmpfs "$disk"
 cleanup_also "umount $disk"
 setup rust
 a=$(simdev ax88772a)
-run_status() { set +e; out=$("$@" 2>&1); status=$?; set -e; }
 
 sim_set "$a" load "rate 20000 30 BMSR"
 run_status timeout 60 "$PHYTRACE_BIN" record -o "$disk/cap.ptrace"

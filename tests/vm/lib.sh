@@ -53,6 +53,11 @@ check() {
     if "$@"; then ok "$what"; else fail "$what"; fi
 }
 
+# run_status COMMAND...: runs COMMAND, failing or not; sets `out` (its output, stderr
+# included) and `status` (its exit status).
+# shellcheck disable=SC2034  # out and status are the caller's
+run_status() { set +e; out=$("$@" 2>&1); status=$?; set -e; }
+
 # expect_eq DESCRIPTION EXPECTED ACTUAL
 expect_eq() {
     if [[ "$2" == "$3" ]]; then ok "$1 ($3)"; else fail "$1: expected '$2', got '$3'"; fi
