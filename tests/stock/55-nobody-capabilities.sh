@@ -52,8 +52,10 @@ dongle_modules_load rust
 rm -rf "$home/cache" # what doctor kept: record must find the call sites itself, as nobody
 cap=$home/nobody-dongle.ptrace
 PHYTRACE_BIN=$wrapper dongle_scenario "$cap" --callback-probes callsite
-jq -e 'select(.status == "recording") | .callback_probes == "callsite" and .call_sites_cached == false' "$cap.status" >/dev/null ||
-    fail "record as nobody did not find the call sites itself"
+started=$(jq -c 'select(.status == "recording")' "$cap.status")
+echo "$started"
+expect_eq "record as nobody: callback probes" callsite "$(jq -r .callback_probes <<<"$started")"
+expect_eq "record as nobody: call sites from a cache" false "$(jq -r .call_sites_cached <<<"$started")"
 dongle_scenario_check "$cap"
 dongle_stop
 dongle_modules_unload
