@@ -367,6 +367,42 @@ pub struct KernelOffsets {
 #[cfg(feature = "user")]
 unsafe impl aya::Pod for KernelOffsets {}
 
+/// The most bytes the kernel reader (`kernel_read`) copies per request: the size of
+/// [`KernelReadAnswer::bytes`], which bounds the copy for the verifier.
+pub const KERNEL_READ_CHUNK: usize = 1 << 20;
+
+/// What the kernel reader is asked: `len` bytes of kernel memory at `address`, for the thread
+/// `tid` of the PID namespace of `/proc/self/ns/pid` (`pidns_dev`, `pidns_ino`; both 0 where
+/// the kernel has no PID namespaces), which is the thread that then makes the probed system
+/// call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelReadRequest {
+    /// Numbers the requests (from 1); the answer carries the one it answers.
+    pub seq: u64,
+    pub address: u64,
+    /// The namespace's device, as the kernel numbers it (`MKDEV`, not `stat`'s encoding).
+    pub pidns_dev: u64,
+    pub pidns_ino: u64,
+    /// At most [`KERNEL_READ_CHUNK`].
+    pub len: u32,
+    pub tid: u32,
+}
+
+// SAFETY: `KernelReadRequest` is `#[repr(C)]` plain integers with no implicit padding; any bit
+// pattern is valid.
+#[cfg(feature = "user")]
+unsafe impl aya::Pod for KernelReadRequest {}
+
+/// What the kernel reader answers, in its map's one value: the request's `seq` once it ran for
+/// it, the helper's result (0, or a negative error number) and the bytes read.
+#[repr(C)]
+pub struct KernelReadAnswer {
+    pub seq: u64,
+    pub error: i64,
+    pub bytes: [u8; KERNEL_READ_CHUNK],
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +445,13 @@ mod tests {
         }
         assert_eq!(split_call_site_key(3), None);
         assert_eq!(size_of::<CallSite>(), 40);
+    }
+
+    #[test]
+    fn the_kernel_reader_types_have_no_implicit_padding() {
+        assert_eq!(size_of::<KernelReadRequest>(), 4 * 8 + 2 * 4);
+        assert_eq!(core::mem::offset_of!(KernelReadAnswer, bytes), 16);
+        assert_eq!(size_of::<KernelReadAnswer>(), 16 + KERNEL_READ_CHUNK);
     }
 
     #[test]

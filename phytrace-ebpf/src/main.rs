@@ -24,6 +24,9 @@
 //! - `probes::selftest`: `selftest_enter` / `selftest_exit` (kprobe + kretprobe), which
 //!   `phytrace doctor` attaches to a kernel function it triggers itself, to prove the whole
 //!   probe → ring buffer → userspace path works.
+//! - `probes::kernel_read`: `kernel_read` (kprobe on the `getppid` system call, which phytrace
+//!   makes itself) copies the kernel memory phytrace asks for into a map: the kernel's code,
+//!   read where `/proc/kcore` is refused.
 //!
 //! The shared modules: `kernel` (kernel memory, at the struct offsets of `OFFSETS`), `phy` (a
 //! PHY's identity and status as read), `identity` (sending those once per CPU and epoch),

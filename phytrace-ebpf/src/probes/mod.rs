@@ -11,6 +11,7 @@
 
 mod callbacks;
 mod identity;
+mod kernel_read;
 mod mac;
 mod mdio;
 mod modules;
