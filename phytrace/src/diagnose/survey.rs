@@ -67,7 +67,7 @@ impl Survey {
                 let layout = Layout::from_btf(&btf)?;
                 call_site_probes::find_with(&layout, cache.as_deref(), Some(kallsyms))
             })
-            .map(|((discovery, _), cached)| (discovery, cached));
+            .map(|((discovery, _), reader)| (discovery, reader.is_none()));
         let built_in =
             ModuleTree::read(&module_files::default_tree()).is_built_in(mac_sites::MODULE);
         let mac_sites = btf::KernelBtf::running().and_then(|btf| {

@@ -21,12 +21,16 @@ use phytrace_common::{
 
 use super::{
     attach::{Programs, loaded_kprobe},
+    bpf_memory::BpfMemory,
     callsites::{
-        self, CallSite, Discovery, Isa, Layout, Return, Target, cache, kallsyms::TextSymbols,
+        self, CallSite, Discovery, Isa, Layout, Return, Target, cache,
+        kallsyms::TextSymbols,
+        text::{Kcore, KernelMemory},
     },
     driver_probes::DriverProbes,
     error::ProbeError,
     site_table::{self, SiteTable},
+    support,
     symbols::{self, KALLSYMS},
     trace_events::{self, EventLink},
 };
@@ -68,10 +72,11 @@ pub const PROGRAMS: [&str; 3] = ["call_site_enter", "call_site_exit", "call_site
 /// The call sites found, with the text symbols that name what they call.
 pub type Found = (Discovery, TextSymbols);
 
-/// Finds the running kernel's call sites of the ops at `layout` (kallsyms and `/proc/kcore`),
-/// or takes them from `cache` (a directory, see [`callsites::cache`]) where this boot's were
-/// kept; keeps them there. Returns whether they came from the cache.
-pub fn find(layout: &Layout, cache: Option<&Path>) -> Result<(Found, bool)> {
+/// Finds the running kernel's call sites of the ops at `layout` (kallsyms and the kernel's
+/// code), or takes them from `cache` (a directory, see [`callsites::cache`]) where this boot's
+/// were kept; keeps them there. Returns the reader of the kernel's code, `None` if they came
+/// from the cache.
+pub fn find(layout: &Layout, cache: Option<&Path>) -> Result<(Found, Option<TextReader>)> {
     find_with(layout, cache, None)
 }
 
@@ -82,12 +87,12 @@ pub fn find_with(
     layout: &Layout,
     cache: Option<&Path>,
     kallsyms: Option<&str>,
-) -> Result<(Found, bool)> {
+) -> Result<(Found, Option<TextReader>)> {
     let key = cache.and_then(|_| cache::Key::running(layout));
     if let (Some(dir), Some(key)) = (cache, &key)
         && let Some(discovery) = cache::load(dir, key, layout)
     {
-        return Ok(((discovery, TextSymbols::default()), true));
+        return Ok(((discovery, TextSymbols::default()), None));
     }
     let read;
     let kallsyms = match kallsyms {
@@ -97,12 +102,12 @@ pub fn find_with(
             &read
         }
     };
-    let found = discover(layout, kallsyms)?;
+    let (found, reader) = discover(layout, kallsyms)?;
     if let (Some(dir), Some(key)) = (cache, &key) {
         // A cache that cannot be written costs the next session the search, nothing else.
         let _ = cache::store(dir, key, &found.0);
     }
-    Ok((found, false))
+    Ok((found, Some(reader)))
 }
 
 /// Where the kernel lists its kprobes (debugfs).
@@ -132,12 +137,13 @@ pub fn probed_addresses() -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// [`find`] on the call sites in kallsyms text `kallsyms`.
-pub fn discover(layout: &Layout, kallsyms: &str) -> Result<Found> {
+/// [`find`] on the call sites in kallsyms text `kallsyms`, with the reader of the kernel's
+/// code.
+fn discover(layout: &Layout, kallsyms: &str) -> Result<(Found, TextReader)> {
     let symbols = TextSymbols::parse(kallsyms);
-    let mut kcore = open_kernel_text()?;
+    let mut text = open_kernel_text()?;
     let probed = probed_addresses();
-    let discovery = callsites::discover(&symbols, &mut kcore, layout, Isa::native(), &probed)
+    let discovery = callsites::discover(&symbols, &mut text, layout, Isa::native(), &probed)
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
     if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
         return Err(ProbeError::unavailable(format!(
@@ -158,7 +164,7 @@ pub fn discover(layout: &Layout, kallsyms: &str) -> Result<Found> {
         ))
         .into());
     }
-    Ok((discovery, symbols))
+    Ok(((discovery, symbols), text.reader()))
 }
 
 /// Call sites being found on another thread (reading the kernel text takes about as long as
@@ -172,6 +178,8 @@ pub struct Sourcing {
     pub took: Duration,
     /// They were this boot's, kept in the cache by an earlier session.
     pub cached: bool,
+    /// Otherwise, the reader of the kernel's code they were found in.
+    pub reader: Option<TextReader>,
 }
 
 impl Finding {
@@ -190,36 +198,118 @@ pub fn find_meanwhile(layout: Result<Layout>, cache: Option<PathBuf>) -> Result<
         .name("phytrace-sites".into())
         .spawn(move || {
             let started = Instant::now();
-            let (found, cached) = find(&layout?, cache.as_deref())?;
+            let (found, reader) = find(&layout?, cache.as_deref())?;
             let took = started.elapsed();
-            Ok((found, Sourcing { took, cached }))
+            let cached = reader.is_none();
+            Ok((
+                found,
+                Sourcing {
+                    took,
+                    cached,
+                    reader,
+                },
+            ))
         })
         .map(Finding)
         .context("starting a thread")
 }
 
-/// Reading the kernel text was refused: why, and the fix.
-/// The running kernel's code ([`callsites::text::KCORE`]), or an error naming why it cannot
-/// be read and the fix.
-pub fn open_kernel_text() -> Result<callsites::text::Kcore> {
-    callsites::text::Kcore::open(Path::new(callsites::text::KCORE))
-        .map_err(|err| text_refused(&err))
+/// How the kernel's code is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextReader {
+    /// From [`callsites::text::KCORE`] (`CAP_SYS_RAWIO`).
+    Kcore,
+    /// By a BPF program ([`BpfMemory`]: `CAP_BPF` and `CAP_PERFMON`).
+    Bpf,
 }
 
-fn text_refused(err: &std::io::Error) -> anyhow::Error {
-    let why = match err.raw_os_error() {
-        Some(libc::EPERM | libc::EACCES) => format!(
-            "{}: {err}: reading the kernel's code needs CAP_SYS_RAWIO (run as root), and a \
-             kernel not locked down against reading its memory (lockdown=integrity or none)",
-            callsites::text::KCORE
-        ),
-        Some(libc::ENOENT) => format!(
-            "{} is missing: the kernel was built without CONFIG_PROC_KCORE",
-            callsites::text::KCORE
-        ),
-        _ => format!("reading {}: {err}", callsites::text::KCORE),
+impl TextReader {
+    /// The name `record --status` gives it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Kcore => "kcore",
+            Self::Bpf => "bpf",
+        }
+    }
+}
+
+/// The running kernel's code, through the reader [`open_kernel_text`] chose.
+pub enum KernelText {
+    Kcore(Kcore),
+    Bpf(Box<BpfMemory>),
+}
+
+impl KernelText {
+    /// Which reader it is.
+    pub const fn reader(&self) -> TextReader {
+        match self {
+            Self::Kcore(_) => TextReader::Kcore,
+            Self::Bpf(_) => TextReader::Bpf,
+        }
+    }
+}
+
+impl KernelMemory for KernelText {
+    fn read(&mut self, address: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        match self {
+            Self::Kcore(kcore) => kcore.read(address, len),
+            Self::Bpf(bpf) => bpf.read(address, len),
+        }
+    }
+}
+
+/// The running kernel's code: [`callsites::text::KCORE`], or where that is refused for want of
+/// privileges (`CAP_SYS_RAWIO`), a BPF program's reads; else an error naming why neither can
+/// read it and the fix. The one place that chooses.
+pub fn open_kernel_text() -> Result<KernelText> {
+    let refused = match Kcore::open(Path::new(callsites::text::KCORE)) {
+        Ok(kcore) => return Ok(KernelText::Kcore(kcore)),
+        Err(err) => err,
     };
-    ProbeError::unavailable(why).into()
+    match kcore_refusal(&refused, support::refused_by_lockdown()) {
+        KcoreRefusal::Privileges => BpfMemory::open()
+            .map(|bpf| KernelText::Bpf(Box::new(bpf)))
+            .map_err(|bpf| both_refused(&refused, &bpf)),
+        KcoreRefusal::Final(why) => Err(ProbeError::unavailable(why).into()),
+    }
+}
+
+/// What a refused [`callsites::text::KCORE`] leaves.
+#[derive(Debug, PartialEq, Eq)]
+enum KcoreRefusal {
+    /// Refused for want of `CAP_SYS_RAWIO`: BPF may read the code.
+    Privileges,
+    /// Nothing else can read it, for this reason.
+    Final(String),
+}
+
+/// Why [`callsites::text::KCORE`] could not be opened (`err`), under the refusing lockdown
+/// `lockdown` if any (which refuses it with EPERM too, and every other read of kernel memory).
+fn kcore_refusal(err: &std::io::Error, lockdown: Option<String>) -> KcoreRefusal {
+    let kcore = callsites::text::KCORE;
+    match (err.raw_os_error(), lockdown) {
+        (Some(libc::EPERM | libc::EACCES), Some(lockdown)) => KcoreRefusal::Final(lockdown),
+        (Some(libc::EPERM | libc::EACCES), None) => KcoreRefusal::Privileges,
+        (Some(libc::ENOENT), _) => KcoreRefusal::Final(format!(
+            "{kcore} is missing: the kernel was built without CONFIG_PROC_KCORE"
+        )),
+        _ => KcoreRefusal::Final(format!("reading {kcore}: {err}")),
+    }
+}
+
+/// Neither reader can read the kernel's code: kcore refused for want of privileges (`kcore`),
+/// the BPF reader for `bpf`.
+fn both_refused(kcore: &std::io::Error, bpf: &anyhow::Error) -> anyhow::Error {
+    let message = format!(
+        "reading the kernel's code: {}: {kcore} (it needs CAP_SYS_RAWIO), and through BPF: \
+         {bpf:#}",
+        callsites::text::KCORE
+    );
+    match bpf.downcast_ref::<ProbeError>() {
+        Some(refusal) => ProbeError::refused(refusal.cause, message),
+        None => ProbeError::unavailable(message),
+    }
+    .into()
 }
 
 /// The call sites armed in this session.
@@ -433,6 +523,54 @@ mod tests {
         assert_eq!(&*named.driver_type, "asix_soft_reset");
         let named = callback("suspend", None, 0xffff_ffff_a000_0010);
         assert_eq!(&*named.driver_type, "0xffffffffa0000010");
+    }
+
+    #[test]
+    fn only_kcore_refused_for_privileges_turns_to_bpf() {
+        let err = std::io::Error::from_raw_os_error;
+        for code in [libc::EPERM, libc::EACCES] {
+            assert_eq!(kcore_refusal(&err(code), None), KcoreRefusal::Privileges);
+        }
+        // Confidentiality refuses kcore with EPERM, and BPF's reads too: the lockdown is named.
+        let locked = "the kernel is locked down".to_owned();
+        assert_eq!(
+            kcore_refusal(&err(libc::EPERM), Some(locked.clone())),
+            KcoreRefusal::Final(locked)
+        );
+        let KcoreRefusal::Final(missing) = kcore_refusal(&err(libc::ENOENT), None) else {
+            panic!("a missing kcore turned to BPF");
+        };
+        assert!(missing.contains("CONFIG_PROC_KCORE"), "{missing}");
+        assert!(matches!(
+            kcore_refusal(&err(libc::EIO), None),
+            KcoreRefusal::Final(_)
+        ));
+    }
+
+    #[test]
+    fn both_refusals_are_named_with_the_bpf_readers_cause() {
+        let bpf = anyhow::Error::from(ProbeError::refused(
+            Some(crate::probe::error::Cause::NotPermitted),
+            "attaching `kernel_read` to __x64_sys_getppid failed",
+        ));
+        let err = both_refused(&std::io::Error::from_raw_os_error(libc::EPERM), &bpf);
+        let refusal = err.downcast_ref::<ProbeError>().unwrap();
+        assert_eq!(
+            refusal.cause,
+            Some(crate::probe::error::Cause::NotPermitted)
+        );
+        assert!(refusal.message.contains("CAP_SYS_RAWIO"), "{err}");
+        assert!(
+            refusal
+                .message
+                .ends_with("through BPF: attaching `kernel_read` to __x64_sys_getppid failed"),
+            "{err}"
+        );
+        let other = both_refused(
+            &std::io::Error::from_raw_os_error(libc::EACCES),
+            &anyhow::anyhow!("no map"),
+        );
+        assert_eq!(other.downcast_ref::<ProbeError>().unwrap().cause, None);
     }
 
     #[test]

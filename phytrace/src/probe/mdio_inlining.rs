@@ -266,7 +266,7 @@ fn branches_to(isa: Isa, code: &[u8], address: u64, target: u64) -> bool {
 }
 
 /// The running kernel's inlined accessors and their copies' bus-op calls; an error if its
-/// text cannot be read (kallsyms without addresses, `/proc/kcore` refused).
+/// text cannot be read (kallsyms without addresses, neither `/proc/kcore` nor BPF allowed).
 pub fn survey(btf: &KernelBtf) -> Result<Survey> {
     survey_at(&Layout::mii_bus(btf, &BUS_OPS))
 }
@@ -317,9 +317,9 @@ fn survey_cached(layout: &Layout, cache: Option<&Path>) -> Result<Survey> {
 fn survey_at(layout: &Layout) -> Result<Survey> {
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
     let symbols = TextSymbols::parse(&kallsyms);
-    let mut kcore = call_site_probes::open_kernel_text()?;
-    let inlined = find(&symbols, &mut kcore, Isa::native());
-    let sites = op_sites(&symbols, &mut kcore, Isa::native(), layout);
+    let mut text = call_site_probes::open_kernel_text()?;
+    let inlined = find(&symbols, &mut text, Isa::native());
+    let sites = op_sites(&symbols, &mut text, Isa::native(), layout);
     Ok((inlined, sites))
 }
 

@@ -2,6 +2,7 @@
 //! turning their records into events.
 
 pub mod attach;
+pub mod bpf_memory;
 pub mod btf;
 pub mod call_site_probes;
 pub mod callsites;
