@@ -6,8 +6,10 @@
 # simulator's scenario (load, links up, a cable flap, links down) and a reload of the driver and
 # the simulator (plug-in: the sites are armed before the driver loads). Then the same for the C
 # driver, against kprobes on its own functions, and the shipped spec on both captures. The first
-# session searches the kernel text and keeps the sites in its cache (XDG_CACHE_HOME); the second
-# takes them from there, and must find the same ones.
+# session searches the kernel text (read from /proc/kcore) and keeps the sites in its cache
+# (XDG_CACHE_HOME); the second takes them from there, and must find the same ones. Between them, a
+# session without CAP_SYS_RAWIO and without a cache reads the kernel text through BPF, and must
+# find the same ones too, and the same calls of inlined MDIO accessors.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -104,12 +106,28 @@ jq -e '.callback_probes == "callsite" and (.call_sites | length > 0)' <(head -n 
     fail "the capture header does not name the call sites"
 expect_eq "call sites from the cache (the first session)" false \
     "$(jq -r 'select(.status == "recording") | .call_sites_cached' "$cap.status")"
+expect_eq "the reader of the kernel's code (the first session)" kcore \
+    "$(jq -r 'select(.status == "recording") | .kernel_code_reader' "$cap.status")"
 searched=$(head -n 1 "$cap" | jq -c .call_sites)
+surveyed=$(head -n 1 "$cap" | jq -c .mdio_sites)
 the_scenario rust
 # Plug-in: the driver loads again into a running session.
 the_scenario rust
 stop_record "$cap"
 compare_with_truth "$cap" "$names" ax88796b_rust:: op
+
+# The same call sites read through BPF: root without CAP_SYS_RAWIO, which /proc/kcore needs, and
+# with a cache of its own (empty), once the first session's kprobes are gone from the code.
+bpf=$PHYTRACE_OUT/record-callsite-bpf
+XDG_CACHE_HOME=$(mktemp -d) setpriv --inh-caps=-sys_rawio --bounding-set=-sys_rawio \
+    "$PHYTRACE_BIN" record -o "$bpf.ptrace" --status "$bpf.status" --duration 1s 2>"$bpf.stderr" ||
+    { cat "$bpf.stderr"; fail "record without CAP_SYS_RAWIO failed"; }
+cat "$bpf.stderr"
+expect_eq "the reader of the kernel's code without CAP_SYS_RAWIO" bpf \
+    "$(jq -r 'select(.status == "recording") | .kernel_code_reader' "$bpf.status")"
+expect_eq "the call sites found through BPF" "$searched" "$(head -n 1 "$bpf.ptrace" | jq -c .call_sites)"
+expect_eq "the inlined MDIO accessors' calls found through BPF" "$surveyed" \
+    "$(head -n 1 "$bpf.ptrace" | jq -c .mdio_sites)"
 
 # The C driver: its callbacks named by its functions.
 define_truth ax88796b "$names" '^asix_'

@@ -201,6 +201,7 @@ struct Started<'a> {
     call_sites: usize,
     call_sites_cached: bool,
     callback_probes: Option<&'static str>,
+    kernel_code_reader: Option<&'static str>,
     mdio_probes: MdioProbes,
     output: &'a Target,
     status: &'static str,
@@ -215,6 +216,11 @@ impl<'a> Started<'a> {
             call_sites: tracer.call_sites().map_or(0, |sites| sites.sites().count()),
             call_sites_cached: tracer.startup().call_sites.cached,
             callback_probes: tracer.callback_probes().map(|probes| probes.name()),
+            kernel_code_reader: tracer
+                .startup()
+                .call_sites
+                .reader
+                .map(|reader| reader.name()),
             mdio_probes: tracer.mdio_probes(),
             output,
             status: "recording",
