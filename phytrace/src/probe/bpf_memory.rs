@@ -34,7 +34,7 @@ const ANSWER: &str = "KERNEL_READ_ANSWER";
 /// The system call entry the program is attached to: `getppid`'s on this architecture (the
 /// binary's, so the kernel's). No other thread of phytrace makes that call, few programs make it
 /// often, and the C library makes it each time (it does not keep the answer).
-pub const TRIGGER: &str = if cfg!(target_arch = "aarch64") {
+const TRIGGER: &str = if cfg!(target_arch = "aarch64") {
     "__arm64_sys_getppid"
 } else {
     "__x64_sys_getppid"
@@ -87,7 +87,7 @@ impl<E: Exchange> KernelMemory for Chunked<E> {
     }
 }
 
-/// Whether `answer` answers request `seq` for `len` bytes at `address` with them.
+/// An error unless `answer` answers request `seq` for `len` bytes at `address` with them.
 fn check(seq: u64, answer: &Answer<'_>, address: u64, len: usize) -> io::Result<()> {
     if answer.seq != seq {
         return Err(io::Error::other(format!(
