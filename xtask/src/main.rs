@@ -4,6 +4,7 @@ mod arch;
 mod bench;
 mod btf_fixture;
 mod deb;
+mod debian_root;
 mod demo;
 mod dist;
 mod fuzz;
@@ -36,7 +37,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Install everything the build and the tests need (apt packages, toolchains, bpf-linker,
-    /// bindgen, Debian's stock kernel). Idempotent: a second run only checks.
+    /// bindgen, Debian's stock kernel, a Debian trixie root for the package). Idempotent: a
+    /// second run only checks.
     ///
     /// Example: `cargo xtask setup`
     Setup,

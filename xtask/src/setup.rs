@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use crate::{paths, run};
 
 /// Debian packages from bookworm: kernel build, VM rig, guest tools, tracer to compare against,
-/// the package's lint.
+/// the package's lint and the Debian root it is installed into (`debian_root.rs`).
 const APT_PACKAGES: &[&str] = &[
     "linux-source-6.12",
     "bc",
@@ -35,6 +35,7 @@ const APT_PACKAGES: &[&str] = &[
     "tmux",
     "shellcheck",
     "lintian",
+    "mmdebstrap",
 ];
 
 /// Packages taken from bookworm-backports (bookworm's own QEMU clashes with the image's
@@ -67,6 +68,7 @@ pub fn run() -> Result<()> {
     bindgen_for_7_3()?;
     guest_busybox()?;
     stock_kernel()?;
+    crate::debian_root::prepare()?;
     fs::create_dir_all(paths::cache())
         .with_context(|| format!("creating the cache {}", paths::cache().display()))?;
     module_tree_mount_point()?;
@@ -98,7 +100,7 @@ fn module_tree_mount_point() -> Result<()> {
 /// Where the VM mounts its module tree.
 const MODULES_DIR: &str = "/lib/modules";
 
-fn require_root(what: &str) -> Result<()> {
+pub fn require_root(what: &str) -> Result<()> {
     if run::probe("id", ["-u"]).as_deref() != Some("0") {
         bail!("{what} needs root: run `sudo cargo xtask setup` (or as root)");
     }

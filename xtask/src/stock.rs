@@ -158,7 +158,7 @@ pub fn prepare() -> Result<StockKernel> {
 }
 
 /// The mirror and keyring of the host's Debian sources (deb822), or Debian's defaults.
-fn mirror_and_keyring() -> (String, String) {
+pub fn mirror_and_keyring() -> (String, String) {
     let text = fs::read_to_string(HOST_SOURCES).unwrap_or_default();
     let field = |name: &str| {
         text.lines()

@@ -5,8 +5,9 @@
 //! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The stock
 //! kernel stage boots Debian's unmodified 7.3 (`stock.rs`) and runs `tests/stock/run.sh`: doctor,
 //! the dongle scenario recorded and checked against the kernel's own records and the shipped
-//! specs, the dongle unplugged and plugged in again under `record` and the TUI. When both ran,
-//! the kernel twin compares the dongle scenario's captures of both kernels on the host
+//! specs, the dongle unplugged and plugged in again under `record` and the TUI, and phytrace's
+//! amd64 package, installed with apt into a Debian root (`debian_root.rs`), run from it. When
+//! both ran, the kernel twin compares the dongle scenario's captures of both kernels on the host
 //! (`twin::compare_kernels`). With `--kernel 7.3`, the VM suite also runs on 7.3 built from
 //! source (not by default: its kernel build takes about 9 minutes), and its dongle scenario is
 //! compared with the stock kernel's the same way. The arm64 test then records the same scenario with the static `dist` binaries in an
@@ -19,7 +20,9 @@ use std::{
 
 use anyhow::{Context as _, Result};
 
-use crate::{arch::Arch, kernel, modules, paths, run, setup, shellcheck, twin, vm};
+use crate::{
+    arch::Arch, deb, debian_root, dist, kernel, modules, paths, run, setup, shellcheck, twin, vm,
+};
 
 #[derive(clap::Args)]
 pub struct TestArgs {
@@ -233,8 +236,12 @@ fn kernel_twin(ours: vm::KernelChoice, started: SystemTime, filtered: bool) -> R
     Ok(())
 }
 
-/// Debian's stock 7.3 (fetched into the cache once): `tests/stock/run.sh` in one boot.
+/// Debian's stock 7.3 (fetched into the cache once): `tests/stock/run.sh` in one boot. First
+/// the amd64 package of `cargo xtask dist` is installed into the Debian root the guest runs it
+/// from (`debian_root.rs`, tests/stock/54-package.sh).
 fn stock_suite(args: &TestArgs) -> Result<()> {
+    dist::build_all(&[Arch::X86_64])?;
+    debian_root::install(&deb::file(Arch::X86_64))?;
     let kernel = kernel::Kernel::stock()?;
     boot_suite(
         &kernel,
