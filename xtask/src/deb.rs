@@ -387,14 +387,23 @@ fn contents(listing: &str) -> Vec<(&str, &str, &str)> {
 /// lintian (installed by `cargo xtask setup`) on `deb`: fails on any warning or error.
 fn lintian(deb: &Path) -> Result<()> {
     let started = std::time::Instant::now();
-    let said = run::output(
-        Command::new("lintian")
-            .args(["--fail-on", "error,warning", "--tag-display-limit", "0"])
-            .arg(deb),
-    )
-    .context("lintian found problems in the package")?;
-    if !said.is_empty() {
-        eprintln!("{said}");
+    // Its findings go to standard output; its complaint about running as root to the error.
+    let out = Command::new("lintian")
+        .args(["--fail-on", "error,warning", "--tag-display-limit", "0"])
+        .arg(deb)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .context("could not start lintian (`cargo xtask setup` installs it)")?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success(),
+        "lintian found problems in {} ({}):\n{}",
+        deb.display(),
+        out.status,
+        said.trim_end()
+    );
+    if !said.trim().is_empty() {
+        eprintln!("{}", said.trim_end());
     }
     eprintln!(
         "    lintian: clean ({:.1} s)",
