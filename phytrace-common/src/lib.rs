@@ -371,22 +371,21 @@ unsafe impl aya::Pod for KernelOffsets {}
 /// [`KernelReadAnswer::bytes`], which bounds the copy for the verifier.
 pub const KERNEL_READ_CHUNK: usize = 1 << 20;
 
-/// What the kernel reader is asked: `len` bytes of kernel memory at `address`, for the thread
-/// `tid` of the PID namespace of `/proc/self/ns/pid` (`pidns_dev`, `pidns_ino`; both 0 where
-/// the kernel has no PID namespaces), which is the thread that then makes the probed system
-/// call.
+/// What the kernel reader is asked: `len` bytes of kernel memory at `address`. It answers the
+/// `getppid` call whose (ignored) first argument is `token`, which the requesting thread makes
+/// next: a value no other caller passes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelReadRequest {
     /// Numbers the requests (from 1); the answer carries the one it answers.
     pub seq: u64,
     pub address: u64,
-    /// The namespace's device, as the kernel numbers it (`MKDEV`, not `stat`'s encoding).
-    pub pidns_dev: u64,
-    pub pidns_ino: u64,
+    /// Never 0.
+    pub token: u64,
     /// At most [`KERNEL_READ_CHUNK`].
     pub len: u32,
-    pub tid: u32,
+    /// Explicit padding, always zero.
+    pub _pad: u32,
 }
 
 // SAFETY: `KernelReadRequest` is `#[repr(C)]` plain integers with no implicit padding; any bit
@@ -449,7 +448,7 @@ mod tests {
 
     #[test]
     fn the_kernel_reader_types_have_no_implicit_padding() {
-        assert_eq!(size_of::<KernelReadRequest>(), 4 * 8 + 2 * 4);
+        assert_eq!(size_of::<KernelReadRequest>(), 3 * 8 + 2 * 4);
         assert_eq!(core::mem::offset_of!(KernelReadAnswer, bytes), 16);
         assert_eq!(size_of::<KernelReadAnswer>(), 16 + KERNEL_READ_CHUNK);
     }

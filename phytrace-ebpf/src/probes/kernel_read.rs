@@ -1,20 +1,19 @@
 //! The kernel reader: `kernel_read`, a kprobe on a system call phytrace makes itself
 //! (`getppid`), copies the range of kernel memory one of phytrace's threads asked for in
-//! `KERNEL_READ_REQUEST` into `KERNEL_READ_ANSWER`, which phytrace maps into its memory. It
-//! reads the kernel's code with `CAP_BPF` and `CAP_PERFMON` where `/proc/kcore` needs
-//! `CAP_SYS_RAWIO`.
+//! `KERNEL_READ_REQUEST` into `KERNEL_READ_ANSWER`, which phytrace maps into its memory, when
+//! that thread's call carries the request's token. It reads the kernel's code with `CAP_BPF`
+//! and `CAP_PERFMON` where `/proc/kcore` needs `CAP_SYS_RAWIO`.
 
 use aya_ebpf::{
-    bindings::{BPF_F_MMAPABLE, bpf_pidns_info},
-    helpers::{
-        bpf_get_current_pid_tgid,
-        generated::{bpf_get_ns_current_pid_tgid, bpf_probe_read_kernel},
-    },
+    bindings::{BPF_F_MMAPABLE, pt_regs},
+    helpers::generated::bpf_probe_read_kernel,
     macros::{kprobe, map},
     maps::Array,
     programs::ProbeContext,
 };
 use phytrace_common::{KERNEL_READ_CHUNK, KernelReadAnswer, KernelReadRequest};
+
+use super::kernel::read_at;
 
 /// `EINVAL`: the answer to a request longer than the answer holds.
 const EINVAL: i64 = 22;
@@ -27,32 +26,29 @@ static KERNEL_READ_REQUEST: Array<KernelReadRequest> = Array::with_max_entries(1
 #[map]
 static KERNEL_READ_ANSWER: Array<KernelReadAnswer> = Array::with_max_entries(1, BPF_F_MMAPABLE);
 
-/// Whether the running thread is the one that made `request`: its id in the request's PID
-/// namespace (the helper fails for a thread of another namespace), or in the only one where
-/// the kernel has none (no namespace named: inode 0).
-fn is_requester(request: &KernelReadRequest) -> bool {
-    if request.pidns_ino == 0 {
-        return request.tid != 0 && bpf_get_current_pid_tgid() as u32 == request.tid;
-    }
-    let mut ids = bpf_pidns_info { pid: 0, tgid: 0 };
-    // SAFETY: the helper writes exactly `ids`' size into it.
-    let found = unsafe {
-        bpf_get_ns_current_pid_tgid(
-            request.pidns_dev,
-            request.pidns_ino,
-            &raw mut ids,
-            size_of::<bpf_pidns_info>() as u32,
-        )
+/// Where the system call's first argument is in the caller's registers (`rdi`; arm64: `x0`).
+#[cfg(bpf_target_arch = "x86_64")]
+const FIRST_ARGUMENT: u32 = core::mem::offset_of!(pt_regs, rdi) as u32;
+#[cfg(not(bpf_target_arch = "x86_64"))]
+const FIRST_ARGUMENT: u32 = core::mem::offset_of!(pt_regs, regs) as u32;
+
+/// Whether this `getppid` call is the one `request` is for: its first argument, which the
+/// system call ignores, is the request's token. The probed entry, `__x64_sys_getppid` or
+/// `__arm64_sys_getppid`, is given the caller's registers.
+fn is_requested(ctx: &ProbeContext, request: &KernelReadRequest) -> bool {
+    let Some(caller) = ctx.arg::<u64>(0) else {
+        return false;
     };
-    found == 0 && request.tid != 0 && ids.pid == request.tid
+    // 0 where the read faults: no token.
+    request.token != 0 && read_at::<u64>(caller, FIRST_ARGUMENT) == request.token
 }
 
 #[kprobe]
-pub fn kernel_read(_ctx: ProbeContext) -> u32 {
+pub fn kernel_read(ctx: ProbeContext) -> u32 {
     let Some(request) = KERNEL_READ_REQUEST.get(0) else {
         return 0;
     };
-    if !is_requester(request) {
+    if !is_requested(&ctx, request) {
         return 0;
     }
     let Some(answer) = KERNEL_READ_ANSWER.get_ptr_mut(0) else {
@@ -66,7 +62,7 @@ pub fn kernel_read(_ctx: ProbeContext) -> u32 {
     } else {
         // SAFETY: the helper writes `len` bytes, at most the answer's `bytes`, from kernel
         // memory it checks (zeroes and an error on a fault); the answer is written only by
-        // this program, for the thread that asked, which waits in the system call meanwhile.
+        // this program, for the call that asked, whose thread waits in it meanwhile.
         unsafe {
             bpf_probe_read_kernel(
                 (&raw mut (*answer).bytes).cast(),

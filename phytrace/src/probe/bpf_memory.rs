@@ -3,15 +3,17 @@
 //! for into a map that it maps. It needs `CAP_BPF` and `CAP_PERFMON`, where `/proc/kcore` needs
 //! `CAP_SYS_RAWIO`.
 //!
-//! Each request names the thread that makes it (in its PID namespace), which then calls
-//! `getppid`: the program answers that thread only, and other processes' calls cost it a
-//! lookup. The threads of a process that read at once (the call sites' and the MDIO accessors'
-//! searches) share one program, loaded by the first and detached after the last.
+//! The thread that asks calls `getppid` with a token as its first argument, which the system
+//! call ignores: the program answers only the call that carries the request's token, and other
+//! calls cost it a lookup. The threads of a process that read at once (the call sites' and the
+//! MDIO accessors' searches) share one program, loaded by the first and detached after the
+//! last.
 
 use std::{
+    collections::hash_map::RandomState,
+    hash::BuildHasher as _,
     io,
     os::fd::AsFd as _,
-    os::unix::fs::MetadataExt as _,
     ptr::NonNull,
     sync::{Arc, Mutex, PoisonError, Weak},
 };
@@ -152,8 +154,8 @@ impl KernelMemory for BpfMemory {
 struct Program {
     requests: Array<MapData, KernelReadRequest>,
     answer: Mapping,
-    /// `/proc/self/ns/pid`: the kernel's device number and the inode.
-    namespace: (u64, u64),
+    /// What this reader's `getppid` calls carry: random, never 0.
+    token: u64,
     /// The object: while it lives, the program stays attached.
     _ebpf: Ebpf,
 }
@@ -176,7 +178,8 @@ impl Program {
         Ok(Self {
             requests,
             answer,
-            namespace: pid_namespace().with_context(|| format!("reading {PID_NAMESPACE}"))?,
+            // A hash of nothing under the process's random keys.
+            token: RandomState::new().hash_one(()) | 1,
             _ebpf: ebpf,
         })
     }
@@ -184,43 +187,21 @@ impl Program {
 
 impl Exchange for Program {
     fn ask(&mut self, seq: u64, address: u64, len: u32) -> io::Result<Answer<'_>> {
-        // SAFETY: gettid has no preconditions and cannot fail.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
         let request = KernelReadRequest {
             seq,
             address,
-            pidns_dev: self.namespace.0,
-            pidns_ino: self.namespace.1,
+            token: self.token,
             len,
-            tid,
+            _pad: 0,
         };
         self.requests
             .set(0, request, 0)
             .map_err(|err| io::Error::other(format!("writing the request: {err}")))?;
-        // SAFETY: getppid has no preconditions and cannot fail; the program runs at its entry,
-        // on this thread, before it returns.
-        unsafe { libc::syscall(libc::SYS_getppid) };
+        // SAFETY: getppid takes no argument and ignores the one given (the token, for the
+        // program, which runs at its entry, on this thread, before it returns); it cannot fail.
+        unsafe { libc::syscall(libc::SYS_getppid, self.token) };
         Ok(self.answer.read(len as usize))
     }
-}
-
-/// The kernel's device number (`MKDEV`: 20 bits of minor) and the inode of this thread's PID
-/// namespace, as `bpf_get_ns_current_pid_tgid` takes them; (0, 0) where the kernel has no PID
-/// namespaces (built without `CONFIG_PID_NS`: no `/proc/self/ns/pid`), so only the first.
-fn pid_namespace() -> io::Result<(u64, u64)> {
-    match std::fs::metadata(PID_NAMESPACE) {
-        Ok(meta) => Ok((kernel_dev(meta.dev()), meta.ino())),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok((0, 0)),
-        Err(err) => Err(err),
-    }
-}
-
-/// This thread's PID namespace.
-const PID_NAMESPACE: &str = "/proc/self/ns/pid";
-
-/// A device number as `stat` gives it, as the kernel numbers it inside (`MKDEV`).
-fn kernel_dev(dev: u64) -> u64 {
-    u64::from(libc::major(dev)) << 20 | u64::from(libc::minor(dev))
 }
 
 /// The answer map, mapped read-only into this process.
@@ -418,15 +399,6 @@ mod tests {
         let err = reader.read(u64::MAX - 2, 8).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         assert!(reader.exchange.asked.is_empty());
-    }
-
-    #[test]
-    fn a_device_number_is_given_as_the_kernel_numbers_it() {
-        // major 0, minor 4 (nsfs): `stat`'s encoding and the kernel's agree.
-        assert_eq!(kernel_dev(libc::makedev(0, 4)), 4);
-        // Beyond 8 bits of minor they differ: the kernel keeps 20 bits of minor below the major.
-        assert_eq!(kernel_dev(libc::makedev(0, 0x1234)), 0x1234);
-        assert_eq!(kernel_dev(libc::makedev(8, 1)), 8 << 20 | 1);
     }
 
     #[test]
