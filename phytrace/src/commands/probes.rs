@@ -25,7 +25,7 @@ mod json;
 fn call_sites_section(out: &mut String, found: &Result<(Discovery, bool)>) -> Result<()> {
     let source = match found {
         Ok((_, true)) => "this boot's cache, kept by a session that decoded the kernel text",
-        _ => "decoded from the kernel text in /proc/kcore",
+        _ => "decoded from the kernel's code (/proc/kcore, or through BPF without CAP_SYS_RAWIO)",
     };
     writeln!(out, "Call sites of phy_driver operations ({source}):")?;
     let discovery = match found {
@@ -67,7 +67,7 @@ fn call_sites_section(out: &mut String, found: &Result<(Discovery, bool)>) -> Re
 fn mac_sites_section(out: &mut String, found: &Result<mac_sites::Found>) -> Result<()> {
     writeln!(
         out,
-        "Call sites of phylink_mac_ops operations (phylink's code in /proc/kcore):"
+        "Call sites of phylink_mac_ops operations (decoded from phylink's code):"
     )?;
     let found = match found {
         Ok(found) => found,

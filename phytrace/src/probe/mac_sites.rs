@@ -1,7 +1,7 @@
 //! phylink's calls of a MAC driver's operations (`pl->mac_ops->mac_link_up/down`) as call
 //! sites ([`super::callsites`], [`Layout::mac`]): every MAC's link handling is traced, not
 //! only the ones probed by name. phylink as a module: its sites are found when it is live, from
-//! its text in `/proc/kcore` and its BTF (`struct phylink` is private to it), and armed as
+//! its code (`open_kernel_text`) and its BTF (`struct phylink` is private to it), and armed as
 //! kprobes of the kprobe PMU, which go with it when it unloads. phylink built in: at the start,
 //! in vmlinux's functions named `phylink_*` (phylink.c's, static ones included) with vmlinux's
 //! BTF; a site is still only what the decoding proves.
