@@ -182,7 +182,7 @@ pub fn run_all(options: &Options) -> Report {
     let discovery = find_call_sites(btf.as_ref());
     checks.push(match kprobe_blocked {
         Some(why) => Check::skipped(CALLBACKS, why),
-        None => callbacks(&discovery),
+        None => callbacks(&discovery, btf.as_ref()),
     });
     checks.push(unless(load_blocked, MDIO_PROBES, mdio_attach));
     let layout = btf
@@ -454,15 +454,15 @@ fn find_call_sites(btf: Option<&btf::KernelBtf>) -> Result<Discovery> {
 }
 
 /// How callbacks are traced: at phylib's call sites (every driver), else on the Rust drivers'
-/// symbols (those only), else not at all.
-fn callbacks(discovery: &Result<Discovery>) -> Check {
+/// symbols (those only), else not at all; `btf`: the kernel's, which found `discovery`.
+fn callbacks(discovery: &Result<Discovery>, btf: Option<&btf::KernelBtf>) -> Check {
     let at_sites = discovery
         .as_ref()
         .map_err(|err| anyhow::anyhow!("{err:#}"))
         .and_then(|found| {
             let first = found.sites.first().context("no call site")?;
-            let btf = btf::KernelBtf::running()?;
-            let mut ebpf = loader::load(&loader::LoadOptions::new(4096, btf.offsets()?))?;
+            let offsets = btf.context("the kernel's BTF cannot be read")?.offsets()?;
+            let mut ebpf = loader::load(&loader::LoadOptions::new(4096, offsets))?;
             attach::loaded_kprobe(&mut ebpf, call_site_probes::PROGRAMS[0])?
                 .attach(&first.function, u64::from(first.found.offset))
                 .with_context(|| format!("attaching a kprobe at {}", first.place()))?;
