@@ -20,13 +20,8 @@ dongle_modules_load rust
 mdio_trace_start
 cap=$PHYTRACE_OUT/stock-unplug.ptrace
 start_record "$cap"
-dongle_start --an-delay-ms 100 --partner all
-wait_dongle_netdev 30
-wait_for 10 has_dongle_phy || fail "no PHY on the dongle's MDIO bus"
-bus=$(dongle_mdio_bus)
-dev=$(dongle_netdev)
-ip link set dev "$dev" up
-wait_mode "$dev" 100 full 30
+dongle_plug_link_up --an-delay-ms 100 --partner all
+bus=$DONGLE_BUS dev=$DONGLE_DEV
 
 tui_start 120 30
 wait_for 120 tui_shows "$bus" || { tui_screen; fail "the TUI does not show the dongle's PHY $bus:10"; }

@@ -372,6 +372,19 @@ tui_quit() {
 }
 tui_kill() { tmux -S "$TUI_SOCK" kill-server 2>/dev/null || true; }
 
+# dongle_plug_link_up [RUN OPTIONS...]: plugs the emulated dongle in (dongle_start's options),
+# waits for its netdev and its PHY, sets DONGLE_BUS and DONGLE_DEV, and brings the link up at
+# 100/full.
+dongle_plug_link_up() {
+    dongle_start "$@"
+    wait_dongle_netdev 30
+    wait_for 10 has_dongle_phy || fail "no PHY on the dongle's MDIO bus"
+    DONGLE_BUS=$(dongle_mdio_bus)
+    DONGLE_DEV=$(dongle_netdev)
+    ip link set dev "$DONGLE_DEV" up
+    wait_mode "$DONGLE_DEV" 100 full 30
+}
+
 # --- the dongle scenario every kernel records (the cross-kernel twin: xtask/src/twin.rs) ---
 
 # dongle_scenario CAPTURE [RECORD ARGS...]: with the dongle's modules loaded (dongle_modules_load
