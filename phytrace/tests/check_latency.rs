@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use phytrace::capture::Capture;
-use phytrace::check::{self, Outcome};
+use phytrace::check::{self, Outcome, Reason, spec::Cmp};
 use phytrace::event::EventKind;
+use phytrace::model::LostWhy;
 
 fn capture(name: &str) -> Capture {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -44,10 +45,19 @@ rule \"g\": p100 exit any latency <= 30ms",
     assert!(a[0].slowest.as_ref().unwrap().0 > a[1].slowest.as_ref().unwrap().0);
     let e = &o[4].violations[0];
     assert!(
-        e.message
-            .starts_with("p99 of the 7 `exit read_status` latencies is 2.6ms"),
-        "{}",
-        e.message
+        matches!(
+            &e.reason,
+            Reason::Percentile {
+                percentile: 99,
+                pattern,
+                count: 7,
+                value_ns: 2_500_000..2_700_000,
+                cmp: Cmp::Lt,
+                limit_ns: 1_000_000,
+            } if pattern.to_string() == "exit read_status"
+        ),
+        "{:?}",
+        e.reason
     );
 }
 
@@ -71,10 +81,16 @@ rule \"d\": never exit read_status error",
         assert_eq!(rule.violations.len(), 1, "{rule:?}");
         let v = &rule.violations[0];
         assert!(
-            v.message
-                .contains("never returned: the capture ended while it ran"),
-            "{}",
-            v.message
+            matches!(
+                &v.reason,
+                Reason::NeverReturned {
+                    callback,
+                    why: LostWhy::CaptureEnded,
+                    ..
+                } if callback == "read_status"
+            ),
+            "{:?}",
+            v.reason
         );
         assert_eq!(v.offending, [cut]);
         assert_eq!(v.slowest.as_ref().unwrap().0, u64::MAX);

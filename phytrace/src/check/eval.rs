@@ -4,11 +4,12 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::observed::{Observed, PhyFacts};
+use super::reason::Reason;
 use super::spec::{Atom, Body, Bound, Cmp, Pattern, Per, Rule, Selector, Spec, ValueTest};
 use crate::event::Event;
-use crate::model::{Fact, FactKind, LostReturn, LostWhy};
+use crate::model::{Fact, FactKind, LostReturn};
 use crate::render;
-use crate::stats::{Latencies, SIGNIFICANT_DIGITS};
+use crate::stats::Latencies;
 
 /// Events shown before and after each offending event.
 pub const CONTEXT: usize = 3;
@@ -41,7 +42,7 @@ pub struct Violation {
     /// The PHY (or driver) it failed on.
     pub group: String,
     /// What happened, or did not.
-    pub message: String,
+    pub reason: Reason,
     /// Indices of the events at fault, in the capture.
     pub offending: Vec<usize>,
     /// Indices of the events to show: the offending ones with a few of the group's around them.
@@ -64,7 +65,7 @@ struct Group<'f> {
 }
 
 /// Checks every rule of `spec` on `events`; one outcome per rule, in spec order. Times in
-/// messages are seconds since `start_ns`, as `dump` shows them.
+/// reasons are taken since `start_ns`.
 pub fn evaluate(spec: &Spec, events: &[Event], start_ns: u64) -> Vec<Outcome> {
     evaluate_observed(spec, &Observed::of(events), start_ns)
 }
@@ -189,7 +190,7 @@ impl Group<'_> {
             .collect()
     }
 
-    fn violation(&self, message: String, offending: Vec<usize>) -> Violation {
+    fn violation(&self, reason: Reason, offending: Vec<usize>) -> Violation {
         let mut context = BTreeSet::new();
         for &event in &offending {
             let at = self.events.partition_point(|&e| e < event);
@@ -199,7 +200,7 @@ impl Group<'_> {
         }
         Violation {
             group: self.name.clone(),
-            message,
+            reason,
             offending,
             context: context.into_iter().collect(),
             slowest: None,
@@ -237,6 +238,11 @@ impl Group<'_> {
     fn at(&self, pos: usize) -> String {
         let time = render::relative_time(self.facts[pos].ts_ns, self.start_ns);
         format!(" at {}", time.trim_start())
+    }
+
+    /// The time of the fact at `pos` since the capture started.
+    fn since_start(&self, pos: usize) -> u64 {
+        self.facts[pos].ts_ns.saturating_sub(self.start_ns)
     }
 }
 
@@ -290,7 +296,10 @@ impl Group<'_> {
             .into_iter()
             .map(|i| {
                 let mut v = self.violation(
-                    format!("`{p}` happened{}", self.at(i)),
+                    Reason::Happened {
+                        pattern: p.clone(),
+                        at_ns: self.since_start(i),
+                    },
                     vec![self.facts[i].event],
                 );
                 if judges_latency(p) {
@@ -333,15 +342,15 @@ impl Group<'_> {
         let positions: Vec<usize> = slow.iter().map(|&(_, i)| i).collect();
         let mut offending: Vec<usize> = positions.iter().map(|&i| self.facts[i].event).collect();
         offending.sort_unstable();
-        let n = latencies.count();
         let mut v = self.violation(
-            format!(
-                "p{percentile} of the {n} `{pattern}` latenc{} is {} (nearest rank, HDR histogram, {SIGNIFICANT_DIGITS} significant digits), expected {} {}",
-                if n == 1 { "y" } else { "ies" },
-                render::duration(value),
-                cmp.symbol(),
-                render::duration(limit)
-            ),
+            Reason::Percentile {
+                percentile,
+                pattern: pattern.clone(),
+                count: latencies.count(),
+                value_ns: value,
+                cmp,
+                limit_ns: limit,
+            },
             offending,
         );
         v.slowest = self.slowest(&positions);
@@ -367,10 +376,11 @@ impl Group<'_> {
         };
         let offending = shown.iter().map(|&i| self.facts[i].event).collect();
         let mut v = self.violation(
-            format!(
-                "`{pattern}` happened {n} time{}, expected {bound}",
-                if n == 1 { "" } else { "s" }
-            ),
+            Reason::Count {
+                pattern: pattern.clone(),
+                count: n,
+                bound,
+            },
             offending,
         );
         if judges_latency(pattern) {
@@ -386,7 +396,11 @@ impl Group<'_> {
             return None;
         }
         Some(self.violation(
-            format!("`{then}` happened{} before any `{first}`", self.at(b)),
+            Reason::NotPreceded {
+                first: first.clone(),
+                then: then.clone(),
+                at_ns: self.since_start(b),
+            },
             vec![self.facts[b].event],
         ))
     }
@@ -402,32 +416,34 @@ impl Group<'_> {
         self.positions(trigger)
             .into_iter()
             .filter_map(|t| {
-                let (matched, missing) = follow(self, t, steps, &steps_at, within);
-                let missing = missing?;
+                let (matched, missing_index) = follow(self, t, steps, &steps_at, within);
+                let missing_index = missing_index?;
                 let mut offending = vec![self.facts[t].event];
                 offending.extend(matched.iter().map(|&i| self.facts[i].event));
                 let last = matched.last().copied().unwrap_or(t);
-                let mut message = format!(
-                    "`{trigger}`{} was not followed by `{}`",
-                    self.at(t),
-                    steps[missing]
-                );
-                if missing > 0 {
-                    message += &format!(" after `{}`{}", steps[missing - 1], self.at(last));
-                }
-                message += &match (within, next_after(&steps_at[missing], last)) {
-                    (Some(limit), Some(late)) => format!(
-                        " within {} (it came {} after the trigger)",
-                        render::duration(duration_ns(limit)),
-                        render::duration(elapsed(self, t, late))
-                    ),
-                    (Some(limit), None) => format!(
-                        " within {} (not before the end of the capture)",
-                        render::duration(duration_ns(limit))
-                    ),
-                    (None, _) => " (not before the end of the capture)".to_owned(),
+                let trigger = trigger.clone();
+                let at_ns = self.since_start(t);
+                let after = (missing_index > 0)
+                    .then(|| (steps[missing_index - 1].clone(), self.since_start(last)));
+                let missing = steps[missing_index].clone();
+                let reason = match (within, next_after(&steps_at[missing_index], last)) {
+                    (Some(limit), Some(late)) => Reason::StepLate {
+                        trigger,
+                        at_ns,
+                        missing,
+                        after,
+                        within_ns: duration_ns(limit),
+                        came_ns: elapsed(self, t, late),
+                    },
+                    (within, _) => Reason::StepMissing {
+                        trigger,
+                        at_ns,
+                        missing,
+                        after,
+                        within_ns: within.map(duration_ns),
+                    },
                 };
-                Some(self.violation(message, offending))
+                Some(self.violation(reason, offending))
             })
             .collect()
     }
@@ -458,27 +474,24 @@ impl Group<'_> {
                 break;
             }
         }
-        let message = match (fastest, within) {
-            (Some(took), Some(limit)) => format!(
-                "the sequence happened, but never within {} (fastest: {})",
-                render::duration(duration_ns(limit)),
-                render::duration(took)
-            ),
+        let reason = match (fastest, within) {
+            (Some(took), Some(limit)) => Reason::SequenceTooSlow {
+                within_ns: duration_ns(limit),
+                fastest_ns: took,
+            },
             _ => match best.len() {
-                0 => format!(
-                    "`{}` never happened, so the sequence did not start",
-                    steps[0]
-                ),
-                n => format!(
-                    "the sequence stopped after `{}`{}: `{}` never followed",
-                    steps[n - 1],
-                    self.at(best[n - 1]),
-                    steps[n]
-                ),
+                0 => Reason::SequenceNotStarted {
+                    first: steps[0].clone(),
+                },
+                n => Reason::SequenceStopped {
+                    last: steps[n - 1].clone(),
+                    at_ns: self.since_start(best[n - 1]),
+                    missing: steps[n].clone(),
+                },
             },
         };
         let offending = best.iter().map(|&i| self.facts[i].event).collect();
-        Some(self.violation(message, offending))
+        Some(self.violation(reason, offending))
     }
 }
 
@@ -608,24 +621,26 @@ fn unjudged(patterns: &[&Pattern], g: &Group<'_>, lost: &[LostReturn]) -> Vec<Vi
             })
         })
         .map(|l| {
-            let why = match l.why {
-                LostWhy::Superseded => "its return was lost (events lost)",
-                LostWhy::Unloaded => "its module was unloaded while it ran",
-                LostWhy::CaptureEnded => "the capture ended while it ran",
-            };
             let name = &l.open.callback.name;
             let at = render::relative_time(l.open.enter_ns, g.start_ns);
-            let ran = render::duration(l.known_at_ns.saturating_sub(l.open.enter_ns));
+            let ran_ns = l.known_at_ns.saturating_sub(l.open.enter_ns);
+            let ran = render::duration(ran_ns);
             let mut v = g.violation(
-                format!(
-                    "`{name}` entered at {} never returned: {why}; its latency is unknown (at least {ran}), so the rule cannot hold",
-                    at.trim_start()
-                ),
+                Reason::NeverReturned {
+                    callback: name.to_string(),
+                    at_ns: l.open.enter_ns.saturating_sub(g.start_ns),
+                    why: l.why,
+                    ran_ns,
+                },
                 vec![l.open.enter_event],
             );
             v.slowest = Some((
                 u64::MAX,
-                format!("{name} entered at {} (no return, at least {ran}) on {}", at.trim_start(), l.key),
+                format!(
+                    "{name} entered at {} (no return, at least {ran}) on {}",
+                    at.trim_start(),
+                    l.key
+                ),
             ));
             v
         })

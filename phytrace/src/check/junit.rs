@@ -52,7 +52,7 @@ pub fn document(spec_name: &str, spec: &Spec, runs: &[Checked<'_>]) -> String {
                 out += "/>\n";
             } else {
                 let mut message = match outcome.violations.as_slice() {
-                    [only] => only.message.clone(),
+                    [only] => only.reason.to_string(),
                     all => format!("{} violations", all.len()),
                 };
                 // Latency rules name their slowest offending calls (violations come slowest

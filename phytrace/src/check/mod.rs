@@ -7,10 +7,12 @@ pub mod eval;
 pub mod junit;
 mod lexer;
 pub mod observed;
+pub mod reason;
 pub mod report;
 pub mod spec;
 
 pub use eval::{Outcome, Violation, evaluate};
+pub use reason::Reason;
 pub use spec::{Spec, SpecError, parse};
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ pub fn failure(spec_name: &str, rule: &Rule, outcome: &Outcome, checked: &Checke
         location(spec_name, rule)
     );
     for v in outcome.violations.iter().take(MAX_SHOWN) {
-        let _ = writeln!(out, "  on {}: {}", v.group, v.message);
+        let _ = writeln!(out, "  on {}: {}", v.group, v.reason);
         for index in &v.context {
             let mark = if v.offending.contains(index) {
                 '>'

@@ -1,7 +1,9 @@
 //! Evaluation of every rule kind on small hand-made event streams and on synthetic ones.
 
+use super::spec::{Body, Bound, Cmp, Pattern};
 use super::*;
 use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef};
+use crate::model::LostWhy;
 use crate::synth::{self, Synth};
 
 const BMCR: u16 = 0;
@@ -162,6 +164,18 @@ fn one(rule: &str, events: &[Event]) -> Outcome {
     run(&format!("rule \"r\": {rule}"), events).remove(0)
 }
 
+/// The pattern `text` as a rule holds it.
+fn pattern(text: &str) -> Pattern {
+    let mut spec = parse(&format!("rule \"r\": never {text}")).expect("a pattern");
+    match spec.rules.remove(0).body {
+        Body::Never(p) => p,
+        other => panic!("{text}: {other:?}"),
+    }
+}
+
+/// Milliseconds, in nanoseconds.
+const MS: u64 = 1_000_000;
+
 fn holds(rule: &str, events: &[Event]) -> bool {
     let o = one(rule, events);
     assert!(!o.not_applicable(), "{rule}: no PHY in scope");
@@ -184,10 +198,13 @@ fn before_first() {
     assert_eq!(o.violations.len(), 1);
     let v = &o.violations[0];
     assert_eq!(v.offending, [0]);
-    assert!(
-        v.message.contains("before any `exit soft_reset`"),
-        "{}",
-        v.message
+    assert_eq!(
+        v.reason,
+        Reason::NotPreceded {
+            first: pattern("exit soft_reset"),
+            then: pattern("enter read_status"),
+            at_ns: 2 * MS,
+        }
     );
     assert_eq!(v.group, "sim:01 (Asix Electronics AX88772A)");
     // Nothing to precede: holds.
@@ -209,7 +226,14 @@ fn after_then_within() {
     let o = one(&format!("{rule} within 3ms"), &good.events);
     assert_eq!(o.violations.len(), 1);
     assert!(
-        o.violations[0].message.contains("within 3.0ms (it came"),
+        matches!(
+            o.violations[0].reason,
+            Reason::StepLate {
+                within_ns: 3_000_000,
+                came_ns,
+                ..
+            } if came_ns > 3 * MS
+        ),
         "{:?}",
         o.violations
     );
@@ -221,12 +245,26 @@ fn after_then_within() {
         .exit(0);
     let o = one(rule, &bad.events);
     let v = &o.violations[0];
-    assert!(
-        v.message.contains("was not followed by `enter soft_reset inside link_change_notify` after `enter link_change_notify`"),
-        "{}",
-        v.message
+    let Reason::StepMissing {
+        trigger,
+        missing,
+        after,
+        within_ns,
+        ..
+    } = &v.reason
+    else {
+        panic!("{:?}", v.reason);
+    };
+    assert_eq!(*trigger, pattern("state NOLINK"));
+    assert_eq!(
+        *missing,
+        pattern("enter soft_reset inside link_change_notify")
     );
-    assert!(v.message.contains("end of the capture"));
+    assert_eq!(
+        after.as_ref().map(|(step, _)| step),
+        Some(&pattern("enter link_change_notify"))
+    );
+    assert_eq!(*within_ns, None);
     assert_eq!(v.offending.len(), 2, "the trigger and the steps matched");
 }
 
@@ -250,6 +288,13 @@ fn never_with_inside_and_while_state() {
         .exit(0);
     let o = one("never write BMCR inside read_status", &bad.events);
     assert_eq!(o.violations.len(), 1);
+    assert_eq!(
+        o.violations[0].reason,
+        Reason::Happened {
+            pattern: pattern("write BMCR inside read_status"),
+            at_ns: 9 * MS,
+        }
+    );
     assert_eq!(o.violations[0].offending, [7]);
     assert!(
         o.violations[0].context.contains(&4),
@@ -292,21 +337,34 @@ fn state_sequences() {
     ));
     let o = one("sequence state NOLINK then state UP", &good.events);
     assert!(
-        o.violations[0]
-            .message
-            .contains("stopped after `state NOLINK`"),
+        matches!(
+            &o.violations[0].reason,
+            Reason::SequenceStopped { last, missing, .. }
+                if *last == pattern("state NOLINK") && *missing == pattern("state UP")
+        ),
         "{:?}",
         o.violations
     );
     let o = one("sequence state HALTED then state UP", &good.events);
-    assert!(o.violations[0].message.contains("never happened"));
+    assert_eq!(
+        o.violations[0].reason,
+        Reason::SequenceNotStarted {
+            first: pattern("state HALTED")
+        }
+    );
     assert!(o.violations[0].offending.is_empty());
     let o = one(
         "sequence state UP then state NOLINK within 2ms",
         &good.events,
     );
     assert!(
-        o.violations[0].message.contains("never within 2.0ms"),
+        matches!(
+            o.violations[0].reason,
+            Reason::SequenceTooSlow {
+                within_ns: 2_000_000,
+                fastest_ns,
+            } if fastest_ns > 2 * MS
+        ),
         "{:?}",
         o.violations
     );
@@ -324,17 +382,23 @@ fn counts() {
     ));
     assert!(holds("count link up at least 2", &good.events));
     let o = one("count exit soft_reset at most 1", &good.events);
-    assert!(
-        o.violations[0]
-            .message
-            .contains("happened 2 times, expected at most 1")
+    assert_eq!(
+        o.violations[0].reason,
+        Reason::Count {
+            pattern: pattern("exit soft_reset"),
+            count: 2,
+            bound: Bound::AtMost(1),
+        }
     );
     assert_eq!(o.violations[0].offending.len(), 1, "the extra one");
     let o = one("count read LPA at least 1", &good.events);
-    assert!(
-        o.violations[0]
-            .message
-            .contains("happened 0 times, expected at least 1")
+    assert_eq!(
+        o.violations[0].reason,
+        Reason::Count {
+            pattern: pattern("read LPA"),
+            count: 0,
+            bound: Bound::AtLeast(1),
+        }
     );
     assert!(o.violations[0].context.is_empty());
 }
@@ -401,12 +465,10 @@ rule \"errors\": never exit any error
     assert!(outcomes[1].passed());
     assert!(outcomes[2].passed(), "{:?}", outcomes[2].violations);
     assert!(!outcomes[3].passed(), "Synth injects -ETIMEDOUT");
-    assert!(
-        outcomes[3]
-            .violations
-            .iter()
-            .all(|v| v.message.contains("exit any error"))
-    );
+    assert!(outcomes[3].violations.iter().all(|v| matches!(
+        &v.reason,
+        Reason::Happened { pattern: p, .. } if *p == pattern("exit any error")
+    )));
 }
 
 #[test]
@@ -460,4 +522,101 @@ fn kernel_messages() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("a level"), "{err}");
+}
+
+/// The wording of every reason, in one place: reports show it, tests assert on the reasons.
+#[test]
+fn wording_of_each_reason() {
+    let p = pattern;
+    let reasons = [
+        Reason::Happened {
+            pattern: p("exit any error"),
+            at_ns: 12_986_129_000,
+        },
+        Reason::Count {
+            pattern: p("exit soft_reset"),
+            count: 2,
+            bound: Bound::AtMost(1),
+        },
+        Reason::Count {
+            pattern: p("link down"),
+            count: 1,
+            bound: Bound::Exactly(2),
+        },
+        Reason::Percentile {
+            percentile: 99,
+            pattern: p("exit read_status"),
+            count: 7,
+            value_ns: 2_600_000,
+            cmp: Cmp::Lt,
+            limit_ns: MS,
+        },
+        Reason::Percentile {
+            percentile: 50,
+            pattern: p("exit soft_reset"),
+            count: 1,
+            value_ns: 22_000_000,
+            cmp: Cmp::Le,
+            limit_ns: 20 * MS,
+        },
+        Reason::NotPreceded {
+            first: p("exit soft_reset"),
+            then: p("enter read_status"),
+            at_ns: 2 * MS,
+        },
+        Reason::StepMissing {
+            trigger: p("state NOLINK"),
+            at_ns: 5 * MS,
+            missing: p("enter link_change_notify"),
+            after: None,
+            within_ns: None,
+        },
+        Reason::StepMissing {
+            trigger: p("state NOLINK"),
+            at_ns: 5 * MS,
+            missing: p("enter soft_reset inside link_change_notify"),
+            after: Some((p("enter link_change_notify"), 6 * MS)),
+            within_ns: Some(1_000 * MS),
+        },
+        Reason::StepLate {
+            trigger: p("enter soft_reset"),
+            at_ns: 2 * MS,
+            missing: p("write BMCR has RESET"),
+            after: Some((p("write BMCR = 0"), 3 * MS)),
+            within_ns: 3 * MS,
+            came_ns: 4 * MS,
+        },
+        Reason::SequenceNotStarted {
+            first: p("state HALTED"),
+        },
+        Reason::SequenceStopped {
+            last: p("state NOLINK"),
+            at_ns: 9 * MS,
+            missing: p("state UP"),
+        },
+        Reason::SequenceTooSlow {
+            within_ns: 2 * MS,
+            fastest_ns: 3 * MS,
+        },
+        Reason::NeverReturned {
+            callback: "read_status".into(),
+            at_ns: 7_779_639_000,
+            why: LostWhy::CaptureEnded,
+            ran_ns: 1_500,
+        },
+        Reason::NeverReturned {
+            callback: "soft_reset".into(),
+            at_ns: MS,
+            why: LostWhy::Unloaded,
+            ran_ns: 30 * MS,
+        },
+        Reason::NeverReturned {
+            callback: "suspend".into(),
+            at_ns: MS,
+            why: LostWhy::Superseded,
+            ran_ns: 2_000 * MS,
+        },
+    ];
+    let text: String = reasons.iter().map(|r| format!("{r}\n")).collect();
+    insta::assert_snapshot!(text);
 }
