@@ -361,33 +361,18 @@ fn changed(x: &Access<'_>, y: &Access<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Callback, PhyRef};
+    use crate::test_events::{Mdio, callback, event, phy};
 
     fn mdio(bus: &str, phy_id: u32, op: MdioOp, reg: u16, value: u16) -> Event {
+        let access = Mdio {
+            op,
+            caller: Some(callback("read_status", "x")),
+            ..Mdio::read(reg, value)
+        };
         Event {
-            ts_ns: 0,
-            cpu: 0,
             tid: 1,
-            phy: Some(PhyRef {
-                bus: bus.into(),
-                addr: 1,
-                phy_id,
-                driver: Default::default(),
-            }),
-            kind: EventKind::Mdio {
-                op,
-                reg,
-                value,
-                error: None,
-                latency_ns: 0,
-                caller: Some(Callback {
-                    name: "read_status".into(),
-                    driver_type: "x".into(),
-                }),
-                state: None,
-                devad: None,
-                link: None,
-            },
+            phy: Some(phy(bus, 1, phy_id, "")),
+            ..event(0, access)
         }
     }
 
@@ -439,10 +424,7 @@ mod tests {
         let EventKind::Mdio { caller, .. } = &mut b[1].kind else {
             unreachable!("stream makes MDIO events")
         };
-        *caller = Some(Callback {
-            name: "soft_reset".into(),
-            driver_type: "y".into(),
-        });
+        *caller = Some(callback("soft_reset", "y"));
         let (pa, pb) = (
             accesses(&a, &Options::default()),
             accesses(&b, &Options::default()),

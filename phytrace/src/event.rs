@@ -490,28 +490,22 @@ impl Guarantee {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_events;
 
     fn event(phy: Option<PhyRef>) -> Event {
+        let lost = EventKind::Lost {
+            count: 1,
+            cause: None,
+        };
         Event {
-            ts_ns: 0,
-            cpu: 0,
-            tid: 0,
             phy,
-            kind: EventKind::Lost {
-                count: 1,
-                cause: None,
-            },
+            ..test_events::event(0, lost)
         }
     }
 
     #[test]
     fn phy_filter_matches_key_bus_and_driver() {
-        let phy = PhyRef {
-            bus: "phy_sim-0".into(),
-            addr: 1,
-            phy_id: 0x003b1861,
-            driver: "Asix Electronics AX88772A".into(),
-        };
+        let phy = test_events::phy("phy_sim-0", 1, 0x003b1861, "Asix Electronics AX88772A");
         let e = event(Some(phy));
         let keeps = |filter: Option<&str>, e: &Event| {
             filter.is_none_or(|f| PhyFilter::from(f.to_owned()).keeps(e))

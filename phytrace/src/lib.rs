@@ -27,4 +27,7 @@ pub mod stats;
 // Fake PHY traffic, not shipped: only phytrace's own tests and benchmarks turn `testkit` on.
 #[cfg(any(test, feature = "testkit"))]
 pub mod synth;
+// Events made by hand for the tests, not shipped either.
+#[cfg(any(test, feature = "testkit"))]
+pub mod test_events;
 pub mod tui;

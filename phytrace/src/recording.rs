@@ -311,10 +311,10 @@ mod tests {
 
     use super::*;
     use crate::capture::{Capture, Problem, Reader};
-    use crate::event::{Callback, EventKind, Guarantee, LossCause};
+    use crate::event::{EventKind, Guarantee, LossCause};
     use crate::records::raw;
     use crate::records::states::PhyStates;
-    use crate::synth;
+    use crate::{synth, test_events};
 
     const PHY: u64 = 0xffff_8880_0000_1000;
     const OTHER_PHY: u64 = 0xffff_8880_0000_2000;
@@ -364,15 +364,7 @@ mod tests {
         carrier.name[..4].copy_from_slice(b"eth0");
         let mut carrier_off = carrier;
         (carrier_off.event.kind, carrier_off.event.ts_ns) = (RawKind::CarrierOff as u8, 920);
-        let own = |ts_ns, kind| {
-            Step::Own(Event {
-                ts_ns,
-                cpu: 0,
-                tid: 0,
-                phy: None,
-                kind,
-            })
-        };
+        let own = |ts_ns, kind: EventKind| Step::Own(test_events::event(ts_ns, kind));
         vec![
             own(
                 50,
@@ -438,10 +430,7 @@ mod tests {
         let mut file = Vec::new();
         let mut writer = Writer::new(&mut file, "test", &header).unwrap();
         let mut decoder = Decoder::new(PhyStates::from_list(&header.phy_states));
-        let callback = |name: &str| Callback {
-            name: name.into(),
-            driver_type: "ax88796b_rust::PhyAX88772A".into(),
-        };
+        let callback = |name: &str| test_events::callback(name, "ax88796b_rust::PhyAX88772A");
         decoder.add_callback(READ_STATUS, callback("read_status"));
         let mut sink = CaptureSink::new(&mut writer, filter);
         for step in session() {

@@ -8,6 +8,7 @@ use phytrace::capture::Writer;
 use phytrace::commands::dump::{DumpArgs, dump};
 use phytrace::event::{Event, EventKind};
 use phytrace::synth::{self, Synth};
+use phytrace::test_events;
 
 #[derive(Parser)]
 struct Cli {
@@ -217,15 +218,15 @@ fn kernel_messages_in_every_view() {
         .into_iter()
         .enumerate()
     {
+        let kmsg = EventKind::Kmsg {
+            level,
+            text: text.into(),
+        };
         events.push(Event {
-            ts_ns: last.ts_ns + 1 + i as u64,
             cpu: last.cpu,
             tid: 41,
             phy: (i == 0).then(|| last.phy.clone()).flatten(),
-            kind: EventKind::Kmsg {
-                level,
-                text: text.into(),
-            },
+            ..test_events::event(last.ts_ns + 1 + i as u64, kmsg)
         });
     }
     let mut header = synth::header();

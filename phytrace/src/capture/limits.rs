@@ -68,30 +68,20 @@ fn check_depth(depth: u8) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{MdioOp, PhyRef};
+    use crate::test_events::{Mdio, event, phy};
 
     fn mdio(reg: u16, devad: Option<u8>, error: Option<i32>) -> Event {
+        let access = Mdio {
+            devad,
+            error,
+            latency_ns: 1_000,
+            ..Mdio::read(reg, 0)
+        };
         Event {
-            ts_ns: 1_000,
             cpu: 1,
             tid: 7,
-            phy: Some(PhyRef {
-                bus: "sim".into(),
-                addr: 3,
-                phy_id: 0,
-                driver: "".into(),
-            }),
-            kind: EventKind::Mdio {
-                op: MdioOp::Read,
-                reg,
-                devad,
-                value: 0,
-                error,
-                latency_ns: 1_000,
-                caller: None,
-                state: None,
-                link: None,
-            },
+            phy: Some(phy("sim", 3, 0, "")),
+            ..event(1_000, access)
         }
     }
 

@@ -270,17 +270,16 @@ impl Timeline {
 mod tests {
     use super::*;
     use crate::event::{EventKind, LossCause};
+    use crate::test_events;
 
     fn event(cpu: u32, ts_ns: u64) -> Event {
+        let lost = EventKind::Lost {
+            count: 1,
+            cause: Some(LossCause::RingFull),
+        };
         Event {
-            ts_ns,
             cpu,
-            tid: 0,
-            phy: None,
-            kind: EventKind::Lost {
-                count: 1,
-                cause: Some(LossCause::RingFull),
-            },
+            ..test_events::event(ts_ns, lost)
         }
     }
 

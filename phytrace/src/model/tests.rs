@@ -1,30 +1,18 @@
 use super::*;
-use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyRef, PhyState};
+use crate::event::{Callback, Duplex, Event, EventKind, LinkState, MdioOp, PhyState};
 use crate::synth::{Synth, phy_state};
-
-fn phy() -> PhyRef {
-    PhyRef {
-        bus: "phy_sim-0".into(),
-        addr: 0x10,
-        phy_id: 0x003b_1861,
-        driver: "AX".into(),
-    }
-}
+use crate::test_events::{self, Mdio, event};
 
 fn cb(name: &str) -> Callback {
-    Callback {
-        name: name.into(),
-        driver_type: "ax88796b_rust::PhyAX88772A".into(),
-    }
+    test_events::callback(name, "ax88796b_rust::PhyAX88772A")
 }
 
-fn ev(ts_ns: u64, tid: u32, kind: EventKind) -> Event {
+/// `kind` of the PHY at phy_sim-0:10, from thread `tid`.
+fn ev(ts_ns: u64, tid: u32, kind: impl Into<EventKind>) -> Event {
     Event {
-        ts_ns,
-        cpu: 0,
         tid,
-        phy: Some(phy()),
-        kind,
+        phy: Some(test_events::phy("phy_sim-0", 0x10, 0x003b_1861, "AX")),
+        ..event(ts_ns, kind)
     }
 }
 
@@ -61,22 +49,17 @@ fn exit(ts: u64, tid: u32, name: &str, depth: u8, ret: i64, states: (u32, u32), 
     )
 }
 
+/// A read of `value` from `reg` taking 5 ns, in the callback `caller` if any.
+fn read_access(reg: u16, value: u16, caller: Option<&str>) -> Mdio {
+    Mdio {
+        latency_ns: 5,
+        caller: caller.map(cb),
+        ..Mdio::read(reg, value)
+    }
+}
+
 fn read(ts: u64, tid: u32, reg: u16, value: u16, caller: Option<&str>) -> Event {
-    ev(
-        ts,
-        tid,
-        EventKind::Mdio {
-            op: MdioOp::Read,
-            reg,
-            value,
-            error: None,
-            latency_ns: 5,
-            caller: caller.map(cb),
-            state: None,
-            devad: None,
-            link: None,
-        },
-    )
+    ev(ts, tid, read_access(reg, value, caller))
 }
 
 #[test]
@@ -158,10 +141,14 @@ fn unmatched_and_stale_callbacks_are_counted() {
 #[test]
 fn errors_lost_and_modules() {
     let mut m = Model::new();
-    let mut failed = read(1, 7, 0x01, 0, None);
-    if let EventKind::Mdio { error, .. } = &mut failed.kind {
-        *error = Some(-110);
-    }
+    let failed = ev(
+        1,
+        7,
+        Mdio {
+            error: Some(-110),
+            ..read_access(0x01, 0, None)
+        },
+    );
     m.apply(&read(0, 7, 0x01, 0x786d, None));
     assert_eq!(m.apply(&failed).previous, Some(0x786d));
     assert_eq!(
@@ -169,37 +156,28 @@ fn errors_lost_and_modules() {
         0x786d,
         "failed read keeps the value"
     );
-    m.apply(&Event {
-        ts_ns: 2,
-        cpu: 0,
-        tid: 0,
-        phy: None,
-        kind: EventKind::Lost {
+    m.apply(&event(
+        2,
+        EventKind::Lost {
             count: 3,
             cause: None,
         },
-    });
-    m.apply(&Event {
-        ts_ns: 3,
-        cpu: 0,
-        tid: 0,
-        phy: None,
-        kind: EventKind::Attached {
+    ));
+    m.apply(&event(
+        3,
+        EventKind::Attached {
             module: "ax88796b_rust".into(),
             callbacks: 5,
             reattached: false,
             guarantee: None,
         },
-    });
-    m.apply(&Event {
-        ts_ns: 4,
-        cpu: 0,
-        tid: 0,
-        phy: None,
-        kind: EventKind::Detached {
+    ));
+    m.apply(&event(
+        4,
+        EventKind::Detached {
             module: "ax88796b_rust".into(),
         },
-    });
+    ));
     let t = m.totals();
     assert_eq!((t.lost, t.events), (3, 5));
     assert!(!m.modules["ax88796b_rust"].attached);
@@ -213,16 +191,10 @@ fn mmd_accesses_are_named() {
         ev(
             ts,
             7,
-            EventKind::Mdio {
+            Mdio {
                 op: MdioOp::Write,
-                reg,
-                value,
-                error: None,
                 latency_ns: 1,
-                caller: None,
-                state: None,
-                devad: None,
-                link: None,
+                ..Mdio::read(reg, value)
             },
         )
     };
@@ -286,28 +258,20 @@ fn an_unload_gives_up_the_calls_running_in_the_module() {
     let mut m = Model::new();
     m.apply(&enter(1, 7, "link_change_notify", 1, 6));
     m.apply(&enter(2, 7, "soft_reset", 2, 6));
-    let other = Event {
-        phy: None,
-        ..ev(
-            3,
-            0,
-            EventKind::Detached {
-                module: "other".into(),
-            },
-        )
-    };
+    let other = event(
+        3,
+        EventKind::Detached {
+            module: "other".into(),
+        },
+    );
     m.apply(&other);
     assert!(m.lost_returns().is_empty());
-    let unload = Event {
-        phy: None,
-        ..ev(
-            4,
-            0,
-            EventKind::Detached {
-                module: "ax88796b_rust".into(),
-            },
-        )
-    };
+    let unload = event(
+        4,
+        EventKind::Detached {
+            module: "ax88796b_rust".into(),
+        },
+    );
     m.apply(&unload);
     let lost = m.lost_returns().to_vec();
     let names: Vec<&str> = lost.iter().map(|l| &*l.open.callback.name).collect();
@@ -382,16 +346,12 @@ fn facts_nest_as_the_model_does() {
     if let EventKind::CallbackExit { callback, .. } = &mut other_type.kind {
         callback.driver_type = "ax88796b_rust::PhyAX88772C".into();
     }
-    let unload = Event {
-        phy: None,
-        ..ev(
-            4,
-            0,
-            EventKind::Detached {
-                module: "ax88796b_rust".into(),
-            },
-        )
-    };
+    let unload = event(
+        4,
+        EventKind::Detached {
+            module: "ax88796b_rust".into(),
+        },
+    );
     let events = [
         enter(1, 7, "read_status", 1, 1),
         // The same callback of another driver type does not return this one.
@@ -411,15 +371,15 @@ fn facts_nest_as_the_model_does() {
 #[test]
 fn the_link_of_any_event_is_the_current_one() {
     let mut m = Model::new();
-    let mut access = read(100, 7, 0x01, 0x786d, None);
-    if let EventKind::Mdio { link, .. } = &mut access.kind {
-        *link = Some(LinkState {
+    let access = Mdio {
+        link: Some(LinkState {
             up: true,
             speed: 100,
             duplex: Duplex::Full,
-        });
-    }
-    m.apply(&access);
+        }),
+        ..read_access(0x01, 0x786d, None)
+    };
+    m.apply(&ev(100, 7, access));
     let phy = m.phy("phy_sim-0:10").unwrap();
     assert_eq!(
         phy.seen_link.as_ref().map(|l| (l.up, l.speed)),
@@ -432,11 +392,11 @@ fn the_link_of_any_event_is_the_current_one() {
 #[test]
 fn clause_45_accesses_keep_their_own_registers() {
     let mut m = Model::new();
-    let mut access = read(100, 7, 0x01, 0x1234, None);
-    if let EventKind::Mdio { devad, .. } = &mut access.kind {
-        *devad = Some(3);
-    }
-    m.apply(&access);
+    let access = Mdio {
+        devad: Some(3),
+        ..read_access(0x01, 0x1234, None)
+    };
+    m.apply(&ev(100, 7, access));
     let phy = m.phy("phy_sim-0:10").unwrap();
     assert!(!phy.registers.contains_key(&0x01));
     assert_eq!(phy.mmd_registers.get(&(3, 0x01)), Some(&0x1234));

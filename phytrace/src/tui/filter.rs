@@ -185,33 +185,24 @@ impl Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Callback, MdioOp, PhyRef};
+    use crate::test_events::{Mdio, callback, event, phy};
 
     fn mdio(reg: u16, error: Option<i32>) -> Event {
+        let access = Mdio {
+            error,
+            latency_ns: 10,
+            caller: Some(callback("read_status", "ax88796b_rust::PhyAX88772C")),
+            ..Mdio::read(reg, 0x786d)
+        };
         Event {
-            ts_ns: 1,
-            cpu: 0,
             tid: 1,
-            phy: Some(PhyRef {
-                bus: "phy_sim-0".into(),
-                addr: 2,
-                phy_id: 0x003b_1881,
-                driver: "Asix Electronics AX88772C".into(),
-            }),
-            kind: EventKind::Mdio {
-                op: MdioOp::Read,
-                reg,
-                value: 0x786d,
-                error,
-                latency_ns: 10,
-                caller: Some(Callback {
-                    name: "read_status".into(),
-                    driver_type: "ax88796b_rust::PhyAX88772C".into(),
-                }),
-                state: None,
-                devad: None,
-                link: None,
-            },
+            phy: Some(phy(
+                "phy_sim-0",
+                2,
+                0x003b_1881,
+                "Asix Electronics AX88772C",
+            )),
+            ..event(1, access)
         }
     }
 
