@@ -3,41 +3,31 @@
 //! exit code (2 bad input, 4 output; 0 or 1 for a truncated capture, which is still read) and
 //! one clear line on stderr naming the file; none panics.
 
+mod common;
+
 use std::fs::{self, File};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-const SPEC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/plug-unplug.spec");
+use common::{PHYTRACE, command, data, phytrace, spec};
+
+/// The shipped spec the checks read.
+const SPEC: &str = "plug-unplug.spec";
 const BAD_INPUT: i32 = 2;
 const OUTPUT: i32 = 4;
 /// The unprivileged user root runs phytrace as, for files root could read anyway.
 const NOBODY: u32 = 65534;
 
-fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_phytrace"));
-    cmd.args(args).stdin(Stdio::null());
-    cmd
-}
-
 fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("run phytrace")
-}
-
-fn phytrace(args: &[&str]) -> Output {
-    run(&mut command(args))
 }
 
 /// `phytrace ARGS > /dev/full`.
 fn phytrace_to_full_disk(args: &[&str]) -> Output {
     let full = File::create("/dev/full").expect("open /dev/full");
     run(command(args).stdout(full))
-}
-
-fn data(name: &str) -> String {
-    format!("{DATA}/{name}")
 }
 
 /// Bad files, in a temporary directory.
@@ -129,13 +119,9 @@ impl Reachable {
             fs::copy(from, &to).unwrap_or_else(|e| panic!("copying {}: {e}", from.display()));
             fs::set_permissions(&to, fs::Permissions::from_mode(mode)).unwrap();
         };
-        copy(
-            Path::new(env!("CARGO_BIN_EXE_phytrace")),
-            reachable.phytrace(),
-            0o755,
-        );
-        copy(Path::new(SPEC), reachable.spec(), 0o644);
-        copy(&Path::new(DATA).join(GOOD), reachable.good(), 0o644);
+        copy(Path::new(PHYTRACE), reachable.phytrace(), 0o755);
+        copy(Path::new(&spec(SPEC)), reachable.spec(), 0o644);
+        copy(Path::new(&data(GOOD)), reachable.good(), 0o644);
         reachable
     }
 
@@ -170,7 +156,7 @@ fn each_reader_refuses(files: &Files, capture: &str, uid: Option<u32>, words: &[
     let as_user = uid.map(|uid| (Reachable::new(), uid));
     let (spec, good) = match &as_user {
         Some((copies, _)) => (copies.spec(), copies.good()),
-        None => (PathBuf::from(SPEC), Path::new(DATA).join(GOOD)),
+        None => (PathBuf::from(spec(SPEC)), PathBuf::from(data(GOOD))),
     };
     let out_path = files.path("out.json");
     for argv in READERS {
@@ -267,7 +253,7 @@ fn truncated_capture_is_read_with_a_warning() {
     let full = data("rust-plug-unplug.ptrace");
     for (args, code) in [
         (vec!["dump", &cut], 0),
-        (vec!["check", "--spec", SPEC, &cut], 1),
+        (vec!["check", "--spec", &spec(SPEC), &cut], 1),
         (vec!["diff", &cut, &full], 1),
         (vec!["export", &cut, "-o", out_json], 0),
     ] {
@@ -387,7 +373,7 @@ fn full_disk_on_standard_output() {
     for args in [
         vec!["dump", &capture],
         vec!["dump", "--format", "json", &capture],
-        vec!["check", "--spec", SPEC, &capture],
+        vec!["check", "--spec", &spec(SPEC), &capture],
         vec!["diff", &capture, &capture],
         vec!["generate", "man"],
         vec!["generate", "bash"],
@@ -425,7 +411,14 @@ fn full_disk_on_an_output_file() {
         OUTPUT,
         &["cannot write /dev/full: No space left on device"],
     );
-    let out = phytrace(&["check", "--spec", SPEC, "--junit", "/dev/full", &capture]);
+    let out = phytrace(&[
+        "check",
+        "--spec",
+        &spec(SPEC),
+        "--junit",
+        "/dev/full",
+        &capture,
+    ]);
     assert_error(
         &out,
         OUTPUT,
@@ -442,9 +435,7 @@ fn full_disk_on_an_output_file() {
 /// Runs phytrace with files limited to 1 KiB (`ulimit -f`), a disk that fills up midway.
 fn phytrace_with_small_disk(args: &[&str]) -> Output {
     let script = r#"trap '' XFSZ; ulimit -f 1 && exec "$0" "$@""#;
-    run(Command::new("sh")
-        .args(["-c", script, env!("CARGO_BIN_EXE_phytrace")])
-        .args(args))
+    run(Command::new("sh").args(["-c", script, PHYTRACE]).args(args))
 }
 
 #[test]
@@ -463,7 +454,14 @@ fn a_file_cut_by_a_full_disk_is_removed() {
 
     let junit = files.path("junit.xml");
     let junit_path = junit.to_str().unwrap();
-    let out = phytrace_with_small_disk(&["check", "--spec", SPEC, "--junit", junit_path, &capture]);
+    let out = phytrace_with_small_disk(&[
+        "check",
+        "--spec",
+        &spec(SPEC),
+        "--junit",
+        junit_path,
+        &capture,
+    ]);
     assert_error(
         &out,
         OUTPUT,

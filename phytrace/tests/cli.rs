@@ -1,13 +1,8 @@
 //! The command line itself: help texts with examples, generated man page and completions.
 
-use std::process::Command;
+mod common;
 
-fn phytrace(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_phytrace"))
-        .args(args)
-        .output()
-        .expect("run phytrace")
-}
+use common::phytrace;
 
 const SUBCOMMANDS: &[&str] = &[
     "tui", "record", "dump", "check", "diff", "export", "probes", "doctor", "generate",

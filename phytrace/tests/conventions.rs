@@ -2,30 +2,21 @@
 //! the binary: `-` for standard output wherever a file is written, `--format json`, sizes with
 //! suffixes, the exit codes in `--help` and the man page, a capture as an argument.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Read as _;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use common::{command, data, phytrace, spec};
 use serde_json::Value;
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-const SPEC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ax88796b.spec");
 const BAD_INPUT: i32 = 2;
 const OUTPUT: i32 = 4;
 
-fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_phytrace"));
-    cmd.args(args).stdin(Stdio::null());
-    cmd
-}
-
-fn phytrace(args: &[&str]) -> Output {
-    command(args).output().expect("run phytrace")
-}
-
 fn capture() -> String {
-    format!("{DATA}/rust-plug-unplug.ptrace")
+    data("rust-plug-unplug.ptrace")
 }
 
 fn stderr(out: &Output) -> String {
@@ -64,7 +55,14 @@ fn a_dash_is_standard_output_for_export() {
 
 #[test]
 fn a_dash_is_standard_output_for_junit_and_the_report_moves_to_stderr() {
-    let args = ["check", "--spec", SPEC, "--junit", "TARGET", &capture()];
+    let args = [
+        "check",
+        "--spec",
+        &spec("ax88796b.spec"),
+        "--junit",
+        "TARGET",
+        &capture(),
+    ];
     let (written, out) = to_file_and_to_stdout(&args);
     // The capture violates one rule of the shipped spec.
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -84,7 +82,14 @@ fn standard_output_full_or_closed_is_an_output_error() {
     };
     for args in [
         vec!["export", &capture, "-o", "-"],
-        vec!["check", "--spec", SPEC, "--junit", "-", &capture],
+        vec![
+            "check",
+            "--spec",
+            &spec("ax88796b.spec"),
+            "--junit",
+            "-",
+            &capture,
+        ],
     ] {
         let out = full(&args);
         assert_eq!(
@@ -123,7 +128,15 @@ fn one_standard_output_per_command() {
         ),
         (
             vec![
-                "check", "--spec", SPEC, "-o", "-", "--junit", "-", "--", "true",
+                "check",
+                "--spec",
+                &spec("ax88796b.spec"),
+                "-o",
+                "-",
+                "--junit",
+                "-",
+                "--",
+                "true",
             ],
             "the capture (`-o -`) and the JUnit report (`--junit -`) cannot both go to standard output",
         ),

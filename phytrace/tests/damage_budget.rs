@@ -7,15 +7,12 @@ mod common;
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
-use common::{binary, damage};
+use common::{binary, damage, data, phytrace, spec};
 use phytrace::capture::{Capture, Problem, Reader};
 use phytrace::event::EventKind;
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-const SPEC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ax88796b.spec");
 
 /// Wall time one command may take on a damaged capture (a debug build on a shared machine;
 /// the figures in docs/reliability.md are well under it).
@@ -36,11 +33,8 @@ struct Cost {
 
 /// Runs phytrace with `args`, its output discarded, and measures it.
 fn run(args: &[&str]) -> Cost {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_phytrace"));
-    command
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut command = common::command(args);
+    command.stdout(Stdio::null()).stderr(Stdio::null());
     // SAFETY: setrlimit is async-signal-safe, and the limits are plain values.
     unsafe {
         command.pre_exec(|| {
@@ -78,12 +72,18 @@ fn run(args: &[&str]) -> Cost {
     }
 }
 
-/// The commands a user reads a capture with, on `path` (`original` to compare it with).
-fn commands<'a>(path: &'a str, original: &'a str, out: &'a str) -> Vec<Vec<&'a str>> {
+/// The commands a user reads a capture with, on `path` (`original` to compare it with, `spec`
+/// to check it against).
+fn commands<'a>(
+    path: &'a str,
+    original: &'a str,
+    spec: &'a str,
+    out: &'a str,
+) -> Vec<Vec<&'a str>> {
     vec![
         vec!["dump", path],
         vec!["dump", "--format", "json", path],
-        vec!["check", "--spec", SPEC, path],
+        vec!["check", "--spec", spec, path],
         vec!["diff", original, path],
         vec!["export", "--format", "perfetto", path, "-o", out],
         vec!["stats", path],
@@ -92,8 +92,8 @@ fn commands<'a>(path: &'a str, original: &'a str, out: &'a str) -> Vec<Vec<&'a s
 
 /// The dongle capture in both encodings: `(name, bytes, where the header ends)`.
 fn dongle() -> Vec<(&'static str, Vec<u8>, usize)> {
-    let jsonl = std::fs::read(format!("{DATA}/rust-dongle.ptrace")).unwrap();
-    let capture = Capture::read(format!("{DATA}/rust-dongle.ptrace")).unwrap();
+    let jsonl = std::fs::read(data("rust-dongle.ptrace")).unwrap();
+    let capture = Capture::read(data("rust-dongle.ptrace")).unwrap();
     let binary = binary::rewrite(&capture);
     [("jsonl", jsonl), ("binary", binary)]
         .into_iter()
@@ -176,10 +176,11 @@ fn every_command_reads_damaged_captures_within_budget() {
     let path = dir.join("damaged.ptrace");
     let path_text = path.to_string_lossy().into_owned();
     let out = dir.join("trace.json").to_string_lossy().into_owned();
+    let spec = spec("ax88796b.spec");
     let (mut worst_secs, mut worst_rss) = (Vec::new(), Vec::new());
     for (label, original, bytes) in damaged_copies(&dir) {
         std::fs::write(&path, &bytes).unwrap();
-        for args in commands(&path_text, &original, &out) {
+        for args in commands(&path_text, &original, &spec, &out) {
             let cost = run(&args);
             let what = format!("{} on {label}", args[..args.len() - 1].join(" "));
             assert!(
@@ -231,10 +232,7 @@ fn dump_says_where_and_how_many() {
         let (label, copy, _) = ts_all_ones(name, &bytes, header_end).remove(0);
         let path = dir.join(format!("{name}.ptrace"));
         std::fs::write(&path, copy).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_phytrace"))
-            .args(["dump", &path.to_string_lossy()])
-            .output()
-            .unwrap();
+        let out = phytrace(&["dump", &path.to_string_lossy()]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{name} {label}: {stderr}");
         assert!(

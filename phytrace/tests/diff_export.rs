@@ -1,25 +1,14 @@
 //! `phytrace diff` and `phytrace export` on the real captures.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
+use common::{data, phytrace};
 use phytrace::capture::{Capture, Writer};
 use phytrace::event::{EventKind, MdioOp};
 use serde_json::Value;
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-
-fn phytrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phytrace"))
-        .args(args)
-        .output()
-        .expect("run phytrace")
-}
-
-fn data(name: &str) -> String {
-    format!("{DATA}/{name}")
-}
 
 #[test]
 fn rust_and_c_captures_differ() {

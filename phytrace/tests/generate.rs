@@ -1,14 +1,9 @@
 //! `phytrace generate` as packaging runs it: every man page into a directory, the capability set
 //! for setcap, and its errors.
 
-use std::process::Command;
+mod common;
 
-fn phytrace(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_phytrace"))
-        .args(args)
-        .output()
-        .expect("run phytrace")
-}
+use common::phytrace;
 
 #[test]
 fn man_dir_holds_a_page_per_subcommand() {

@@ -3,9 +3,11 @@
 //! latency rule of `phytrace check` fails for them, and `phytrace stats` counts them by cause.
 //! The captures are synthetic (`testkit`), written as files and read back by the binary.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::phytrace;
 use phytrace::capture::Writer;
 use phytrace::event::{Event, EventKind};
 use phytrace::synth::{self, Synth};
@@ -15,13 +17,6 @@ const SPEC: &str = "rule \"read_status is fast\": never exit read_status latency
 rule \"p99 poll\": p99 exit read_status latency < 1s
 rule \"no error\": never exit read_status error
 ";
-
-fn phytrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phytrace"))
-        .args(args)
-        .output()
-        .expect("run phytrace")
-}
 
 fn is_read_status_enter(e: &Event) -> bool {
     matches!(&e.kind, EventKind::CallbackEnter { callback, .. } if &*callback.name == "read_status")

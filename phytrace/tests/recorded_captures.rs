@@ -1,6 +1,8 @@
 //! Captures recorded in the VM (`phytrace/tests/data/*.ptrace`) read back without damage,
 //! replay through the model, and dump. A missing capture, or a missing directory, fails.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,7 +23,7 @@ const FIXTURES: &[&str] = &[
 ];
 
 fn recorded() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let dir = PathBuf::from(common::DATA);
     let entries = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("the recorded captures' directory {}: {e}", dir.display()));
     let mut files: Vec<_> = entries

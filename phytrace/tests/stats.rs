@@ -1,21 +1,9 @@
 //! `phytrace stats` on the real captures: text, JSON, exit codes.
 
-use std::process::{Command, Output};
+mod common;
 
+use common::{data, phytrace};
 use serde_json::Value;
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-
-fn phytrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phytrace"))
-        .args(args)
-        .output()
-        .expect("run phytrace")
-}
-
-fn data(name: &str) -> String {
-    format!("{DATA}/{name}")
-}
 
 #[test]
 fn text_of_the_plug_unplug_capture() {

@@ -2,7 +2,8 @@
 //! colours (`cargo insta review` after an intended change). The coloured views are snapshotted
 //! with their styles ([`styled`]), the others as text.
 
-use std::path::Path;
+mod common;
+
 use std::time::Duration;
 
 use phytrace::capture::Capture;
@@ -27,10 +28,7 @@ fn replayed_while(
     theme: Theme,
     mut keep: impl FnMut(&phytrace::event::Event) -> bool,
 ) -> App {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(format!("{name}.ptrace"));
-    let mut capture = Capture::read(&path).expect("capture");
+    let mut capture = Capture::read(common::data(&format!("{name}.ptrace"))).expect("capture");
     let cut = capture
         .events
         .iter()
@@ -342,8 +340,7 @@ fn stats_figures_of_the_dongle() {
     }
     // The figures are the report of `phytrace stats` for the selected PHY.
     let app = replayed("rust-dongle", Theme::mono());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rust-dongle.ptrace");
-    let capture = Capture::read(&path).expect("capture");
+    let capture = Capture::read(common::data("rust-dongle.ptrace")).expect("capture");
     let mut whole = phytrace::stats::of_capture(&capture);
     let mut shown = app.selected_report().expect("a PHY");
     // The TUI's end is its latest event, the capture's its trailer: the open intervals differ.
@@ -370,8 +367,7 @@ fn stats_figures_of_the_dongle() {
 /// Halfway through a replay the charts show what was taken in so far, not the whole capture.
 #[test]
 fn stats_follow_the_replay() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rust-plug-unplug.ptrace");
-    let capture = Capture::read(&path).expect("capture");
+    let capture = Capture::read(common::data("rust-plug-unplug.ptrace")).expect("capture");
     let half = capture.events[capture.events.len() / 2].ts_ns;
     let mut partial = replayed_while("rust-plug-unplug", Theme::mono(), |e| e.ts_ns < half);
     let whole = replayed("rust-plug-unplug", Theme::mono());

@@ -1,7 +1,8 @@
 //! The real binary in a real terminal (tmux): replay a capture, look at the screen, use keys,
 //! quit, and check the terminal is restored.
 
-use std::path::Path;
+mod common;
+
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::sleep;
@@ -83,11 +84,11 @@ impl Drop for Tmux {
 
 #[test]
 fn replay_in_tmux_shows_phys_registers_help_and_quits_cleanly() {
-    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rust-plug-unplug.ptrace");
+    let capture = common::data("rust-plug-unplug.ptrace");
     let command = format!(
         "{} tui --replay {} --speed 1000; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -- '-\\?icanon'; echo checked; sleep 60",
-        env!("CARGO_BIN_EXE_phytrace"),
-        capture.display()
+        common::PHYTRACE,
+        capture
     );
     let tmux = Tmux::start(100, 30, &command);
     let screen = tmux.wait_for(&["phy_sim-0:01", "AX88772A", "end"]);
@@ -129,11 +130,11 @@ fn replay_in_tmux_shows_phys_registers_help_and_quits_cleanly() {
 
 #[test]
 fn ctrl_l_draws_the_screen_anew_after_a_foreign_write() {
-    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rust-plug-unplug.ptrace");
+    let capture = common::data("rust-plug-unplug.ptrace");
     let command = format!(
         "{} tui --replay {} --speed 1000; echo \"exit=$?\"; sleep 60",
-        env!("CARGO_BIN_EXE_phytrace"),
-        capture.display()
+        common::PHYTRACE,
+        capture
     );
     let tmux = Tmux::start(100, 30, &command);
     let clean = tmux.wait_for(&["phy_sim-0:01", "end"]);

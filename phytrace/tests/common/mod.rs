@@ -9,6 +9,8 @@ use std::process::{Command, Output, Stdio};
 
 /// The phytrace binary under test.
 pub const PHYTRACE: &str = env!("CARGO_BIN_EXE_phytrace");
+/// The captures recorded in the VM.
+pub const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
 /// The phytrace binary with `args`, reading nothing on standard input.
 pub fn command(args: &[&str]) -> Command {
@@ -22,9 +24,9 @@ pub fn phytrace(args: &[&str]) -> Output {
     command(args).output().expect("run phytrace")
 }
 
-/// The path of `name` among the captures recorded in the VM (`phytrace/tests/data`).
+/// The path of `name` among the captures recorded in the VM ([`DATA`]).
 pub fn data(name: &str) -> String {
-    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{DATA}/{name}")
 }
 
 /// The path of the shipped spec `name` (`specs/`).
