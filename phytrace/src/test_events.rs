@@ -81,28 +81,17 @@ impl Mdio {
 }
 
 impl From<Mdio> for EventKind {
-    fn from(mdio: Mdio) -> Self {
-        let Mdio {
-            op,
-            reg,
-            devad,
-            value,
-            error,
-            latency_ns,
-            caller,
-            state,
-            link,
-        } = mdio;
+    fn from(m: Mdio) -> Self {
         EventKind::Mdio {
-            op,
-            reg,
-            devad,
-            value,
-            error,
-            latency_ns,
-            caller,
-            state,
-            link,
+            op: m.op,
+            reg: m.reg,
+            devad: m.devad,
+            value: m.value,
+            error: m.error,
+            latency_ns: m.latency_ns,
+            caller: m.caller,
+            state: m.state,
+            link: m.link,
         }
     }
 }

@@ -179,55 +179,26 @@ pub trait Figure {
     fn figure(&self) -> u64;
 }
 
-impl Figure for Access {
-    const BENCH: &'static str = "p1";
-    fn tracer(&self) -> &str {
-        &self.tracer
-    }
-    fn figure(&self) -> u64 {
-        self.ns_per_access
-    }
+/// [`Figure`] for `$row`, the rows of `bench` `$bench`, whose figure is `$field`.
+macro_rules! figure {
+    ($row:ty, $bench:literal, $field:ident) => {
+        impl Figure for $row {
+            const BENCH: &'static str = $bench;
+            fn tracer(&self) -> &str {
+                &self.tracer
+            }
+            fn figure(&self) -> u64 {
+                self.$field
+            }
+        }
+    };
 }
 
-impl Figure for Call {
-    const BENCH: &'static str = "c1";
-    fn tracer(&self) -> &str {
-        &self.tracer
-    }
-    fn figure(&self) -> u64 {
-        self.ns_per_call
-    }
-}
-
-impl Figure for Start {
-    const BENCH: &'static str = "p2";
-    fn tracer(&self) -> &str {
-        &self.tracer
-    }
-    fn figure(&self) -> u64 {
-        self.attach_ms
-    }
-}
-
-impl Figure for FirstStart {
-    const BENCH: &'static str = "p2-cold";
-    fn tracer(&self) -> &str {
-        &self.tracer
-    }
-    fn figure(&self) -> u64 {
-        self.attach_ms
-    }
-}
-
-impl Figure for SampledBurst {
-    const BENCH: &'static str = "samples";
-    fn tracer(&self) -> &str {
-        &self.tracer
-    }
-    fn figure(&self) -> u64 {
-        self.ns_per_access
-    }
-}
+figure!(Access, "p1", ns_per_access);
+figure!(Call, "c1", ns_per_call);
+figure!(Start, "p2", attach_ms);
+figure!(FirstStart, "p2-cold", attach_ms);
+figure!(SampledBurst, "samples", ns_per_access);
 
 /// A run's results by kind, each kind in the order written.
 #[derive(Debug, Default)]
