@@ -1,29 +1,13 @@
 //! `phytrace check` on the real captures recorded in the VM and on the shipped specs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{DATA, data, phytrace, spec};
 use phytrace::capture::{Capture, Writer};
 use phytrace::event::EventKind;
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-const SPECS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs");
-
-fn phytrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phytrace"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("run phytrace")
-}
-
-fn data(name: &str) -> String {
-    format!("{DATA}/{name}")
-}
-
-fn spec(name: &str) -> String {
-    format!("{SPECS}/{name}")
-}
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("phytrace-check-{}-{name}", std::process::id()))
@@ -62,7 +46,7 @@ fn driver_spec_on_the_error_capture_fails_the_error_rule_only() {
     let out = phytrace(&[
         "check",
         "--spec",
-        "specs/ax88796b.spec",
+        &spec("ax88796b.spec"),
         &data("rust-plug-unplug.ptrace"),
     ]);
     let report = stdout(&out);
@@ -80,7 +64,9 @@ fn driver_spec_on_the_error_capture_fails_the_error_rule_only() {
         report.contains("read  BMSR      failed -5 (EIO)"),
         "with its context"
     );
-    let redacted = report.replace(DATA, "DATA");
+    let redacted = report
+        .replace(DATA, "DATA")
+        .replace(&spec("ax88796b.spec"), "specs/ax88796b.spec");
     insta::assert_snapshot!("ax88796b_on_rust_plug_unplug", redacted);
 }
 
@@ -217,6 +203,128 @@ fn junit_names_the_slowest_calls_of_a_failed_latency_rule() {
         "{p99}"
     );
     assert!(text.contains("name=\"polls under 10ms\"/>"), "{text}");
+}
+
+/// The result lines of a KTAP document nested `depth` levels deep: `(ok, number, description)`.
+fn ktap_results(ktap: &str, depth: usize) -> Vec<(bool, usize, String)> {
+    let indent = "  ".repeat(depth);
+    ktap.lines()
+        .filter_map(|line| line.strip_prefix(&indent))
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| {
+            let (ok, rest) = match line.strip_prefix("not ok ") {
+                Some(rest) => (false, rest),
+                None => (true, line.strip_prefix("ok ")?),
+            };
+            let (number, description) = rest.split_once(' ')?;
+            Some((ok, number.parse().ok()?, description.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn ktap_has_a_test_per_rule_and_a_subtest_per_phy() {
+    let out = phytrace(&[
+        "check",
+        "--format",
+        "ktap",
+        "--spec",
+        &spec("ax88796b.spec"),
+        &data("rust-plug-unplug.ptrace"),
+    ]);
+    let ktap = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{ktap}");
+    assert!(ktap.starts_with("KTAP version 1\n1..9\n"), "{ktap}");
+    let rules = ktap_results(&ktap, 0);
+    assert_eq!(
+        rules.iter().map(|r| r.1).collect::<Vec<_>>(),
+        (1..=9).collect::<Vec<_>>()
+    );
+    let failed: Vec<&str> = rules
+        .iter()
+        .filter(|r| !r.0)
+        .map(|r| r.2.as_str())
+        .collect();
+    assert_eq!(failed, ["no callback returns an error"]);
+    // Each rule's subtests: a version line, a plan, a result per PHY (three, or the AX88772A).
+    let phys = ktap_results(&ktap, 1);
+    assert_eq!(phys.len(), 7 * 3 + 2, "{ktap}");
+    assert_eq!(ktap.matches("\n  KTAP version 1\n  1..3\n").count(), 7);
+    assert_eq!(ktap.matches("\n  KTAP version 1\n  1..1\n").count(), 2);
+    let failed_phy = ktap
+        .lines()
+        .position(|l| l.starts_with("  not ok 1 phy_sim-0:01 "))
+        .expect("the AX88772A fails");
+    // The violation's diagnostic lines come right before its result, the offending event
+    // marked.
+    let lines: Vec<&str> = ktap.lines().collect();
+    let diagnostics: Vec<&str> = lines[..failed_phy]
+        .iter()
+        .rev()
+        .take_while(|l| l.starts_with("  # "))
+        .copied()
+        .collect();
+    assert!(diagnostics.iter().any(|l| l.starts_with("  # >")), "{ktap}");
+}
+
+#[test]
+fn ktap_skips_rules_without_phys_and_nests_several_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("skip.spec");
+    std::fs::write(
+        &spec,
+        "rule \"no callback returns an error\": never exit any error\n\
+         rule \"no RTL8211 errors\" for driver \"RTL8211\": never error\n",
+    )
+    .unwrap();
+    let (plug_unplug, dongle) = (data("rust-plug-unplug.ptrace"), data("rust-dongle.ptrace"));
+    let out = phytrace(&[
+        "check",
+        "--format",
+        "ktap",
+        "--spec",
+        spec.to_str().unwrap(),
+        &plug_unplug,
+        &dongle,
+    ]);
+    let ktap = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{ktap}");
+    assert!(ktap.starts_with("KTAP version 1\n1..2\n  KTAP version 1\n  1..2\n"));
+    assert_eq!(
+        ktap_results(&ktap, 0),
+        [(false, 1, plug_unplug), (true, 2, dongle)]
+    );
+    let rules = ktap_results(&ktap, 1);
+    assert_eq!(rules.len(), 4);
+    assert_eq!(
+        rules[1],
+        (
+            true,
+            2,
+            "no RTL8211 errors # SKIP no PHY in scope".to_owned()
+        )
+    );
+    assert!(!rules[0].0, "the error capture fails its rule");
+    assert_eq!(ktap_results(&ktap, 2).len(), 3 + 1, "a subtest per PHY");
+}
+
+#[test]
+fn ktap_goes_to_standard_error_when_junit_takes_standard_output() {
+    let out = phytrace(&[
+        "check",
+        "--format",
+        "ktap",
+        "--junit",
+        "-",
+        "--spec",
+        &spec("dongle.spec"),
+        &data("rust-dongle.ptrace"),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).starts_with("<?xml "));
+    let ktap = String::from_utf8_lossy(&out.stderr);
+    assert!(ktap.starts_with("KTAP version 1\n1..5\n"), "{ktap}");
+    assert!(ktap_results(&ktap, 0).iter().all(|r| r.0));
 }
 
 #[test]

@@ -1,17 +1,15 @@
 //! Latency rules of `phytrace check` on the recorded captures (docs/check.md, "Latency").
 
-use std::path::Path;
+mod common;
 
+use common::data;
 use phytrace::capture::Capture;
 use phytrace::check::{self, Outcome, Reason, spec::Cmp};
 use phytrace::event::EventKind;
 use phytrace::model::LostWhy;
 
 fn capture(name: &str) -> Capture {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(format!("{name}.ptrace"));
-    Capture::read(&path).expect("capture")
+    Capture::read(data(&format!("{name}.ptrace"))).expect("capture")
 }
 
 fn outcomes(spec: &str, c: &Capture) -> Vec<Outcome> {

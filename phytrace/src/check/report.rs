@@ -3,15 +3,15 @@
 
 use std::fmt::Write as _;
 
-use super::eval::{Outcome, evaluate_observed};
+use super::eval::{Outcome, Violation, evaluate_observed};
 use super::observed::Observed;
 use super::spec::{Per, Rule, Spec};
 use crate::capture::Capture;
 use crate::model::Applied;
 use crate::render;
 
-/// Most violations shown per rule; the rest are counted.
-const MAX_SHOWN: usize = 5;
+/// Most violations shown per rule (per PHY in KTAP); the rest are counted.
+pub const MAX_SHOWN: usize = 5;
 
 /// A checked capture, ready to report.
 #[derive(Debug)]
@@ -62,7 +62,7 @@ impl<'a> Checked<'a> {
 }
 
 /// Where a rule is defined: `spec.spec:12`.
-fn location(spec_name: &str, rule: &Rule) -> String {
+pub fn location(spec_name: &str, rule: &Rule) -> String {
     format!("{spec_name}:{}", rule.line)
 }
 
@@ -77,15 +77,8 @@ pub fn failure(spec_name: &str, rule: &Rule, outcome: &Outcome, checked: &Checke
     );
     for v in outcome.violations.iter().take(MAX_SHOWN) {
         let _ = writeln!(out, "  on {}: {}", v.group, v.reason);
-        for index in &v.context {
-            let mark = if v.offending.contains(index) {
-                '>'
-            } else {
-                ' '
-            };
-            if let Some(line) = checked.line(*index) {
-                let _ = writeln!(out, "  {mark} {line}");
-            }
+        for line in event_lines(v, checked) {
+            let _ = writeln!(out, "  {line}");
         }
     }
     if let Some(more) = outcome
@@ -97,6 +90,22 @@ pub fn failure(spec_name: &str, rule: &Rule, outcome: &Outcome, checked: &Checke
         let _ = writeln!(out, "  … and {more} more violations");
     }
     out
+}
+
+/// The events around violation `v` as `phytrace dump` prints them, the offending ones marked
+/// `>`.
+pub fn event_lines(v: &Violation, checked: &Checked<'_>) -> Vec<String> {
+    v.context
+        .iter()
+        .filter_map(|index| {
+            let mark = if v.offending.contains(index) {
+                '>'
+            } else {
+                ' '
+            };
+            checked.line(*index).map(|line| format!("{mark} {line}"))
+        })
+        .collect()
 }
 
 /// One line per rule: `ok`, `FAIL` or `n/a`, with what was checked.

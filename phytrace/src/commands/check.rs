@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use super::FollowArgs;
 use super::record::{command_outcome, print_progress, print_summary};
 use crate::capture::{Capture, Problem};
-use crate::check::{self, junit, report, report::Checked, spec::Spec};
+use crate::check::{self, junit, ktap, report, report::Checked, spec::Spec};
 use crate::exit::{self, EXIT_VIOLATION, Failure, FailureKind, Status};
 use crate::output::{self, Target};
 use crate::probe::loader::DEFAULT_RING_SIZE;
@@ -25,11 +25,26 @@ const EXAMPLES: &str = "Examples:
   phytrace check --spec specs/ax88796b.spec capture.ptrace
   phytrace check --spec specs/ax88796b.spec --junit report.xml a.ptrace b.ptrace
   phytrace check --spec specs/ax88796b.spec --junit - a.ptrace > report.xml
+  phytrace check --spec specs/ax88796b.spec --format ktap capture.ptrace > results.ktap
   sudo phytrace check --spec specs/ax88796b.spec -o run.ptrace -- ./plug-unplug.sh
 
 The rule language is described in docs/check.md. A bad spec's error shows its line and column.
 The report goes to standard output, or to standard error when `--junit -` or `-o -` takes
-standard output. With COMMAND, a violated rule exits 1 whatever COMMAND did.";
+standard output. With COMMAND, a violated rule exits 1 whatever COMMAND did.
+
+`--format ktap` writes KTAP version 1, as the kernel's tests do: a test per rule, a subtest per
+PHY it checked, each PHY's violations on `#` diagnostic lines, `# SKIP` for a rule whose scope
+matched no PHY. With several captures, each capture is a test and its rules are its subtests.";
+
+/// What `check` reports in.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// A status line per rule, then each violation with the events around it.
+    #[default]
+    Text,
+    /// KTAP version 1, the kernel's test output, for kernel CI (docs/check.md).
+    Ktap,
+}
 
 /// Check ordering rules on captures (or on a recording of COMMAND).
 #[derive(Clone, Debug, clap::Args)]
@@ -49,6 +64,9 @@ pub struct CheckArgs {
     /// Capture files to check, each on its own.
     #[arg(value_name = "CAPTURE", required_unless_present = "command")]
     pub captures: Vec<PathBuf>,
+    /// The report's format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
     /// Also write the results as JUnit XML to OUT (`-`: standard output).
     #[arg(long, value_name = "OUT")]
     pub junit: Option<Target>,
@@ -222,11 +240,14 @@ pub fn check(
         .map(|(name, capture)| Checked::new(name, capture, spec))
         .collect();
     let spec_name = args.spec.display().to_string();
-    let text = runs
-        .iter()
-        .map(|run| report::text(&spec_name, spec, run))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = match args.format {
+        ReportFormat::Text => runs
+            .iter()
+            .map(|run| report::text(&spec_name, spec, run))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ReportFormat::Ktap => ktap::document(&spec_name, spec, &runs),
+    };
     output::print_to(out, text.as_bytes())?;
     if let Some(target) = &args.junit {
         let document = junit::document(&spec_name, spec, &runs);
