@@ -269,6 +269,16 @@ fn unpack(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The linux-source-6.12 tree of the x86_64 test kernel for the current inputs, unpacked first
+/// if it is not (configured and built or not): the kernel's own tools run from it.
+pub(crate) fn source_tree() -> Result<PathBuf> {
+    let (version, key) = cache_key(Arch::X86_64)?;
+    let dir = cache_root(Arch::X86_64).join(format!("{version}-{key}"));
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    unpack(&dir)?;
+    Ok(dir.join(TREE_NAME))
+}
+
 /// `make` in a kernel tree for `arch` (cross-built with LLVM for arm64: no GNU cross tools).
 pub fn make(tree: &Path, arch: Arch) -> Result<Command> {
     let mut cmd = Command::new("make");

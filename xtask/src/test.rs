@@ -76,6 +76,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         ));
         outcomes.push(check("eBPF clippy", ebpf_clippy()));
         outcomes.push(check("host tests", cargo(&["test", "--workspace"])));
+        outcomes.push(check("KTAP", crate::ktap::run()));
     }
     if !args.host_only {
         if args.vm_only {
