@@ -36,8 +36,8 @@ pub struct KernelArgs {
     /// The architecture to build for (arm64 is cross-built with LLVM).
     #[arg(long, value_enum, default_value_t = Arch::X86_64)]
     pub arch: Arch,
-    /// The kernel source: Debian's linux-source-6.12 (the test kernel) or linux-source-7.3
-    /// (x86_64; `kernel73.rs`).
+    /// The kernel source: Debian's linux-source-6.12 (the test kernel), the same without BTF
+    /// (x86_64; `kernel_no_btf.rs`), or linux-source-7.3 (x86_64; `kernel73.rs`).
     #[arg(long, value_enum, default_value_t = Source::V6_12)]
     pub source: Source,
 }
@@ -49,6 +49,9 @@ pub enum Source {
     #[default]
     #[value(name = "6.12")]
     V6_12,
+    /// The test kernel built without BTF, with a BTF file made for it by pahole.
+    #[value(name = "6.12-no-btf")]
+    V6_12NoBtf,
     /// Debian's linux-source-7.3 (trixie-backports).
     #[value(name = "7.3")]
     V7_3,
@@ -67,9 +70,11 @@ pub struct Kernel {
     /// Where its out-of-tree modules are collected (`.ko` files, and the guest's module tree
     /// in `tree/`): `target/modules` (x86_64), `target/modules-ARCH`, `target/modules-7.3`.
     pub modules: PathBuf,
-    /// What the guest calls it (`PHYTRACE_VM_KERNEL`: `ours`, `7.3`, `stock`), in the names of
-    /// the captures its tests keep for the host (`twin-dongle-NAME.ptrace`).
+    /// What the guest calls it (`PHYTRACE_VM_KERNEL`: `ours`, `7.3`, `no-btf`, `stock`), in the
+    /// names of the captures its tests keep for the host (`twin-dongle-NAME.ptrace`).
     pub name: &'static str,
+    /// The BTF file made for a kernel built without BTF (the guest's `PHYTRACE_BTF_FILE`).
+    pub btf_file: Option<PathBuf>,
 }
 
 impl Kernel {
@@ -82,6 +87,7 @@ impl Kernel {
             stock: None,
             modules: crate::modules::dir(arch),
             name: "ours",
+            btf_file: None,
         }
     }
 
@@ -96,6 +102,7 @@ impl Kernel {
             // None of ours: they would have to be built with Debian's compiler.
             modules: paths::target().join("modules-stock"),
             name: "stock",
+            btf_file: None,
         })
     }
 
@@ -152,22 +159,30 @@ fn source_version() -> Result<String> {
 }
 
 fn cache_key(arch: Arch) -> Result<(String, String)> {
+    let (version, key) = cache_key_for(&fragment_text(arch)?)?;
+    // The x86_64 key is what it was before there were two architectures: its cache stays valid.
+    if arch == Arch::X86_64 {
+        return Ok((version, key));
+    }
+    Ok((
+        version,
+        format!("{:016x}", fnv1a(&[key, format!("arch={arch}")])),
+    ))
+}
+
+/// The source version and the cache key of a 6.12 kernel configured with `fragment`.
+pub(crate) fn cache_key_for(fragment: &str) -> Result<(String, String)> {
     let version = source_version()?;
-    let fragment = fragment_text(arch)?;
     let toolchain = setup::workspace_toolchain()?;
-    let mut parts = vec![
+    let parts = vec![
         RECIPE_VERSION.to_string(),
         version.clone(),
-        fragment,
+        fragment.to_owned(),
         tool_version("rustup", &["run", &toolchain, "rustc", "--version"]),
         tool_version("clang-19", &["--version"]),
         tool_version("bindgen", &["--version"]),
         tool_version("pahole", &["--version"]),
     ];
-    // The x86_64 key is what it was before there were two architectures: its cache stays valid.
-    if arch != Arch::X86_64 {
-        parts.push(format!("arch={arch}"));
-    }
     Ok((version, format!("{:016x}", fnv1a(&parts))))
 }
 
@@ -214,11 +229,16 @@ pub fn locate(arch: Arch) -> Result<Kernel> {
 }
 
 pub fn run(args: &KernelArgs) -> Result<Kernel> {
-    if args.source == Source::V7_3 {
-        if args.arch != Arch::X86_64 {
-            bail!("--source 7.3: built for x86_64 only");
+    match args.source {
+        Source::V6_12 => {}
+        _ if args.arch != Arch::X86_64 => {
+            let name = clap::ValueEnum::to_possible_value(&args.source)
+                .map(|value| value.get_name().to_owned())
+                .unwrap_or_default();
+            bail!("--source {name}: built for x86_64 only")
         }
-        return crate::kernel73::run(args.force);
+        Source::V6_12NoBtf => return crate::kernel_no_btf::run(args.force),
+        Source::V7_3 => return crate::kernel73::run(args.force),
     }
     let arch = args.arch;
     let (version, key) = cache_key(arch)?;
@@ -245,7 +265,8 @@ pub fn run(args: &KernelArgs) -> Result<Kernel> {
     Ok(Kernel::built(tree, key, arch))
 }
 
-fn unpack(dir: &Path) -> Result<()> {
+/// Unpacks linux-source-6.12 into `dir` (once).
+pub(crate) fn unpack(dir: &Path) -> Result<()> {
     if dir.join(UNPACKED_STAMP).exists() {
         return Ok(());
     }
@@ -338,15 +359,26 @@ pub(crate) fn dropped_options(
 }
 
 fn configure(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
-    let fragment = match arch.fragment_part() {
-        None => fragment_path(),
+    match arch.fragment_part() {
+        None => configure_with(
+            tree,
+            arch,
+            &fragment_path(),
+            &fs::read_to_string(fragment_path())?,
+        ),
         Some(_) => {
             // Kconfig reads one file: the common part and the architecture's, concatenated.
             let combined = dir.join("phytrace.config");
-            fs::write(&combined, fragment_text(arch)?)?;
-            combined
+            let text = fragment_text(arch)?;
+            fs::write(&combined, &text)?;
+            configure_with(tree, arch, &combined, &text)
         }
-    };
+    }
+}
+
+/// `allnoconfig` of `tree` with the fragment `text` (in the file `fragment`), then a check
+/// that Kconfig kept every option it asks for.
+pub(crate) fn configure_with(tree: &Path, arch: Arch, fragment: &Path, text: &str) -> Result<()> {
     let started = run::step(&format!(
         "kernel: configuring (allnoconfig + {})",
         fragment.display()
@@ -357,7 +389,7 @@ fn configure(tree: &Path, dir: &Path, arch: Arch) -> Result<()> {
             .arg("allnoconfig"),
     )?;
     run::output(make(tree, arch)?.arg("olddefconfig"))?;
-    let requested = requested_options(&fs::read_to_string(&fragment)?);
+    let requested = requested_options(text);
     let config = fs::read_to_string(tree.join(".config"))?;
     let dropped = dropped_options(&requested, &config);
     if !dropped.is_empty() {

@@ -179,26 +179,7 @@ fn configure(tree: &Path, dir: &Path) -> Result<()> {
     let path = dir.join("phytrace.config");
     let text = fragment()?;
     fs::write(&path, &text)?;
-    let started = run::step("kernel 7.3: configuring (allnoconfig + the fragment)");
-    run::output(
-        kernel::make(tree, Arch::X86_64)?
-            .arg(format!("KCONFIG_ALLCONFIG={}", path.display()))
-            .arg("allnoconfig"),
-    )?;
-    run::output(kernel::make(tree, Arch::X86_64)?.arg("olddefconfig"))?;
-    let requested = kernel::requested_options(&text);
-    let config = fs::read_to_string(tree.join(".config"))?;
-    let dropped = kernel::dropped_options(&requested, &config);
-    if !dropped.is_empty() {
-        bail!(
-            "Kconfig did not set {} option(s) for 7.3; their dependencies are unmet:\n  {}",
-            dropped.len(),
-            dropped.join("\n  ")
-        );
-    }
-    eprintln!("    all {} requested options are set", requested.len());
-    run::done("configure", started);
-    Ok(())
+    kernel::configure_with(tree, Arch::X86_64, &path, &text)
 }
 
 #[cfg(test)]

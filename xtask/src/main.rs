@@ -10,6 +10,7 @@ mod dist;
 mod fuzz;
 mod kernel;
 mod kernel73;
+mod kernel_no_btf;
 mod ktap;
 mod modules;
 mod paths;

@@ -21,8 +21,8 @@ pub struct ModulesArgs {
     /// The architecture of the test kernel to build against.
     #[arg(long, value_enum, default_value_t = Arch::X86_64)]
     pub arch: Arch,
-    /// The kernel source (7.3: the kernel `cargo xtask kernel --source 7.3` built; modules in
-    /// target/modules-7.3).
+    /// The kernel source (7.3 or 6.12-no-btf: the kernel `cargo xtask kernel --source …`
+    /// built; modules in target/modules-7.3 or target/modules-no-btf).
     #[arg(long, value_enum, default_value_t = kernel::Source::V6_12)]
     pub source: kernel::Source,
 }
@@ -31,6 +31,7 @@ pub struct ModulesArgs {
 pub fn run(args: &ModulesArgs) -> Result<PathBuf> {
     let kernel = match args.source {
         kernel::Source::V7_3 => crate::kernel73::locate()?,
+        kernel::Source::V6_12NoBtf => crate::kernel_no_btf::locate()?,
         kernel::Source::V6_12 => kernel::locate(args.arch)?,
     };
     build(&kernel)

@@ -99,8 +99,11 @@ fn generated_guest_scripts() -> Result<Vec<PathBuf>> {
         .into_iter()
         .map(|arch| {
             let path = dir.join(format!("guest-run-{}.sh", arch.name()));
-            let modules = crate::modules::dir(arch);
-            let script = vm::guest_script(&command, Path::new("phytrace"), &modules, false, arch)?;
+            // With every optional line: a kernel without BTF gets PHYTRACE_BTF.
+            let mut kernel =
+                crate::kernel::Kernel::built(PathBuf::from("tree"), String::new(), arch);
+            kernel.btf_file = Some(PathBuf::from("vmlinux.btf"));
+            let script = vm::guest_script(&command, Path::new("phytrace"), &kernel, false)?;
             fs::write(&path, script).with_context(|| format!("writing {}", path.display()))?;
             Ok(path)
         })

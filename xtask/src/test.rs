@@ -8,10 +8,13 @@
 //! specs, the dongle unplugged and plugged in again under `record` and the TUI, and phytrace's
 //! amd64 package, installed with apt into a Debian root (`debian_root.rs`), run from it. When
 //! both ran, the kernel twin compares the dongle scenario's captures of both kernels on the host
-//! (`twin::compare_kernels`). With `--kernel 7.3`, the VM suite also runs on 7.3 built from
-//! source (not by default: its kernel build takes about 9 minutes), and its dongle scenario is
-//! compared with the stock kernel's the same way. The arm64 test then records the same scenario with the static `dist` binaries in an
-//! x86_64 and an arm64 guest and compares the captures on the host (`twin.rs`).
+//! (`twin::compare_kernels`). The no-BTF stage boots the test kernel built without BTF
+//! (`kernel_no_btf.rs`) and runs the VM suite's tests that record ([`NO_BTF_TESTS`]), traced with
+//! the BTF file pahole made for it. With `--kernel 7.3`, the VM suite also runs on 7.3 built
+//! from source (not by default: its kernel build takes about 9 minutes), and its dongle scenario
+//! is compared with the stock kernel's the same way. The arm64 test then records the same
+//! scenario with the static `dist` binaries in an x86_64 and an arm64 guest and compares the
+//! captures on the host (`twin.rs`).
 
 use std::{
     process::{Command, ExitCode},
@@ -41,9 +44,10 @@ pub struct TestArgs {
     /// the static `dist` binaries; not run with --filter).
     #[arg(long = "arch", value_enum, value_name = "ARCH")]
     pub arches: Vec<Arch>,
-    /// The x86_64 kernels to run VM tests on (default: ours and stock, or only ours with
-    /// --filter): ours (6.12) and 7.3 (built from source, docs/kernels.md) run tests/vm, stock
-    /// (Debian's 7.3, unmodified) runs tests/stock.
+    /// The x86_64 kernels to run VM tests on (default: ours, stock and no-btf, or only ours
+    /// with --filter): ours (6.12) and 7.3 (built from source, docs/kernels.md) run tests/vm,
+    /// stock (Debian's 7.3, unmodified) runs tests/stock, no-btf (ours built without BTF) the
+    /// tests of tests/vm that record, with the BTF file pahole made for it.
     #[arg(long = "kernel", value_enum, value_name = "KERNEL")]
     pub kernels: Vec<vm::KernelChoice>,
     #[command(flatten)]
@@ -89,13 +93,17 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             args.kernels.contains(&choice)
                 || (args.kernels.is_empty()
                     && (choice == vm::KernelChoice::Ours
-                        || (choice == vm::KernelChoice::Stock && args.filter.is_none())))
+                        || (matches!(choice, vm::KernelChoice::Stock | vm::KernelChoice::NoBtf)
+                            && args.filter.is_none())))
         };
         if x86 && kernel(vm::KernelChoice::Ours) {
             outcomes.push(check("VM suite", vm_suite(args)));
         }
         if x86 && kernel(vm::KernelChoice::Stock) {
             outcomes.push(check("stock kernel", stock_suite(args)));
+        }
+        if x86 && kernel(vm::KernelChoice::NoBtf) {
+            outcomes.push(check("no-BTF kernel", no_btf_suite(args)));
         }
         if x86 && kernel(vm::KernelChoice::Source73) {
             outcomes.push(check("7.3 kernel", source73_suite(args)));
@@ -246,7 +254,8 @@ fn stock_suite(args: &TestArgs) -> Result<()> {
     let kernel = kernel::Kernel::stock()?;
     boot_suite(
         &kernel,
-        args,
+        &args.vm,
+        args.filter.as_deref(),
         "tests/stock/run.sh",
         "stock kernel",
         "booting Debian's 7.3.4 (unmodified)",
@@ -259,10 +268,32 @@ fn source73_suite(args: &TestArgs) -> Result<()> {
     modules::build(&kernel)?;
     boot_suite(
         &kernel,
-        args,
+        &args.vm,
+        args.filter.as_deref(),
         "tests/vm/run.sh",
         "7.3 kernel",
         "booting 7.3 built from source",
+    )
+}
+
+/// The VM suite's tests the kernel without BTF runs (with `--filter`, those it picks): the BTF
+/// file's own, then recording the simulated PHYs and the dongle, each checked against the
+/// simulator, the emulator and the kernel's records as on the other kernels.
+const NO_BTF_TESTS: &str =
+    "btf-file|record-plug-unplug|record-c-driver|record-callsite|dongle-record";
+
+/// Tests of the VM suite on the kernel without BTF (built and cached on first use), traced with
+/// the BTF file made for it (`kernel_no_btf.rs`).
+fn no_btf_suite(args: &TestArgs) -> Result<()> {
+    let kernel = crate::kernel_no_btf::run(false)?;
+    modules::build(&kernel)?;
+    boot_suite(
+        &kernel,
+        &args.vm,
+        Some(args.filter.as_deref().unwrap_or(NO_BTF_TESTS)),
+        "tests/vm/run.sh",
+        "no-BTF kernel",
+        "booting the test kernel built without BTF",
     )
 }
 
@@ -275,7 +306,8 @@ fn vm_suite(args: &TestArgs) -> Result<()> {
     modules::build(&kernel)?;
     boot_suite(
         &kernel,
-        args,
+        &args.vm,
+        args.filter.as_deref(),
         "tests/vm/run.sh",
         "VM suite",
         "booting the test kernel",
@@ -283,10 +315,12 @@ fn vm_suite(args: &TestArgs) -> Result<()> {
 }
 
 /// Builds what the suites run (target/debug/phytrace and target/debug/ax88772a-emulator), then
-/// boots `kernel` on the suite runner `runner` (with `--filter`'s argument); `name` the stage.
+/// boots `kernel` on the suite runner `runner` (with `filter`, `--filter`'s argument or the
+/// stage's own); `name` the stage.
 fn boot_suite(
     kernel: &kernel::Kernel,
-    args: &TestArgs,
+    vm: &vm::VmOptions,
+    filter: Option<&str>,
     runner: &str,
     name: &str,
     booting: &str,
@@ -300,9 +334,9 @@ fn boot_suite(
     ])?;
     let runner = paths::workspace().join(runner);
     let mut command = vec!["/bin/bash".to_owned(), runner.display().to_string()];
-    command.extend(args.filter.clone());
+    command.extend(filter.map(str::to_owned));
     let started = run::step(&format!("{name}: {booting}"));
-    let code = vm::boot(kernel, &args.vm, &command)?;
+    let code = vm::boot(kernel, vm, &command)?;
     run::done(name, started);
     anyhow::ensure!(code == 0, "the {name} failed (exit status {code})");
     Ok(())

@@ -128,6 +128,9 @@ pub enum KernelChoice {
     /// --source 7.3`, `cargo xtask modules --source 7.3`).
     #[value(name = "7.3")]
     Source73,
+    /// The test kernel built without BTF, traced with the BTF file pahole made from its
+    /// vmlinux (`cargo xtask kernel --source 6.12-no-btf`; the guest's PHYTRACE_BTF).
+    NoBtf,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +151,10 @@ pub fn run(args: &VmArgs) -> Result<ExitCode> {
             bail!("--kernel 7.3: built for x86_64 only")
         }
         KernelChoice::Source73 => crate::kernel73::locate()?,
+        KernelChoice::NoBtf if args.arch != Arch::X86_64 => {
+            bail!("--kernel no-btf: built for x86_64 only")
+        }
+        KernelChoice::NoBtf => crate::kernel_no_btf::locate()?,
     };
     let command = if args.command.is_empty() && kernel.arch != Arch::X86_64 {
         vec!["sh".to_owned()]
@@ -224,7 +231,7 @@ pub fn boot(kernel: &Kernel, options: &VmOptions, command: &[String]) -> Result<
     });
     fs::write(
         run_dir.join("run.sh"),
-        guest_script(command, &bin, &kernel.modules, interactive, arch)?,
+        guest_script(command, &bin, kernel, interactive)?,
     )?;
 
     let initramfs = initramfs(kernel)?;
@@ -326,10 +333,10 @@ const GUEST_BIN: &str = "/run/phytrace-guest/bin";
 pub fn guest_script(
     command: &[String],
     bin: &Path,
-    modules: &Path,
+    kernel: &Kernel,
     interactive: bool,
-    arch: Arch,
 ) -> Result<String> {
+    let arch = kernel.arch;
     let workspace = paths::workspace();
     let cwd = env::current_dir()?;
     let mut script = String::from("set -e\n");
@@ -350,7 +357,7 @@ pub fn guest_script(
             env::var("TERM").unwrap_or_else(|_| "linux".to_owned()),
         ),
         ("PHYTRACE_ROOT", workspace.display().to_string()),
-        ("PHYTRACE_MODULES", modules.display().to_string()),
+        ("PHYTRACE_MODULES", kernel.modules.display().to_string()),
         ("PHYTRACE_ARCH", arch.name().to_owned()),
         ("PHYTRACE_OUT", paths::vm_out().display().to_string()),
         ("PHYTRACE_BIN", bin.display().to_string()),
@@ -359,6 +366,13 @@ pub fn guest_script(
     ];
     for (name, value) in vars {
         script += &format!("export {name}={}\n", shell_quote(&value));
+    }
+    // A kernel without BTF is traced with the file made for it, as its users would.
+    if let Some(file) = &kernel.btf_file {
+        script += &format!(
+            "export PHYTRACE_BTF={}\n",
+            shell_quote(&file.display().to_string())
+        );
     }
     if let Ok(no_color) = env::var("NO_COLOR") {
         script += &format!("export NO_COLOR={}\n", shell_quote(&no_color));
@@ -690,15 +704,21 @@ mod tests {
 
     #[test]
     fn guest_script_runs_the_command_last() {
-        let script = guest_script(
-            &["echo".into(), "a'b".into()],
-            Path::new("/bin/phytrace"),
-            Path::new("/modules"),
-            false,
-            Arch::X86_64,
-        )
-        .unwrap();
-        assert!(script.contains("export PHYTRACE_MODULES="));
-        assert!(script.trim_end().ends_with(r"'echo' 'a'\''b'"));
+        let mut kernel = Kernel::built(PathBuf::from("/tree"), String::new(), Arch::X86_64);
+        let script = |kernel: &Kernel| {
+            guest_script(
+                &["echo".into(), "a'b".into()],
+                Path::new("/bin/phytrace"),
+                kernel,
+                false,
+            )
+            .unwrap()
+        };
+        let plain = script(&kernel);
+        assert!(plain.contains("export PHYTRACE_MODULES="));
+        assert!(!plain.contains("PHYTRACE_BTF"));
+        assert!(plain.trim_end().ends_with(r"'echo' 'a'\''b'"));
+        kernel.btf_file = Some(PathBuf::from("/cache/vmlinux.btf"));
+        assert!(script(&kernel).contains("export PHYTRACE_BTF='/cache/vmlinux.btf'\n"));
     }
 }

@@ -1,5 +1,6 @@
 //! Kernel memory as the programs read it: struct offsets set by the loader from vmlinux BTF
-//! (no CO-RE), reads through the checked helper, and typed views through `bpf_rdonly_cast`.
+//! (no CO-RE), reads through the checked helper, and typed views through `bpf_rdonly_cast`
+//! where the kernel has BTF of its own.
 
 use aya_ebpf::helpers::bpf_probe_read_kernel;
 use phytrace_common::KernelOffsets;
@@ -25,6 +26,21 @@ static OFFSETS: KernelOffsets = KernelOffsets {
     netdev_phydev: 0,
 };
 
+/// BTF id of `struct phy_device` in the kernel's BTF, set by the loader; 0 where the kernel
+/// has no BTF of its own (the types then come from a file, `--btf`).
+#[unsafe(no_mangle)]
+static PHY_DEVICE_TYPE: u32 = 0;
+
+/// The BTF id of `struct phy_device`, or `None` where the kernel has no BTF: then the verifier
+/// has nothing to check typed loads and task-local storage against, and the programs read
+/// with helpers and keep thread state by thread id. A constant to the verifier (read-only
+/// data), which verifies only the branch taken.
+pub(super) fn phy_device_type() -> Option<u32> {
+    // SAFETY: as in `offsets`.
+    let id = unsafe { core::ptr::read_volatile(&PHY_DEVICE_TYPE) };
+    (id != 0).then_some(id)
+}
+
 /// The struct offsets of the running kernel.
 pub(super) fn offsets() -> &'static KernelOffsets {
     // SAFETY: `OFFSETS` is a plain global the loader rewrites before load; hiding the pointer
@@ -36,7 +52,8 @@ pub(super) fn offsets() -> &'static KernelOffsets {
 /// `bpf_rdonly_cast(address, type)`: `address` as a pointer to the kernel struct of BTF id
 /// `type` (a constant), through which loads compile to checked direct loads instead of helper
 /// calls. The call is a kfunc call the loader completes with the kfunc's BTF id
-/// (`phytrace_common::KFUNC_CALL_PLACEHOLDER`); the verifier then replaces it by a move.
+/// (`phytrace_common::KFUNC_CALL_PLACEHOLDER`); the verifier then replaces it by a move. Only
+/// where [`phy_device_type`] is known.
 pub(super) fn kernel_struct(address: u64, r#type: u32) -> *const u8 {
     let cast: u64;
     // SAFETY: the instruction is a call with the BPF calling convention: arguments in r1 and

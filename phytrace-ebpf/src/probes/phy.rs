@@ -4,17 +4,10 @@
 use aya_ebpf::{macros::map, maps::PerCpuArray};
 use phytrace_common::{KernelOffsets, RawEvent};
 
-use super::{identity::send_phy_identity, kernel::kernel_struct};
-
-/// BTF id of `struct phy_device` in the kernel's BTF, set by the loader.
-#[unsafe(no_mangle)]
-static PHY_DEVICE_TYPE: u32 = 0;
-
-/// The BTF id of `struct phy_device`.
-fn phy_device_type() -> u32 {
-    // SAFETY: as in `kernel::offsets`.
-    unsafe { core::ptr::read_volatile(&PHY_DEVICE_TYPE) }
-}
+use super::{
+    identity::send_phy_identity,
+    kernel::{kernel_struct, phy_device_type, read_at},
+};
 
 /// Bytes of a `phy_device` read with one helper call: from its lowest field phytrace reads
 /// (rounded down to 8) on; the loader checks that the highest one ends within.
@@ -74,9 +67,23 @@ impl PhyStatus {
         ]
     }
 
-    /// Reads `phydev`'s status with direct loads (zeroes where they fault).
+    /// Reads `phydev`'s status (zeroes where the reads fault): with direct loads, or with
+    /// helper calls where the kernel has no BTF to check them against.
     pub(super) fn read(phydev: u64, off: &KernelOffsets) -> Self {
-        let device = kernel_struct(phydev, phy_device_type());
+        match phy_device_type() {
+            Some(r#type) => Self::load(phydev, r#type, off),
+            None => Self {
+                state: read_at(phydev, off.phy_state),
+                speed: read_at(phydev, off.phy_speed),
+                duplex: read_at(phydev, off.phy_duplex),
+                link: (read_at::<u8>(phydev, off.phy_link_byte) >> (off.phy_link_bit & 7)) & 1,
+            },
+        }
+    }
+
+    /// Reads `phydev`'s status with direct loads through its type `r#type`.
+    fn load(phydev: u64, r#type: u32, off: &KernelOffsets) -> Self {
+        let device = kernel_struct(phydev, r#type);
         // SAFETY: `kernel_struct` makes the loads ones the kernel checks: each is at a member
         // of `struct phy_device` of its size (the verifier checks that against BTF), and one
         // that faults reads zero.

@@ -1,9 +1,15 @@
-//! What each thread is in: its open callbacks and its MDIO access, in task-local storage.
+//! What each thread is in: its open callbacks and its MDIO access, in task-local storage (or,
+//! where the kernel has no BTF, in a hash by thread id).
 
-use aya_ebpf::helpers::bpf_get_current_pid_tgid;
+use aya_ebpf::{
+    bindings::BPF_NOEXIST,
+    helpers::bpf_get_current_pid_tgid,
+    macros::map,
+    maps::{Array, LruHashMap},
+};
 use phytrace_common::MAX_CALLBACK_DEPTH;
 
-use super::{callbacks::Frame, task_storage::TaskStorage};
+use super::{callbacks::Frame, kernel::phy_device_type, task_storage::TaskStorage};
 
 /// What one thread is in: its open callbacks (innermost last) and its MDIO access.
 #[derive(Clone, Copy)]
@@ -59,11 +65,39 @@ impl ThreadState {
 #[unsafe(export_name = "THREADS")]
 static THREADS: TaskStorage<ThreadState> = TaskStorage::new();
 
+/// Per-thread state where the kernel has no BTF, whose task-local storage the verifier cannot
+/// check: a hash by thread id, sized by the loader, the least recently used thread evicted.
+/// An entry outlives its thread until evicted; a thread that reuses its id finds that
+/// thread's state, whose frames its own returns do not match (they are told by stack pointer).
+#[map]
+static THREADS_BY_TID: LruHashMap<u32, ThreadState> = LruHashMap::with_max_entries(1, 0);
+
+/// The zeroed state a thread's entry in [`THREADS_BY_TID`] starts from (never written).
+#[map]
+static ZERO_THREAD: Array<ThreadState> = Array::with_max_entries(1, 0);
+
 /// This thread's state (created zeroed on first use).
 pub(super) fn thread_state() -> Option<&'static mut ThreadState> {
-    // SAFETY: the value is this task's, which only this task touches (programs of one task do
-    // not run concurrently with each other), and lives as long as the task.
-    THREADS.current().map(|state| unsafe { &mut *state })
+    let state = match phy_device_type() {
+        Some(_) => THREADS.current()?,
+        None => by_tid()?,
+    };
+    // SAFETY: the value is this thread's, which only this thread touches (programs of one
+    // thread do not run concurrently with each other), and lives as long as the thread (task
+    // storage) or until evicted (the hash, whose entries are preallocated: an evicted one is
+    // reused, never freed).
+    Some(unsafe { &mut *state })
+}
+
+/// This thread's entry in [`THREADS_BY_TID`], made from [`ZERO_THREAD`] on first use.
+fn by_tid() -> Option<*mut ThreadState> {
+    let tid = tid();
+    if let Some(state) = THREADS_BY_TID.get_ptr_mut(&tid) {
+        return Some(state);
+    }
+    let zero = ZERO_THREAD.get(0)?;
+    THREADS_BY_TID.insert(&tid, zero, BPF_NOEXIST.into()).ok()?;
+    THREADS_BY_TID.get_ptr_mut(&tid)
 }
 
 /// `index` masked into the frame array. The verifier needs a bound on the very register used

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::{
+    commands::BtfArgs,
     diagnose::checks::{self, Report, Status as CheckStatus},
     exit::{self, Status},
     output,
@@ -43,6 +44,8 @@ pub struct DoctorArgs {
     /// kernel.
     #[arg(long, value_name = "DIR")]
     pub module_tree: Option<PathBuf>,
+    #[command(flatten)]
+    pub btf: BtfArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -56,6 +59,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             .module_tree
             .clone()
             .unwrap_or_else(module_files::default_tree),
+        btf: args.btf.source(),
     });
     let out = match args.format {
         Format::Text => text(&report)?,

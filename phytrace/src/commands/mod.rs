@@ -14,7 +14,7 @@ pub mod tui;
 use std::path::PathBuf;
 
 use crate::probe::{
-    call_site_probes::CallbackChoice, kmsg::KmsgScope, mac_sites::MacChoice,
+    btf::BtfSource, call_site_probes::CallbackChoice, kmsg::KmsgScope, mac_sites::MacChoice,
     mdio_probes::MdioChoice, tracer::TracerOptions,
 };
 
@@ -65,6 +65,26 @@ pub struct FollowArgs {
     /// or `off`.
     #[arg(long, value_enum, default_value_t = KmsgScope::Related, value_name = "WHICH")]
     pub kmsg: KmsgScope,
+    #[command(flatten)]
+    pub btf: BtfArgs,
+}
+
+/// Where the kernel's types come from.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct BtfArgs {
+    /// BTF file of the running kernel, for a kernel built without BTF (no
+    /// /sys/kernel/btf/vmlinux): made from its vmlinux with `pahole --btf_encode_detached=FILE
+    /// vmlinux`. PHYs are then read with helper calls and MDIO accesses with kprobes, as
+    /// trampolines and typed reads need the kernel's own BTF. docs/kernels.md.
+    #[arg(long = "btf", value_name = "FILE", env = "PHYTRACE_BTF")]
+    pub file: Option<PathBuf>,
+}
+
+impl BtfArgs {
+    /// The source of the kernel's types these arguments name.
+    pub fn source(&self) -> BtfSource {
+        BtfSource::new(self.file.as_deref())
+    }
 }
 
 impl FollowArgs {
@@ -81,6 +101,7 @@ impl FollowArgs {
             max_active: self.max_active,
             callback_depth: self.callback_depth,
             kmsg: self.kmsg,
+            btf: self.btf.source(),
         }
     }
 }

@@ -6,13 +6,12 @@ use std::{collections::BTreeMap, fs, process::ExitCode};
 
 use anyhow::Result;
 
-use super::Format;
+use super::{BtfArgs, Format};
 use crate::{
     diagnose::survey::{MDIO_BUS_DEVICES, Survey},
     exit::{self, Failure, FailureKind, Status},
     output,
     probe::{
-        btf,
         callsites::{Discovery, MAC_OPS, OPS},
         mac_sites, symbols,
     },
@@ -141,6 +140,8 @@ pub struct ProbesArgs {
     /// that cannot be read is `{"unavailable": "why"}`).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    #[command(flatten)]
+    pub btf: BtfArgs,
 }
 
 /// Runs `phytrace probes`.
@@ -151,7 +152,7 @@ pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
             format!("reading {}: {err}", symbols::KALLSYMS),
         )
     })?;
-    let survey = Survey::take(&kallsyms, args.module.as_deref());
+    let survey = Survey::take(&kallsyms, &args.btf.source(), args.module.as_deref());
     let out = match args.format {
         Format::Text => text(&survey, args.module.as_deref())?,
         Format::Json => {
@@ -306,7 +307,7 @@ fn offsets_section(out: &mut String, survey: &Survey) -> Result<()> {
             return Ok(());
         }
     };
-    writeln!(out, "Struct offsets from {}:", btf::VMLINUX_BTF)?;
+    writeln!(out, "Struct offsets from {}:", survey.btf)?;
     writeln!(
         out,
         "  phy_device: mdio.bus +{} mdio.addr +{} phy_id +{} drv +{} state +{} speed +{} duplex +{} link +{}.{}",

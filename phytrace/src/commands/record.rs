@@ -109,7 +109,8 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             } => Some(serde_json::json!(Started::of(
                 tracer,
                 *attached_in,
-                &args.output
+                &args.output,
+                args.follow.btf.source().describe(),
             ))),
             Progress::MacSitesArmed(sites) => Some(serde_json::json!({
                 "status": "mac_sites_armed",
@@ -198,6 +199,7 @@ impl<'a> Finished<'a> {
 struct Started<'a> {
     arming: Vec<ArmingEntry>,
     attached_ms: u64,
+    btf: String,
     call_sites: usize,
     call_sites_cached: bool,
     callback_probes: Option<&'static str>,
@@ -209,10 +211,11 @@ struct Started<'a> {
 }
 
 impl<'a> Started<'a> {
-    fn of(tracer: &Tracer, attached_in: Duration, output: &'a Target) -> Self {
+    fn of(tracer: &Tracer, attached_in: Duration, output: &'a Target, btf: String) -> Self {
         Self {
             arming: tracer.arming(),
             attached_ms: attached_in.as_millis() as u64,
+            btf,
             call_sites: tracer.call_sites().map_or(0, |sites| sites.sites().count()),
             call_sites_cached: tracer.startup().call_sites.cached,
             callback_probes: tracer.callback_probes().map(|probes| probes.name()),

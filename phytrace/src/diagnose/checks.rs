@@ -121,6 +121,8 @@ pub struct Options {
     pub module: Option<String>,
     /// The module tree its file is read from.
     pub module_tree: PathBuf,
+    /// Where the kernel's types come from.
+    pub btf: btf::BtfSource,
 }
 
 /// Why the checks that need every one of `needed` are skipped: the first of them that failed.
@@ -132,7 +134,11 @@ fn blocker(needed: &[(&Check, &'static str)]) -> Option<&'static str> {
 }
 
 /// The check `name` run by `check`, or skipped because of `blocked`.
-fn unless(blocked: Option<&'static str>, name: &'static str, check: fn() -> Check) -> Check {
+fn unless(
+    blocked: Option<&'static str>,
+    name: &'static str,
+    check: impl FnOnce() -> Check,
+) -> Check {
     blocked.map_or_else(check, |why| Check::skipped(name, why))
 }
 
@@ -167,24 +173,27 @@ pub fn run_all(options: &Options) -> Report {
         (&kprobes, "no kprobes"),
         (&events, "no BPF on kprobes"),
     ]));
+    let btf = options.btf.load();
     let mut checks = vec![
         kernel_release(),
         lockdown(),
         privileged,
         perf,
         bpf,
-        btf_check(),
+        btf_check(&options.btf, &btf),
         tracefs(),
         kprobes,
         events,
     ];
-    let btf = btf::KernelBtf::running().ok();
+    let btf = btf.ok();
     let discovery = find_call_sites(btf.as_ref());
     checks.push(match kprobe_blocked {
         Some(why) => Check::skipped(CALLBACKS, why),
         None => callbacks(&discovery, btf.as_ref()),
     });
-    checks.push(unless(load_blocked, MDIO_PROBES, mdio_attach));
+    checks.push(unless(load_blocked, MDIO_PROBES, || {
+        mdio_attach(btf.as_ref())
+    }));
     let layout = btf
         .as_ref()
         .map(DriverLayout::from_btf)
@@ -318,36 +327,56 @@ fn perf_events(caps: u64, paranoid: Option<i32>) -> Check {
     }
     Check::ok(NAME, format!("kernel.perf_event_paranoid {level}"))
 }
-fn btf_check() -> Check {
+/// Where the kernel's types come from (`source`, read into `btf`) and what they give.
+fn btf_check(source: &btf::BtfSource, btf: &Result<btf::KernelBtf>) -> Check {
     const NAME: &str = "BTF (struct layouts)";
-    let path = Path::new(btf::VMLINUX_BTF);
-    if !path.exists() {
+    let kernel_has_btf = Path::new(btf::VMLINUX_BTF).exists();
+    if *source == btf::BtfSource::Kernel && !kernel_has_btf {
         return Check::fail(
             NAME,
-            format!(
-                "{} is missing: this kernel has no BTF, which phytrace's programs need to load \
-                 (the kernel resolves their kfunc bpf_rdonly_cast through its own BTF, so a BTF \
-                 file cannot stand in)",
-                path.display()
-            ),
-            "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+            btf::NO_KERNEL_BTF.to_owned(),
+            "pass --btf FILE, made with `pahole --btf_encode_detached=FILE vmlinux` from this \
+             kernel's vmlinux",
         );
     }
-    let result = btf::KernelBtf::open(path).and_then(|btf| Ok((btf.offsets()?, btf.phy_states()?)));
-    match result {
-        Ok((offsets, states)) => Check::ok(
+    let read = btf
+        .as_ref()
+        .map_err(|err| anyhow::anyhow!("{err:#}"))
+        .and_then(|btf| Ok((btf.offsets()?, btf.phy_states()?)));
+    let (offsets, states) = match read {
+        Ok(read) => read,
+        Err(err) => {
+            return Check::fail(
+                NAME,
+                format!("{err:#}"),
+                "phytrace needs the types of a kernel with CONFIG_PHYLIB",
+            );
+        }
+    };
+    let layout = format!(
+        "phy_device.state at +{}, mdio.addr at +{}; {} phy_state values",
+        offsets.phy_state,
+        offsets.phy_addr,
+        states.names.len()
+    );
+    match source {
+        btf::BtfSource::Kernel => Check::ok(NAME, format!("{}: {layout}", btf::VMLINUX_BTF)),
+        btf::BtfSource::File(path) if kernel_has_btf => Check::warn(
             NAME,
             format!(
-                "phy_device.state at +{}, mdio.addr at +{}; {} phy_state values",
-                offsets.phy_state,
-                offsets.phy_addr,
-                states.names.len()
+                "{}: {layout}; this kernel has BTF of its own, which gives the MDIO accessors \
+                 trampolines and PHY reads without helper calls",
+                path.display()
             ),
+            "leave out --btf",
         ),
-        Err(err) => Check::fail(
+        btf::BtfSource::File(path) => Check::ok(
             NAME,
-            format!("{err:#}"),
-            "phytrace needs a kernel with CONFIG_PHYLIB=y and BTF",
+            format!(
+                "{}: {layout} (this kernel has no BTF of its own: PHYs are read with helper \
+                 calls and MDIO accesses with kprobes)",
+                path.display()
+            ),
         ),
     }
 }
@@ -524,16 +553,19 @@ fn callbacks(discovery: &Result<Discovery>, btf: Option<&btf::KernelBtf>) -> Che
     }
 }
 
-/// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why.
-fn mdio_attach() -> Check {
+/// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why; `btf`:
+/// the kernel's types, as a session reads them.
+fn mdio_attach(btf: Option<&btf::KernelBtf>) -> Check {
     let mut notes = Vec::new();
-    let outcome = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF)).and_then(|btf| {
-        let mut ebpf = loader::load(&loader::LoadOptions {
-            types: btf.types()?,
-            ..loader::LoadOptions::new(4096, btf.offsets()?)
-        })?;
-        mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, &btf, &mut notes)
-    });
+    let outcome = btf
+        .context("the kernel's types cannot be read")
+        .and_then(|btf| {
+            let mut ebpf = loader::load(&loader::LoadOptions {
+                types: btf.types()?,
+                ..loader::LoadOptions::new(4096, btf.offsets()?)
+            })?;
+            mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, btf, &mut notes)
+        });
     match outcome {
         Ok(probes) => {
             let detail = format!(
@@ -545,8 +577,9 @@ fn mdio_attach() -> Check {
                     format!("; {}", notes.join("; "))
                 }
             );
-            let survey = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
-                .and_then(|btf| mdio_inlining::survey(&btf));
+            let survey = btf
+                .context("the kernel's types cannot be read")
+                .and_then(mdio_inlining::survey);
             match survey {
                 Ok((inlined, sites)) if !sites.is_empty() => Check::ok(
                     MDIO_PROBES,

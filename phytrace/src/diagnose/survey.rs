@@ -35,6 +35,8 @@ pub struct Survey {
     pub phys: Vec<BoundPhy>,
     /// The struct offsets and `enum phy_state` in the kernel's BTF, or why they cannot be read.
     pub offsets: Result<(KernelOffsets, PhyStates)>,
+    /// Where the kernel's types were read from.
+    pub btf: String,
 }
 
 /// An MDIO accessor and whether this kernel has it.
@@ -54,26 +56,28 @@ pub struct BoundPhy {
 }
 
 impl Survey {
-    /// Surveys this kernel, given the text of its kallsyms; `module`: only that driver
-    /// module's callbacks.
-    pub fn take(kallsyms: &str, module: Option<&str>) -> Self {
+    /// Surveys this kernel, given the text of its kallsyms and where its types come from;
+    /// `module`: only that driver module's callbacks.
+    pub fn take(kallsyms: &str, source: &btf::BtfSource, module: Option<&str>) -> Self {
         let callbacks = symbols::parse_kallsyms(kallsyms)
             .into_iter()
             .filter(|s| module.is_none_or(|m| s.module == m))
             .collect();
         let cache = cache::default_dir();
-        let call_sites = btf::KernelBtf::running()
+        let btf = source.load();
+        let btf = || btf.as_ref().map_err(|err| anyhow::anyhow!("{err:#}"));
+        let call_sites = btf()
             .and_then(|btf| {
-                let layout = Layout::from_btf(&btf)?;
+                let layout = Layout::from_btf(btf)?;
                 call_site_probes::find_with(&layout, cache.as_deref(), Some(kallsyms))
             })
             .map(|((discovery, _), reader)| (discovery, reader.is_none()));
         let built_in =
             ModuleTree::read(&module_files::default_tree()).is_built_in(mac_sites::MODULE);
-        let mac_sites = btf::KernelBtf::running().and_then(|btf| {
+        let mac_sites = btf().and_then(|btf| {
             let home = mac_sites::home(built_in)?
                 .context("phylink is not loaded: its MAC call sites are found when it loads")?;
-            mac_sites::find(&btf, home)
+            mac_sites::find(btf, home)
         });
         let accessors = mdio_probes::ACCESSORS
             .iter()
@@ -83,8 +87,7 @@ impl Survey {
                 present: in_kallsyms(kallsyms, name),
             })
             .collect();
-        let offsets = btf::KernelBtf::open(Path::new(btf::VMLINUX_BTF))
-            .and_then(|b| Ok((b.offsets()?, b.phy_states()?)));
+        let offsets = btf().and_then(|b| Ok((b.offsets()?, b.phy_states()?)));
         Self {
             callbacks,
             call_sites,
@@ -92,6 +95,7 @@ impl Survey {
             accessors,
             phys: bound_phys(),
             offsets,
+            btf: source.describe(),
         }
     }
 }

@@ -7,7 +7,10 @@
 //! (`btf/reader.rs`) indexes the blob in one pass, and the look-ups here decode only the types
 //! they walk through.
 
-use std::{fs, path::Path};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use phytrace_common::KernelOffsets;
@@ -46,7 +49,10 @@ const WANTED: &[&str] = &[
     "bpf_rdonly_cast",
 ];
 
-/// The kernel's BTF ids that the eBPF programs need.
+/// The kernel's BTF ids that the eBPF programs need; zeros where the kernel has no BTF of its
+/// own (`--btf FILE`): the programs then read PHYs with helper calls and keep each thread's
+/// state in a hash by thread id, as the verifier checks typed loads and task-local storage
+/// against the kernel's own BTF.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelTypes {
     /// `struct phy_device`, which the programs read their PHY's status through.
@@ -55,13 +61,64 @@ pub struct KernelTypes {
     pub rdonly_cast: u32,
 }
 
+/// Why a kernel without BTF needs `--btf FILE`, and how to make one.
+pub const NO_KERNEL_BTF: &str = "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing, \
+     CONFIG_DEBUG_INFO_BTF is off): give phytrace its types with `--btf FILE`, made from the \
+     kernel's vmlinux with `pahole --btf_encode_detached=FILE vmlinux` (it needs \
+     CONFIG_DEBUG_INFO), or boot a kernel built with CONFIG_DEBUG_INFO_BTF=y";
+
 /// How many anonymous structs and unions one member look-up may search before the BTF is taken
 /// for malformed (nested in a loop, say).
 const MAX_ANONYMOUS: u32 = 256;
 
+/// Where phytrace reads the kernel's types from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum BtfSource {
+    /// The kernel's own BTF (CONFIG_DEBUG_INFO_BTF).
+    #[default]
+    Kernel,
+    /// A BTF file made for a kernel built without BTF (`--btf FILE`: `pahole
+    /// --btf_encode_detached` on its vmlinux, or a BTFHub file).
+    File(PathBuf),
+}
+
+impl BtfSource {
+    /// `--btf`'s value: the file if one was given, else the kernel's own.
+    pub fn new(file: Option<&Path>) -> Self {
+        file.map_or(Self::Kernel, |file| Self::File(file.to_owned()))
+    }
+
+    /// The kernel's BTF from this source.
+    pub fn load(&self) -> Result<KernelBtf> {
+        match self {
+            Self::Kernel => KernelBtf::running(),
+            Self::File(path) => Ok(KernelBtf {
+                from_kernel: false,
+                ..KernelBtf::open(path).map_err(|err| {
+                    super::error::ProbeError::bad_option(format!(
+                        "--btf {}: {err:#}",
+                        path.display()
+                    ))
+                })?
+            }),
+        }
+    }
+
+    /// Where the types come from, as the user named it.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Kernel => VMLINUX_BTF.to_owned(),
+            Self::File(path) => path.display().to_string(),
+        }
+    }
+}
+
 /// The kernel's BTF, with the look-ups phytrace needs.
 pub struct KernelBtf {
     btf: Btf,
+    /// The kernel's own (its ids are those the kernel resolves trampolines and kfuncs by), not
+    /// a file made for it.
+    from_kernel: bool,
 }
 
 /// A member's place in its struct: byte offset and, for bitfields, the bit inside that byte.
@@ -93,12 +150,7 @@ impl KernelBtf {
         match object::vmlinux() {
             Ok(data) => Self::parse(data).context("reading the kernel's BTF object"),
             Err(_) if !Path::new(VMLINUX_BTF).exists() => {
-                Err(super::error::ProbeError::unavailable(format!(
-                    "this kernel has no BTF ({VMLINUX_BTF} is missing): phytrace's programs read \
-                     PHYs through the kfunc bpf_rdonly_cast, which the kernel resolves through its \
-                     own BTF; boot a kernel built with CONFIG_DEBUG_INFO_BTF=y"
-                ))
-                .into())
+                Err(super::error::ProbeError::unavailable(NO_KERNEL_BTF).into())
             }
             Err(_) => Self::open(Path::new(VMLINUX_BTF)),
         }
@@ -129,6 +181,7 @@ impl KernelBtf {
     pub fn with_split(&self, split: &[u8]) -> Result<Self> {
         Ok(Self {
             btf: self.btf.with_split(split, WANTED)?,
+            from_kernel: self.from_kernel,
         })
     }
 
@@ -136,6 +189,7 @@ impl KernelBtf {
     fn parse(data: Vec<u8>) -> Result<Self> {
         Ok(Self {
             btf: Btf::parse(data, WANTED)?,
+            from_kernel: true,
         })
     }
 
@@ -154,8 +208,14 @@ impl KernelBtf {
     }
 
     /// The BTF id of the kernel function `name` (one of [`WANTED`]), which a BPF trampoline
-    /// attaches to.
+    /// attaches to and a kfunc is called by: only the kernel's own BTF has the kernel's ids.
     pub fn function_id(&self, name: &str) -> Result<u32> {
+        if !self.from_kernel {
+            bail!(
+                "`{name}` is resolved through the kernel's own BTF, which this kernel does not \
+                 have (the types come from --btf)"
+            );
+        }
         for &id in self.btf.named(name) {
             if self.btf.get(id)?.kind == FUNC {
                 return Ok(id);
@@ -300,8 +360,11 @@ impl KernelBtf {
         })
     }
 
-    /// The BTF ids the eBPF programs need.
+    /// The BTF ids the eBPF programs need (zeros without the kernel's own BTF).
     pub fn types(&self) -> Result<KernelTypes> {
+        if !self.from_kernel {
+            return Ok(KernelTypes::default());
+        }
         Ok(KernelTypes {
             phy_device: self.struct_named("phy_device")?.id,
             rdonly_cast: self.function_id("bpf_rdonly_cast").context(

@@ -3,7 +3,9 @@
 //! A kfunc is called by its BTF id in the kernel's BTF, which differs from build to build.
 //! aya 0.14 cannot link calls to kfuncs, so the programs are built with a placeholder call
 //! instruction (`phytrace_common::KFUNC_CALL_PLACEHOLDER`) and the loader writes the id into
-//! a copy of the object before aya reads it.
+//! a copy of the object before aya reads it. A kernel without BTF has no kfuncs at all: there
+//! the call becomes the move the verifier itself would make of `bpf_rdonly_cast`, and the
+//! programs read through helpers instead (`KernelTypes`).
 
 use anyhow::{Context as _, Result, bail};
 use object::{Object as _, ObjectSection as _, SectionKind};
@@ -11,6 +13,9 @@ use phytrace_common::KFUNC_CALL_PLACEHOLDER;
 
 /// Size of one BPF instruction.
 const INSN: usize = 8;
+
+/// `r0 = r1` (BPF_ALU64 | BPF_MOV | BPF_X, dst r0, src r1): `bpf_rdonly_cast`'s result.
+const MOVE_R1_TO_R0: [u8; INSN] = [0xbf, 0x10, 0, 0, 0, 0, 0, 0];
 
 /// An ELF object in memory aligned for parsing (aya reads its headers in place).
 pub struct AlignedObject {
@@ -44,9 +49,10 @@ impl AlignedObject {
     }
 }
 
-/// `object` with every placeholder kfunc call made a call to the kfunc of BTF id `kfunc`.
-/// Returns the copy and how many calls it completed.
-pub fn complete(object: &[u8], kfunc: u32) -> Result<(AlignedObject, usize)> {
+/// `object` with every placeholder kfunc call made a call to `bpf_rdonly_cast`, of BTF id
+/// `rdonly_cast` in the kernel's BTF, or (`None`: the kernel has no BTF) a move of its first
+/// argument to its result. Returns the copy and how many calls it completed.
+pub fn complete(object: &[u8], rdonly_cast: Option<u32>) -> Result<(AlignedObject, usize)> {
     let mut code = Vec::new();
     {
         let elf = object::File::parse(object).context("reading phytrace's eBPF object")?;
@@ -68,7 +74,10 @@ pub fn complete(object: &[u8], kfunc: u32) -> Result<(AlignedObject, usize)> {
         };
         for insn in section.chunks_exact_mut(INSN) {
             if *insn == placeholder {
-                insn[4..].copy_from_slice(&kfunc.to_le_bytes());
+                match rdonly_cast {
+                    Some(id) => insn[4..].copy_from_slice(&id.to_le_bytes()),
+                    None => insn.copy_from_slice(&MOVE_R1_TO_R0),
+                }
                 completed += 1;
             }
         }
@@ -88,7 +97,7 @@ mod tests {
         if OBJECT.is_empty() {
             return;
         }
-        let (copy, completed) = complete(OBJECT, 0x1234_5678).unwrap();
+        let (copy, completed) = complete(OBJECT, Some(0x1234_5678)).unwrap();
         assert!(completed > 0, "the object makes no kfunc call");
         let placeholder = KFUNC_CALL_PLACEHOLDER.to_le_bytes();
         let mut changed = 0;
@@ -106,5 +115,25 @@ mod tests {
         }
         assert_eq!(changed, completed);
         assert!(object::File::parse(copy.bytes()).is_ok());
+    }
+
+    #[test]
+    fn without_kernel_btf_each_placeholder_call_becomes_a_move() {
+        if OBJECT.is_empty() {
+            return;
+        }
+        let (copy, completed) = complete(OBJECT, None).unwrap();
+        assert!(completed > 0, "the object makes no kfunc call");
+        let placeholder = KFUNC_CALL_PLACEHOLDER.to_le_bytes();
+        let moved = OBJECT
+            .chunks(INSN)
+            .zip(copy.bytes().chunks(INSN))
+            .filter(|(old, new)| old != new)
+            .inspect(|(old, new)| {
+                assert_eq!(*old, placeholder);
+                assert_eq!(*new, MOVE_R1_TO_R0);
+            })
+            .count();
+        assert_eq!(moved, completed);
     }
 }

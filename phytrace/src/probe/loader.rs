@@ -22,7 +22,7 @@ pub struct LoadOptions {
     pub ring_size: u32,
     /// Struct offsets from BTF.
     pub offsets: KernelOffsets,
-    /// BTF ids (zero: unknown; the programs that read a PHY's status then cannot load).
+    /// BTF ids (zeros: the kernel has no BTF of its own; the programs read with helpers).
     pub types: KernelTypes,
     /// Process the self-test probe reports on (0: none).
     pub selftest_tgid: u32,
@@ -42,6 +42,11 @@ impl LoadOptions {
         }
     }
 }
+
+/// Threads whose state the programs keep at once where the kernel has no BTF (a hash by
+/// thread id, the least recently used evicted), far more than phylib's workers and the MDIO
+/// users of any board.
+const THREADS_WITHOUT_BTF: u32 = 8192;
 
 /// Bytes the eBPF programs read at once from a `phy_device`: all they read of it (`VIEW` in
 /// phytrace-ebpf).
@@ -96,13 +101,20 @@ pub fn load(options: &LoadOptions) -> anyhow::Result<Ebpf> {
         ))
         .into());
     }
-    let (object, _) = kfunc_calls::complete(EBPF_OBJECT, options.types.rdonly_cast)?;
+    let kernel_btf = options.types != KernelTypes::default();
+    let (object, _) =
+        kfunc_calls::complete(EBPF_OBJECT, kernel_btf.then_some(options.types.rdonly_cast))?;
     EbpfLoader::new()
         .override_global("OFFSETS", &options.offsets, true)
         .override_global("PHY_DEVICE_TYPE", &options.types.phy_device, true)
         .override_global("SELFTEST_TGID", &options.selftest_tgid, true)
         .override_global("CALLBACK_DEPTH", &options.callback_depth, true)
         .map_max_entries("EVENTS", options.ring_size)
+        // Thread state by thread id, where task-local storage is not there for want of BTF.
+        .map_max_entries(
+            "THREADS_BY_TID",
+            if kernel_btf { 1 } else { THREADS_WITHOUT_BTF },
+        )
         // The per-thread state is task-local storage, a map type aya 0.14 creates but does
         // not wrap (the programs alone use it).
         .allow_unsupported_maps()

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::diagnose::survey::Survey;
 use crate::event::PhyState;
 use crate::probe::callsites::{CallSite, Discovery, MAC_OPS, OPS};
-use crate::probe::{btf, mac_sites};
+use crate::probe::mac_sites;
 
 /// The document's schema: a field's change of meaning or removal bumps it.
 pub const SCHEMA: &str = "phytrace-probes/1";
@@ -27,7 +27,7 @@ pub struct Probes<'a> {
     /// The PHY devices on MDIO buses and their drivers.
     phys: Vec<Phy<'a>>,
     /// The struct offsets and `enum phy_state` of the kernel's BTF.
-    offsets: Part<Offsets>,
+    offsets: Part<Offsets<'a>>,
 }
 
 impl<'a> Probes<'a> {
@@ -74,7 +74,7 @@ impl<'a> Probes<'a> {
                 })
                 .collect(),
             offsets: Part::of(&survey.offsets, |(offsets, states)| {
-                Offsets::of(offsets, states.to_list())
+                Offsets::of(&survey.btf, offsets, states.to_list())
             }),
         }
     }
@@ -227,8 +227,8 @@ struct Phy<'a> {
 
 /// The struct offsets phytrace reads, by struct, and `enum phy_state`.
 #[derive(Serialize)]
-struct Offsets {
-    btf: &'static str,
+struct Offsets<'a> {
+    btf: &'a str,
     phy_device: PhyDevice,
     phy_driver: PhyDriver,
     mii_bus: MiiBus,
@@ -236,10 +236,10 @@ struct Offsets {
     phy_states: Vec<PhyState>,
 }
 
-impl Offsets {
-    fn of(o: &KernelOffsets, phy_states: Vec<PhyState>) -> Self {
+impl<'a> Offsets<'a> {
+    fn of(btf: &'a str, o: &KernelOffsets, phy_states: Vec<PhyState>) -> Self {
         Self {
-            btf: btf::VMLINUX_BTF,
+            btf,
             phy_device: PhyDevice {
                 mdio_bus: o.phy_bus,
                 mdio_addr: o.phy_addr,
@@ -401,6 +401,7 @@ mod tests {
                     names: vec![(0, "DOWN".into()), (5, "RUNNING".into())],
                 },
             )),
+            btf: "/sys/kernel/btf/vmlinux".into(),
         }
     }
 

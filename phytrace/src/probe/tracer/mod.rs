@@ -24,7 +24,7 @@ pub use drain::{POLL_INTERVAL, Sink};
 pub use start::StartupTimings;
 
 use super::{
-    btf,
+    btf::{self, BtfSource},
     call_site_probes::{CallSiteProbes, CallbackChoice, CallbackProbes},
     driver_probes::DriverProbes,
     kmsg::{Kmsg, KmsgScope},
@@ -64,6 +64,8 @@ pub struct TracerOptions {
     pub callback_depth: Option<u32>,
     /// Which kernel messages to take.
     pub kmsg: KmsgScope,
+    /// Where the kernel's types come from.
+    pub btf: BtfSource,
 }
 
 /// A running tracing session.

@@ -143,7 +143,7 @@ impl Tracer {
             .name("phytrace-kmsg".into())
             .spawn(move || Kmsg::start(kmsg_scope, &kmsg_modules))
             .context("starting a thread")?;
-        let kernel_btf = btf::KernelBtf::running()?;
+        let kernel_btf = options.btf.load()?;
         let offsets = kernel_btf.offsets()?;
         let types = kernel_btf.types()?;
         let states = kernel_btf.phy_states()?;
