@@ -5,7 +5,7 @@
 # doctor's BTF check says so; elsewhere the file is a copy of the kernel's own BTF, and doctor
 # says to leave it out. With the file, doctor can trace, and record traces the C driver from its
 # load: MDIO through kprobes, exactly the simulator's accesses; callbacks at call sites; each
-# PHY's state and link, read with helper calls, as the simulator and sysfs have them.
+# PHY's state and link, read with helper calls, as phylib's state machine and sysfs have them.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
@@ -28,7 +28,7 @@ else
     printf '%s\n' "$out" >"$json"
     expect_eq "doctor without --btf: exit status" 3 "$status"
     expect_eq "doctor without --btf: $btf_check" fail "$(status_of "$json" "$btf_check")"
-    run_status env -u PHYTRACE_BTF "$PHYTRACE_BIN" record -o "$PHYTRACE_OUT/no-btf.ptrace" --duration 1
+    run_status env -u PHYTRACE_BTF "$PHYTRACE_BIN" record -o "$PHYTRACE_OUT/no-btf.ptrace" --duration 1s
     printf '%s\n' "$out"
     expect_eq "record without --btf: exit status" 3 "$status"
     ok "without a BTF file, doctor and record refuse (exit 3)"
@@ -67,10 +67,16 @@ capture_expect "$cap.json" 'exactly_once("phy_sim-0"; $addr; $counters)' --argjs
 capture_expect "$cap.json" no_loss
 capture_expect "$cap.json" 'all_returned("phy_sim-0"; $addr; 3)' --argjson addr "$addr"
 
-# The last read_status before the link went down saw what sysfs and the simulator saw then.
-seen=$(jq -rs --argjson addr "$addr" '[.[] | select(.phy.bus == "phy_sim-0" and .phy.addr == $addr
-        and .kind == "callback_exit" and .callback.name == "read_status" and .link.up)] | last
+# The PHY's state at each callback, read with helper calls, walks phylib's state machine: READY
+# from probe to phy_start, UP until read_status finds the link (at 100/full, as sysfs had it),
+# RUNNING from then on, HALTED once phy_stop took the link down.
+states=$(jq -rs --argjson addr "$addr" '[.[] | select(.phy.bus == "phy_sim-0" and .phy.addr == $addr
+        and .kind == "callback_enter") | .state.name]
+    | reduce .[] as $s ([]; if last == $s then . else . + [$s] end) | join(" ")' "$cap.json")
+expect_eq "states read with helper calls" "READY UP RUNNING HALTED" "$states"
+found=$(jq -rs --argjson addr "$addr" '[.[] | select(.phy.bus == "phy_sim-0" and .phy.addr == $addr
+        and .kind == "callback_exit" and .callback.name == "read_status" and .link.up)] | first
     | "\(.state_after.name) \(.link.speed)/\(.link.duplex)"' "$cap.json")
-expect_eq "state and link read with helper calls" "RUNNING 100/full" "$seen"
-ok "read_status saw RUNNING at 100/full, as sysfs had the link"
+expect_eq "the read_status that found the link" "UP 100/full" "$found"
+ok "the state walked READY, UP, RUNNING, HALTED; read_status found the link at 100/full"
 assert_clean_dmesg c

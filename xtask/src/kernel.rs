@@ -75,6 +75,8 @@ pub struct Kernel {
     pub name: &'static str,
     /// The BTF file made for a kernel built without BTF (the guest's `PHYTRACE_BTF_FILE`).
     pub btf_file: Option<PathBuf>,
+    /// The lockdown mode it boots with (`lockdown=MODE`), if any.
+    pub lockdown: Option<&'static str>,
 }
 
 impl Kernel {
@@ -88,6 +90,7 @@ impl Kernel {
             modules: crate::modules::dir(arch),
             name: "ours",
             btf_file: None,
+            lockdown: None,
         }
     }
 
@@ -103,6 +106,8 @@ impl Kernel {
             modules: paths::target().join("modules-stock"),
             name: "stock",
             btf_file: None,
+            // As Secure Boot runs Debian's kernel (LOCK_DOWN_IN_EFI_SECURE_BOOT).
+            lockdown: Some("integrity"),
         })
     }
 

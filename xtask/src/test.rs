@@ -259,8 +259,31 @@ fn stock_suite(args: &TestArgs) -> Result<()> {
         "tests/stock/run.sh",
         "stock kernel",
         "booting Debian's 7.3.4 (unmodified)",
-    )
+    )?;
+    // The lockdown test once more, in a boot under the mode that refuses tracing.
+    if args
+        .filter
+        .as_deref()
+        .is_none_or(|filter| filter.contains(LOCKDOWN_TEST))
+    {
+        let confidential = kernel::Kernel {
+            lockdown: Some("confidentiality"),
+            ..kernel
+        };
+        boot_suite(
+            &confidential,
+            &args.vm,
+            Some(LOCKDOWN_TEST),
+            "tests/stock/run.sh",
+            "stock kernel, lockdown=confidentiality",
+            "booting Debian's 7.3.4 with lockdown=confidentiality",
+        )?;
+    }
+    Ok(())
 }
+
+/// The stock test that checks the boot's lockdown mode (`tests/stock/99-lockdown.sh`).
+const LOCKDOWN_TEST: &str = "lockdown";
 
 /// The VM suite on 7.3 built from source (built and cached on first use).
 fn source73_suite(args: &TestArgs) -> Result<()> {

@@ -475,13 +475,9 @@ fn qemu_command(
              PHYTRACE_VM_OUT={} PHYTRACE_VM_RUN={} PHYTRACE_VM_KEEP={} PHYTRACE_VM_MODULES={} \
              PHYTRACE_VM_KERNEL={}",
         arch.console(),
-        // Debian's kernel as Secure Boot runs it: locked down for integrity
-        // (LOCK_DOWN_IN_EFI_SECURE_BOOT); tests/stock/99-lockdown-confidentiality.sh checks it.
-        if kernel.stock.is_some() {
-            "lockdown=integrity "
-        } else {
-            ""
-        },
+        kernel
+            .lockdown
+            .map_or(String::new(), |mode| format!("lockdown={mode} ")),
         match arch {
             Arch::X86_64 => format!(
                 "reboot=t tsc=reliable no_timer_check {}",
