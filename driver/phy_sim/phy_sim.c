@@ -24,6 +24,15 @@
  *    partner supports the forced speed.
  *  - BMSR.LSTATUS is latched low: any link loss reads as down once.
  *  - Power-down and isolate: no link.
+ *
+ * Clause 45 (the QT2025, a 10G PHY with an on-chip CPU whose firmware is
+ * loaded over MDIO): PMA/PMD, PCS and PHY XS answer with the QT2025's ID,
+ * devices-in-package and 10GBASE-R abilities; the hardware revision in
+ * 1.0xD001; 24 KiB of CPU SRAM at 3.0x8000-0xBFFF and 4.0x8000-0x9FFF that
+ * keeps each written byte; the link comes up (STAT1.LSTATUS, latched low, in
+ * all three MMDs) once the CPU runs from SRAM (3.0xE854 = 0x0040 with the
+ * CPU out of reset, 1.0xC300 bit 1) and the cable is in.  Clause 22 reads
+ * of it answer 0xffff, as no Clause 22 PHY is there.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -34,6 +43,7 @@
 #include <linux/kthread.h>
 #include <linux/math64.h>
 #include <linux/ktime.h>
+#include <linux/mdio.h>
 #include <linux/mii.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -65,7 +75,11 @@
 
 static char *phys = "ax88772a@1,ax88772c@2,ax88796b@3";
 module_param(phys, charp, 0444);
-MODULE_PARM_DESC(phys, "PHYs as MODEL@ADDR[,MODEL@ADDR...]; MODEL is ax88772a, ax88772c or ax88796b (default: one of each at 1, 2, 3)");
+MODULE_PARM_DESC(phys, "PHYs as MODEL@ADDR[,MODEL@ADDR...]; MODEL is ax88772a, ax88772c, ax88796b or qt2025 (Clause 45) (default: one of each Asix at 1, 2, 3)");
+
+static unsigned int qt2025_hw_rev = 0xb301;
+module_param(qt2025_hw_rev, uint, 0444);
+MODULE_PARM_DESC(qt2025_hw_rev, "the QT2025's hardware revision in 1.0xD001 (default 0xb301; its driver takes only 0xb3xx)");
 
 static unsigned int aneg_delay_ms = 100;
 module_param(aneg_delay_ms, uint, 0444);
@@ -83,12 +97,14 @@ struct sim_model {
 	const char *name;
 	const char *key;
 	u32 id;
+	bool c45;		/* Clause 45 only: the QT2025 model */
 };
 
 static const struct sim_model sim_models[] = {
 	{ "AX88772A", "ax88772a", 0x003b1861 },
 	{ "AX88772C", "ax88772c", 0x003b1881 },
 	{ "AX88796B", "ax88796b", 0x003b1841 },
+	{ "QT2025", "qt2025", 0x0043a400, true },
 };
 
 static const char *const sim_reg_names[SIM_NREGS] = {
@@ -107,6 +123,41 @@ struct sim_counters {
 	u64 reads[SIM_NREGS], writes[SIM_NREGS];
 	u64 rd_err[SIM_NREGS], wr_err[SIM_NREGS];
 	u64 resets, resets_ignored, aneg_restarts;
+};
+
+/* The QT2025's CPU SRAM: 16 KiB at 3.0x8000-0xBFFF, then 8 KiB at 4.0x8000-0x9FFF. */
+#define QT2025_SRAM_PCS		(16 * 1024)
+#define QT2025_SRAM_XS		(8 * 1024)
+#define QT2025_SRAM_BASE	0x8000
+#define QT2025_HW_REV		0xd001	/* PMA/PMD */
+#define QT2025_MICRO_RESETN	0xc300	/* PMA/PMD; bit 1: the CPU runs */
+#define QT2025_CPU_BOOT		0xe854	/* PCS; 0x00c0 boot ROM, 0x0040 SRAM */
+#define QT2025_BOOT_SRAM	0x0040
+#define SIM_C45_REGS		64	/* registers counted and stored one by one */
+#define SIM_C45_RULES		8	/* error injection rules */
+
+/* A Clause 45 register other than the SRAM: its value and its accesses. */
+struct sim_c45_reg {
+	u8 devad;
+	u16 reg;
+	u16 val;
+	u64 reads, writes, rd_err, wr_err;
+};
+
+struct sim_c45_rule {
+	u8 devad;
+	u16 reg;
+	struct sim_inject in;
+};
+
+struct sim_c45 {
+	struct sim_c45_reg regs[SIM_C45_REGS];
+	int nregs;
+	u64 other_reads, other_writes;	/* beyond SIM_C45_REGS distinct registers */
+	u8 sram[QT2025_SRAM_PCS + QT2025_SRAM_XS];
+	u64 sram_reads[2], sram_writes[2], sram_rd_err[2], sram_wr_err[2];
+	struct sim_c45_rule rules[SIM_C45_RULES];
+	struct debugfs_blob_wrapper sram_blob;
 };
 
 struct sim_load {
@@ -163,6 +214,7 @@ struct sim_phy {
 	struct delayed_work kick_work;
 	struct sim_inject inj[SIM_NREGS];
 	struct sim_counters cnt;
+	struct sim_c45 *c45;	/* Clause 45 models only */
 
 	struct mutex ctl;	/* load generator */
 	struct sim_load load;
@@ -202,12 +254,32 @@ static u16 sim_best_mode(u16 common)
 	return 0;
 }
 
-/* Link state now; *mode is the ADVERTISE_* bit of the resolved mode. */
+static struct sim_c45_reg *sim_c45_find(struct sim_phy *p, int devad, u16 reg, bool add);
+
+/* Whether the QT2025's CPU is out of reset and runs the firmware from SRAM. */
+static bool sim_c45_firmware_runs(struct sim_phy *p)
+{
+	struct sim_c45_reg *resetn = sim_c45_find(p, MDIO_MMD_PMAPMD, QT2025_MICRO_RESETN, false);
+	struct sim_c45_reg *boot = sim_c45_find(p, MDIO_MMD_PCS, QT2025_CPU_BOOT, false);
+
+	return resetn && (resetn->val & 0x2) && boot && boot->val == QT2025_BOOT_SRAM;
+}
+
+/* The QT2025's link: the firmware runs, the cable is in, training is done. */
+static bool sim_c45_link(struct sim_phy *p, ktime_t now)
+{
+	return p->plugged && sim_c45_firmware_runs(p) &&
+	       !ktime_before(now, ktime_add_ms(p->train_start, p->aneg_delay_ms));
+}
+
+/* Link state now; *mode is the ADVERTISE_* bit of the resolved mode (0 for Clause 45). */
 static bool sim_link(struct sim_phy *p, ktime_t now, u16 *mode)
 {
 	u16 common;
 
 	*mode = 0;
+	if (p->model->c45)
+		return sim_c45_link(p, now);
 	if (!p->plugged || p->in_reset || (p->bmcr & (BMCR_PDOWN | BMCR_ISOLATE)))
 		return false;
 	if (ktime_before(now, ktime_add_ms(p->train_start, p->aneg_delay_ms)))
@@ -394,6 +466,151 @@ static int sim_inject_check(struct sim_phy *p, int reg, bool write)
 	return in->err;
 }
 
+/* --- Clause 45: the QT2025 (p->lock held) --- */
+
+#define QT2025_MMDS	(MDIO_DEVS_PMAPMD | MDIO_DEVS_PCS | MDIO_DEVS_PHYXS)
+
+static bool sim_c45_present(int devad)
+{
+	return devad < 32 && (QT2025_MMDS & BIT(devad));
+}
+
+/* Which SRAM byte DEVAD.REG is (0..24 KiB), or -1. */
+static int sim_c45_sram(int devad, u16 reg)
+{
+	if (reg < QT2025_SRAM_BASE)
+		return -1;
+	if (devad == MDIO_MMD_PCS && reg < QT2025_SRAM_BASE + QT2025_SRAM_PCS)
+		return reg - QT2025_SRAM_BASE;
+	if (devad == MDIO_MMD_PHYXS && reg < QT2025_SRAM_BASE + QT2025_SRAM_XS)
+		return QT2025_SRAM_PCS + reg - QT2025_SRAM_BASE;
+	return -1;
+}
+
+/* The register's slot; with @add, a new one (0 until written) if there is room. */
+static struct sim_c45_reg *sim_c45_find(struct sim_phy *p, int devad, u16 reg, bool add)
+{
+	struct sim_c45 *c = p->c45;
+	int i;
+
+	for (i = 0; i < c->nregs; i++)
+		if (c->regs[i].devad == devad && c->regs[i].reg == reg)
+			return &c->regs[i];
+	if (!add || c->nregs == SIM_C45_REGS)
+		return NULL;
+	c->regs[c->nregs] = (struct sim_c45_reg){ .devad = devad, .reg = reg };
+	return &c->regs[c->nregs++];
+}
+
+/* Stored registers with a value at power-up: 10G speed selected, 10GBASE-SR. */
+static void sim_c45_defaults(struct sim_phy *p)
+{
+	sim_c45_find(p, MDIO_MMD_PMAPMD, MDIO_CTRL1, true)->val = MDIO_CTRL1_SPEED10G;
+	sim_c45_find(p, MDIO_MMD_PMAPMD, MDIO_CTRL2, true)->val = MDIO_PMA_CTRL2_10GBSR;
+	sim_c45_find(p, MDIO_MMD_PCS, MDIO_CTRL1, true)->val = MDIO_CTRL1_SPEED10G;
+}
+
+/* STAT1 of a present MMD: LSTATUS latched low (a read clears the latch), FAULT while down. */
+static u16 sim_c45_stat1(struct sim_phy *p, bool up, bool peek)
+{
+	u16 v = up && !p->lfail ? MDIO_STAT1_LSTATUS : MDIO_STAT1_FAULT;
+
+	if (!peek)
+		p->lfail = false;
+	return v;
+}
+
+static u16 sim_c45_reg_read(struct sim_phy *p, int devad, u16 reg, bool peek)
+{
+	struct sim_c45_reg *r;
+	int sram;
+	u16 mode;
+	bool up;
+
+	if (!sim_c45_present(devad))
+		return 0xffff;	/* no such MMD: nothing drives the data line */
+	up = sim_sync(p, ktime_get(), &mode);
+	sram = sim_c45_sram(devad, reg);
+	if (sram >= 0)
+		return p->c45->sram[sram];
+	switch (reg) {
+	case MDIO_STAT1:
+		return sim_c45_stat1(p, up, peek);
+	case MII_PHYSID1:
+		return p->model->id >> 16;
+	case MII_PHYSID2:
+		return p->model->id & 0xffff;
+	case MDIO_DEVS1:
+		return QT2025_MMDS;
+	case MDIO_DEVS2:
+		return 0;
+	}
+	switch (devad) {
+	case MDIO_MMD_PMAPMD:
+		if (reg == MDIO_SPEED)
+			return MDIO_SPEED_10G;
+		if (reg == MDIO_STAT2)
+			return MDIO_STAT2_DEVPRST_VAL | MDIO_PMA_STAT2_10GBSR |
+			       MDIO_PMA_STAT2_10GBLR;
+		if (reg == QT2025_HW_REV)
+			return qt2025_hw_rev;
+		break;
+	case MDIO_MMD_PCS:
+		if (reg == MDIO_STAT2)
+			return MDIO_STAT2_DEVPRST_VAL | MDIO_PCS_STAT2_10GBR;
+		if (reg == MDIO_PCS_10GBRT_STAT1)
+			/* block lock, and bit 12: the receive link is up */
+			return up ? MDIO_PCS_10GBRT_STAT1_BLKLK | 0x1000 : 0;
+		break;
+	case MDIO_MMD_PHYXS:
+		if (reg == MDIO_STAT2)
+			return MDIO_STAT2_DEVPRST_VAL;
+		if (reg == MDIO_PHYXS_LNSTAT)
+			return up ? MDIO_PHYXS_LNSTAT_ALIGN | MDIO_PHYXS_LNSTAT_SYNC0 |
+				    MDIO_PHYXS_LNSTAT_SYNC1 | MDIO_PHYXS_LNSTAT_SYNC2 |
+				    MDIO_PHYXS_LNSTAT_SYNC3 : 0;
+		break;
+	}
+	r = sim_c45_find(p, devad, reg, false);
+	return r ? r->val : 0;
+}
+
+static void sim_c45_reg_write(struct sim_phy *p, int devad, u16 reg, u16 val)
+{
+	ktime_t now = ktime_get();
+	bool was_running, running;
+	struct sim_c45_reg *r;
+	u16 mode;
+	int sram;
+
+	if (!sim_c45_present(devad))
+		return;
+	sim_sync(p, now, &mode);
+	sram = sim_c45_sram(devad, reg);
+	if (sram >= 0) {
+		p->c45->sram[sram] = val;	/* a byte per register */
+		return;
+	}
+	switch (reg) {
+	case MDIO_STAT1:
+	case MII_PHYSID1:
+	case MII_PHYSID2:
+	case MDIO_SPEED:
+	case MDIO_DEVS1:
+	case MDIO_DEVS2:
+	case MDIO_STAT2:
+		return;		/* read-only */
+	}
+	was_running = sim_c45_firmware_runs(p);
+	r = sim_c45_find(p, devad, reg, true);
+	if (r)
+		r->val = val;
+	running = sim_c45_firmware_runs(p);
+	/* The CPU starts (or stops) running the firmware: the link trains from now. */
+	if (running != was_running)
+		sim_retrain(p, now);
+}
+
 /* --- the MDIO bus --- */
 
 /* A slow bus: the access sleeps (MDIO accessors run in process context). */
@@ -420,6 +637,8 @@ static int sim_mdio_read(struct mii_bus *bus, int addr, int reg)
 	ret = sim_inject_check(p, reg, false);
 	if (ret)
 		p->cnt.rd_err[reg]++;
+	else if (p->model->c45)
+		ret = 0xffff;	/* no Clause 22 registers */
 	else
 		ret = sim_reg_read(p, reg, false);
 	spin_unlock(&p->lock);
@@ -441,8 +660,101 @@ static int sim_mdio_write(struct mii_bus *bus, int addr, int reg, u16 val)
 	ret = sim_inject_check(p, reg, true);
 	if (ret)
 		p->cnt.wr_err[reg]++;
-	else
+	else if (!p->model->c45)
 		sim_reg_write(p, reg, val);
+	spin_unlock(&p->lock);
+	return ret;
+}
+
+/* An injected error for this Clause 45 access, or 0. */
+static int sim_c45_inject_check(struct sim_phy *p, int devad, u16 reg, bool write)
+{
+	int i;
+
+	for (i = 0; i < SIM_C45_RULES; i++) {
+		struct sim_c45_rule *rule = &p->c45->rules[i];
+
+		if (rule->in.err && rule->devad == devad && rule->reg == reg) {
+			struct sim_inject *in = &rule->in;
+
+			if (!in->count || !(write ? in->wr : in->rd))
+				return 0;
+			if (in->count != UINT_MAX)
+				in->count--;
+			return in->err;
+		}
+	}
+	return 0;
+}
+
+/* Counts a Clause 45 access: per register, per SRAM half, or beyond the table. */
+static void sim_c45_count(struct sim_phy *p, int devad, u16 reg, bool write, bool err)
+{
+	struct sim_c45 *c = p->c45;
+	int sram = sim_c45_sram(devad, reg);
+	struct sim_c45_reg *r;
+
+	if (sram >= 0) {
+		int half = sram >= QT2025_SRAM_PCS;
+
+		if (write) {
+			c->sram_writes[half]++;
+			c->sram_wr_err[half] += err;
+		} else {
+			c->sram_reads[half]++;
+			c->sram_rd_err[half] += err;
+		}
+		return;
+	}
+	r = sim_c45_find(p, devad, reg, true);
+	if (!r) {
+		if (write)
+			c->other_writes++;
+		else
+			c->other_reads++;
+		return;
+	}
+	if (write) {
+		r->writes++;
+		r->wr_err += err;
+	} else {
+		r->reads++;
+		r->rd_err += err;
+	}
+}
+
+static int sim_mdio_read_c45(struct mii_bus *bus, int addr, int devad, int reg)
+{
+	struct sim *sim = bus->priv;
+	struct sim_phy *p = sim->by_addr[addr];
+	int ret;
+
+	if (!p || !p->model->c45)
+		return 0xffff;	/* no Clause 45 PHY answers here */
+	sim_mdio_delay(p);
+	spin_lock(&p->lock);
+	ret = sim_c45_inject_check(p, devad, reg, false);
+	sim_c45_count(p, devad, reg, false, ret);
+	if (!ret)
+		ret = sim_c45_reg_read(p, devad, reg, false);
+	spin_unlock(&p->lock);
+	return ret;
+}
+
+static int sim_mdio_write_c45(struct mii_bus *bus, int addr, int devad, int reg, u16 val)
+{
+	struct sim *sim = bus->priv;
+	struct sim_phy *p = sim->by_addr[addr];
+	int ret;
+
+	if (!p || !p->model->c45)
+		return 0;
+	sim_mdio_delay(p);
+	spin_lock(&p->lock);
+	ret = sim_c45_inject_check(p, devad, reg, true);
+	sim_c45_count(p, devad, reg, true, ret);
+	if (!ret)
+		sim_c45_reg_write(p, devad, reg, val);
 	spin_unlock(&p->lock);
 	return ret;
 }
@@ -467,6 +779,14 @@ static int sim_ndo_open(struct net_device *ndev)
 
 	if (!p->connected)
 		return -ENODEV;
+	if (p->model->c45) {
+		/* As the QT2025's MAC sets it: no autoneg, 10G full (phylib's forced set-up). */
+		mutex_lock(&p->phydev->lock);
+		p->phydev->autoneg = AUTONEG_DISABLE;
+		p->phydev->speed = SPEED_10000;
+		p->phydev->duplex = DUPLEX_FULL;
+		mutex_unlock(&p->phydev->lock);
+	}
 	phy_start(p->phydev);
 	WRITE_ONCE(p->started, true);
 	return 0;
@@ -710,10 +1030,39 @@ static int sim_info_show(struct seq_file *m, struct sim_phy *p)
 		   duplex == DUPLEX_HALF ? "half" : "unknown");
 	seq_printf(m, "carrier: %d\n", netif_carrier_ok(p->ndev));
 	seq_printf(m, "sim_link: %d\n", up);
-	seq_printf(m, "sim_mode: %s\n", !up ? "none" :
+	seq_printf(m, "sim_mode: %s\n", !up ? "none" : p->model->c45 ? "10000full" :
 		   mode == ADVERTISE_100FULL ? "100full" :
 		   mode == ADVERTISE_100HALF ? "100half" :
 		   mode == ADVERTISE_10FULL ? "10full" : "10half");
+	return 0;
+}
+
+/* A Clause 45 PHY's registers: the standard ones of each MMD, then every other one written. */
+static int sim_c45_regs_show(struct seq_file *m, struct sim_phy *p)
+{
+	static const u16 standard[] = { MDIO_CTRL1, MDIO_STAT1, MII_PHYSID1, MII_PHYSID2,
+					MDIO_SPEED, MDIO_DEVS1, MDIO_DEVS2, MDIO_CTRL2, MDIO_STAT2 };
+	static const u8 mmds[] = { MDIO_MMD_PMAPMD, MDIO_MMD_PCS, MDIO_MMD_PHYXS };
+	int i, j;
+
+	spin_lock(&p->lock);
+	for (i = 0; i < ARRAY_SIZE(mmds); i++)
+		for (j = 0; j < ARRAY_SIZE(standard); j++)
+			seq_printf(m, "%d.0x%04x 0x%04x\n", mmds[i], standard[j],
+				   sim_c45_reg_read(p, mmds[i], standard[j], true));
+	seq_printf(m, "1.0x%04x 0x%04x\n", QT2025_HW_REV,
+		   sim_c45_reg_read(p, MDIO_MMD_PMAPMD, QT2025_HW_REV, true));
+	seq_printf(m, "3.0x%04x 0x%04x\n", MDIO_PCS_10GBRT_STAT1,
+		   sim_c45_reg_read(p, MDIO_MMD_PCS, MDIO_PCS_10GBRT_STAT1, true));
+	seq_printf(m, "4.0x%04x 0x%04x\n", MDIO_PHYXS_LNSTAT,
+		   sim_c45_reg_read(p, MDIO_MMD_PHYXS, MDIO_PHYXS_LNSTAT, true));
+	for (i = 0; i < p->c45->nregs; i++) {
+		struct sim_c45_reg *r = &p->c45->regs[i];
+
+		if (r->writes && r->reg > MDIO_STAT2)
+			seq_printf(m, "%d.0x%04x 0x%04x\n", r->devad, r->reg, r->val);
+	}
+	spin_unlock(&p->lock);
 	return 0;
 }
 
@@ -722,6 +1071,8 @@ static int sim_regs_show(struct seq_file *m, struct sim_phy *p)
 	u16 v[SIM_NREGS];
 	int i;
 
+	if (p->model->c45)
+		return sim_c45_regs_show(m, p);
 	spin_lock(&p->lock);
 	for (i = 0; i < SIM_NREGS; i++)
 		v[i] = sim_reg_read(p, i, true);
@@ -866,22 +1217,63 @@ static int sim_inject_show(struct seq_file *m, struct sim_phy *p)
 		else
 			seq_printf(m, "%u\n", inj[i].count);
 	}
+	for (i = 0; p->c45 && i < SIM_C45_RULES; i++) {
+		struct sim_c45_rule rule;
+
+		spin_lock(&p->lock);
+		rule = p->c45->rules[i];
+		spin_unlock(&p->lock);
+		if (!rule.in.err || !rule.in.count)
+			continue;
+		any = true;
+		seq_printf(m, "%d.0x%04x errno=%d ops=%s%s left=", rule.devad, rule.reg,
+			   -rule.in.err, rule.in.rd ? "r" : "", rule.in.wr ? "w" : "");
+		if (rule.in.count == UINT_MAX)
+			seq_puts(m, "forever\n");
+		else
+			seq_printf(m, "%u\n", rule.in.count);
+	}
 	if (!any)
 		seq_puts(m, "none\n");
 	return 0;
 }
 
-/* "REG ERRNO COUNT [r|w|rw]" or "clear" */
+/* The rule for DEVAD.REG replaces the one there was, or takes a free slot. */
+static int sim_c45_rule_set(struct sim_phy *p, int devad, u16 reg, const struct sim_inject *in)
+{
+	struct sim_c45_rule *rules = p->c45->rules, *free = NULL;
+	int i;
+
+	for (i = 0; i < SIM_C45_RULES; i++) {
+		if (rules[i].in.err && rules[i].devad == devad && rules[i].reg == reg) {
+			free = &rules[i];
+			break;
+		}
+		if ((!rules[i].in.err || !rules[i].in.count) && !free)
+			free = &rules[i];
+	}
+	if (!free)
+		return -ENOSPC;
+	*free = (struct sim_c45_rule){ .devad = devad, .reg = reg, .in = *in };
+	return 0;
+}
+
+/* "REG ERRNO COUNT [r|w|rw]" (REG: a Clause 22 register, or DEVAD.REG) or "clear" */
 static int sim_inject_store(struct sim_phy *p, char *buf)
 {
 	char *reg_s, *err_s, *cnt_s, *ops_s;
 	struct sim_inject in = { .rd = true };
 	unsigned int count;
-	int reg, err;
+	int reg = 0, err, ret = 0;
+
+	unsigned int devad = 0, c45_reg = 0;
+	char *dot;
 
 	if (sysfs_streq(buf, "clear")) {
 		spin_lock(&p->lock);
 		memset(p->inj, 0, sizeof(p->inj));
+		if (p->c45)
+			memset(p->c45->rules, 0, sizeof(p->c45->rules));
 		spin_unlock(&p->lock);
 		return 0;
 	}
@@ -889,8 +1281,18 @@ static int sim_inject_store(struct sim_phy *p, char *buf)
 	err_s = sim_tok(&buf);
 	cnt_s = sim_tok(&buf);
 	ops_s = sim_tok(&buf);
-	if (!reg_s || !err_s || !cnt_s || sim_tok(&buf) || sim_parse_reg(reg_s, &reg))
+	if (!reg_s || !err_s || !cnt_s || sim_tok(&buf))
 		return -EINVAL;
+	/* Clause 45: DEVAD.REG, on a Clause 45 PHY only. */
+	dot = strchr(reg_s, '.');
+	if (dot) {
+		*dot = '\0';
+		if (!p->c45 || sim_parse_uint(reg_s, 31, &devad) ||
+		    sim_parse_uint(dot + 1, 0xffff, &c45_reg))
+			return -EINVAL;
+	} else if (sim_parse_reg(reg_s, &reg)) {
+		return -EINVAL;
+	}
 	if (kstrtoint(err_s, 0, &err) || err == 0 || abs(err) >= MAX_ERRNO)
 		return -EINVAL;
 	if (!strcmp(cnt_s, "forever") || !strcmp(cnt_s, "-1"))
@@ -910,9 +1312,39 @@ static int sim_inject_store(struct sim_phy *p, char *buf)
 	in.err = -abs(err);
 	in.count = count;
 	spin_lock(&p->lock);
-	p->inj[reg] = in;
+	if (dot)
+		ret = sim_c45_rule_set(p, devad, c45_reg, &in);
+	else
+		p->inj[reg] = in;
 	spin_unlock(&p->lock);
-	return 0;
+	return ret;
+}
+
+/*
+ * Clause 45 counters, a line per register ("c45 DEVAD.0xREG reads writes rd_err wr_err"), per
+ * SRAM half ("sram DEVAD.0xFIRST-0xLAST ...") and beyond the table ("c45_other reads writes").
+ */
+static void sim_c45_counters_print(struct seq_file *m, struct sim_phy *p)
+{
+	struct sim_c45 *c = p->c45;
+	int i;
+
+	spin_lock(&p->lock);
+	for (i = 0; i < c->nregs; i++) {
+		struct sim_c45_reg *r = &c->regs[i];
+
+		if (r->reads || r->writes)
+			seq_printf(m, "c45 %d.0x%04x %llu %llu %llu %llu\n", r->devad, r->reg,
+				   r->reads, r->writes, r->rd_err, r->wr_err);
+	}
+	seq_printf(m, "sram 3.0x%04x-0x%04x %llu %llu %llu %llu\n", QT2025_SRAM_BASE,
+		   QT2025_SRAM_BASE + QT2025_SRAM_PCS - 1, c->sram_reads[0], c->sram_writes[0],
+		   c->sram_rd_err[0], c->sram_wr_err[0]);
+	seq_printf(m, "sram 4.0x%04x-0x%04x %llu %llu %llu %llu\n", QT2025_SRAM_BASE,
+		   QT2025_SRAM_BASE + QT2025_SRAM_XS - 1, c->sram_reads[1], c->sram_writes[1],
+		   c->sram_rd_err[1], c->sram_wr_err[1]);
+	seq_printf(m, "c45_other %llu %llu\n", c->other_reads, c->other_writes);
+	spin_unlock(&p->lock);
 }
 
 static void sim_counters_print(struct seq_file *m, struct sim_phy *p)
@@ -932,6 +1364,8 @@ static void sim_counters_print(struct seq_file *m, struct sim_phy *p)
 		seq_printf(m, "0x%02x %-10s %9llu %9llu %9llu %9llu\n", i, sim_reg_name(i),
 			   c.reads[i], c.writes[i], c.rd_err[i], c.wr_err[i]);
 	}
+	if (p->model->c45)
+		sim_c45_counters_print(m, p);
 	seq_printf(m, "total_reads %llu\n", r);
 	seq_printf(m, "total_writes %llu\n", w);
 	seq_printf(m, "resets %llu\n", c.resets);
@@ -947,8 +1381,21 @@ static int sim_counters_show(struct seq_file *m, struct sim_phy *p)
 
 static void sim_counters_reset(struct sim_phy *p)
 {
+	struct sim_c45 *c = p->c45;
+	int i;
+
 	spin_lock(&p->lock);
 	memset(&p->cnt, 0, sizeof(p->cnt));
+	if (c) {
+		for (i = 0; i < c->nregs; i++)
+			c->regs[i].reads = c->regs[i].writes = c->regs[i].rd_err =
+				c->regs[i].wr_err = 0;
+		memset(c->sram_reads, 0, sizeof(c->sram_reads));
+		memset(c->sram_writes, 0, sizeof(c->sram_writes));
+		memset(c->sram_rd_err, 0, sizeof(c->sram_rd_err));
+		memset(c->sram_wr_err, 0, sizeof(c->sram_wr_err));
+		c->other_reads = c->other_writes = 0;
+	}
 	spin_unlock(&p->lock);
 }
 
@@ -1052,7 +1499,7 @@ static const struct sim_attr sim_attrs[SIM_NATTRS] = {
 	  sim_reset_needs_toggle_store, "1|0" },
 	{ "kick", 0644, sim_kick_show, sim_kick_store, "1|0" },
 	{ "inject", 0644, sim_inject_show, sim_inject_store,
-	  "\"REG ERRNO COUNT [r|w|rw]\" (REG: 0..31 or a name such as BMSR; COUNT: a number or forever) or \"clear\"" },
+	  "\"REG ERRNO COUNT [r|w|rw]\" (REG: 0..31, a name such as BMSR, or DEVAD.REG on a Clause 45 PHY such as 1.0xd001; COUNT: a number or forever) or \"clear\"" },
 	{ "counters", 0644, sim_counters_show, sim_counters_store, "0|reset" },
 	{ "load", 0644, sim_load_show, sim_load_store,
 	  "\"N [REG]\" (N reads now), \"rate R SECS [REG]\" (R reads/s in a kernel thread), \"resume N\" (N phy_resume() calls now) or \"stop\"" },
@@ -1157,6 +1604,12 @@ static void sim_debugfs_init(struct sim *sim)
 			debugfs_create_file(sim_attrs[j].name, sim_attrs[j].mode,
 					    p->dir, &p->files[j], &sim_fops);
 		}
+		if (p->c45) {
+			/* The CPU SRAM as the firmware load left it, byte for byte. */
+			p->c45->sram_blob.data = p->c45->sram;
+			p->c45->sram_blob.size = sizeof(p->c45->sram);
+			debugfs_create_blob("sram", 0444, p->dir, &p->c45->sram_blob);
+		}
 		snprintf(name, sizeof(name), "addr%d", p->addr);
 		debugfs_create_symlink(name, sim->root, netdev_name(p->ndev));
 	}
@@ -1204,6 +1657,14 @@ static int sim_parse_phys(struct sim *sim, struct device *dev)
 		p->sim = sim;
 		p->addr = addr;
 		p->model = model;
+		if (model->c45) {
+			p->c45 = devm_kzalloc(dev, sizeof(*p->c45), GFP_KERNEL);
+			if (!p->c45) {
+				ret = -ENOMEM;
+				break;
+			}
+			sim_c45_defaults(p);
+		}
 		spin_lock_init(&p->lock);
 		mutex_init(&p->ctl);
 		INIT_DELAYED_WORK(&p->kick_work, sim_kick_work);
@@ -1223,7 +1684,7 @@ static int sim_parse_phys(struct sim *sim, struct device *dev)
 	if (!ret && !sim->nphys)
 		ret = -EINVAL;
 	if (ret == -EINVAL)
-		pr_err("invalid phys=\"%s\": expected MODEL@ADDR[,MODEL@ADDR...] with MODEL ax88772a|ax88772c|ax88796b, ADDR 0..31 unique, at most %d PHYs\n",
+		pr_err("invalid phys=\"%s\": expected MODEL@ADDR[,MODEL@ADDR...] with MODEL ax88772a|ax88772c|ax88796b|qt2025, ADDR 0..31 unique, at most %d PHYs\n",
 		       phys, SIM_MAX_PHYS);
 	return ret;
 }
@@ -1293,6 +1754,8 @@ static int sim_probe(struct platform_device *pdev)
 	snprintf(sim->bus->id, MII_BUS_ID_SIZE, "phy_sim-0");
 	sim->bus->read = sim_mdio_read;
 	sim->bus->write = sim_mdio_write;
+	sim->bus->read_c45 = sim_mdio_read_c45;
+	sim->bus->write_c45 = sim_mdio_write_c45;
 	sim->bus->priv = sim;
 	sim->bus->parent = dev;
 	sim->bus->phy_mask = ~0U;
@@ -1401,6 +1864,6 @@ static void __exit sim_exit(void)
 module_init(sim_init);
 module_exit(sim_exit);
 
-MODULE_DESCRIPTION("Simulated MDIO bus with Asix PHYs, for phytrace");
+MODULE_DESCRIPTION("Simulated MDIO bus with Asix PHYs and a Clause 45 QT2025, for phytrace");
 MODULE_AUTHOR("phytrace developers");
 MODULE_LICENSE("GPL");

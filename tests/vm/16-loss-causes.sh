@@ -18,9 +18,9 @@ set -euo pipefail
 trap_cleanup
 cleanup_also remove_truth
 
-# define_truth: entry and return events on every callback of the loaded driver; names in
+# define_loss_truth: entry and return events on every callback of the loaded driver; names in
 # $PHYTRACE_OUT/loss-truth-names as "N CALLBACK".
-define_truth() {
+define_loss_truth() {
     local n=0 symbol name
     remove_truth
     echo >"$TRACEFS/trace"
@@ -101,7 +101,7 @@ too_deep() {
     local probes=$1 cap too_deep unclosed
     setup rust
     a=$(simdev ax88772a)
-    define_truth
+    define_loss_truth
     cap=$PHYTRACE_OUT/loss-too-deep-$probes.ptrace
     start_record "$cap" --module ax88796b_rust --callback-depth 1 --callback-probes "$probes"
     link_up "$a"
@@ -136,7 +136,7 @@ start_overlapping() {
     local cap=$1 d
     shift
     setup rust phys=ax88772a@1,ax88772a@2,ax88772a@3,ax88772a@4
-    define_truth
+    define_loss_truth
     start_record "$cap" --module ax88796b_rust "$@"
     for d in $(sim_devs); do sim_set "$d" mdio_delay_us 30000; done
     # shellcheck disable=SC2046  # one word per device

@@ -19,30 +19,6 @@ cleanup_also remove_truth
 mark_dmesg callsite
 unload_all
 
-# define_truth MODULE NAMES AWK_NAME: kprobe and kretprobe events (tracefs group `truth`) on
-# MODULE's functions that AWK_NAME (an awk pattern on the symbol) selects, defined before the
-# module loads; writes "cbN NAME" lines to NAMES, where NAME is the callback (Rust: the op in the
-# symbol) or the function (C).
-define_truth() {
-    local module=$1 names=$2 pattern=$3 ko n=0 symbol name
-    ko=$(modinfo -n "$module") || fail "$module is not in the module tree"
-    remove_truth
-    echo >"$TRACEFS/trace"
-    while read -r symbol; do
-        n=$((n + 1))
-        echo "p:truth/cb$n $module:$symbol" >>"$TRACEFS/kprobe_events"
-        echo "r:truth/cb${n}r $module:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
-        case $symbol in
-            _R*) name=$(sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/' <<<"$symbol") ;;
-            *) name=$symbol ;;
-        esac
-        echo "cb$n $name"
-    done < <(nm --defined-only "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }') >"$names"
-    ((n > 0)) || fail "no functions of $module to compare with"
-    echo 1 >"$TRACEFS/events/truth/enable"
-    ok "$n ground-truth entry and return events on $module, defined before it loads"
-}
-
 # the_scenario DRIVER: the simulated PHYs on DRIVER, links up, a cable flap, links down; then
 # driver and simulator unloaded.
 the_scenario() {
@@ -63,12 +39,8 @@ the_scenario() {
 # compare_with_truth CAPTURE NAMES PREFIX KEY: stops the ground truth and compares it with the
 # capture (callsite_truth.py), then checks attribution, time order and the shipped spec.
 compare_with_truth() {
-    local cap=$1 stats
-    echo 0 >"$TRACEFS/events/truth/enable"
-    for stats in "$TRACEFS"/per_cpu/cpu*/stats; do
-        grep -q '^overrun: 0$' "$stats" || fail "the ftrace buffer overran ($stats): the ground truth is incomplete"
-    done
-    cp "$TRACEFS/trace" "$cap.truth"
+    local cap=$1
+    stop_truth "$cap.truth"
     events_json "$cap"
     python3 "$here/callsite_truth.py" "$2" "$cap.truth" "$cap.json" "$3" "$4" ||
         fail "the call-site stream differs from the kernel's kprobes"

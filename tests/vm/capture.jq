@@ -178,3 +178,39 @@ def all_returned($bus; $addr; $min):
   | if $open != [] then error("\($bus):\($addr): \($open | length) callbacks entered without a return" + ($open | show))
     elif .n < $min then error("\($bus):\($addr): \(.n) callbacks, expected at least \($min)")
     else "\($bus):\($addr): all \(.n) callbacks returned" end;
+
+# Clause 45: the SRAM half a QT2025 access falls in ("sram3", "sram4"), else "DEVAD.REG".
+def c45_key:
+  if .devad == 3 and .reg >= 32768 and .reg < 49152 then "sram3"
+  elif .devad == 4 and .reg >= 32768 and .reg < 40960 then "sram4"
+  else "\(.devad).\(.reg)" end;
+
+# Clause 45 reads, writes and their failures of BUS:ADDR per MMD and register (the SRAM per
+# half) equal WANT, the simulator's counters (record_lib.sh: simulator_c45_counters); no Clause
+# 22 access of it came after the bus scan.
+def c45_exactly_once($bus; $addr; $want):
+  (reduce (.[] | select(.kind == "mdio" and .devad != null) | of($bus; $addr)) as $e ({};
+      ($e | c45_key) as $r
+      | (if $e.op == "read" then 0 else 1 end) as $i
+      | .[$r] //= [0, 0, 0, 0]
+      | .[$r][$i] += 1
+      | if $e.error then .[$r][$i + 2] += 1 else . end)) as $got
+  | ([$want, $got] | map(keys) | add | unique | map(select(($want[.] // [0, 0, 0, 0]) != ($got[.] // [0, 0, 0, 0])))) as $bad
+  | ([$want[] | .[0] + .[1]] | add // 0) as $total
+  | if $bad != [] then
+      error("\($bus):\($addr) \($bad[0]): the simulator counted reads/writes/rd_err/wr_err \($want[$bad[0]] // [0, 0, 0, 0]), the capture has \($got[$bad[0]] // [0, 0, 0, 0])")
+    elif $total == 0 then error("\($bus):\($addr): the simulator counted no Clause 45 accesses")
+    else "\($bus):\($addr): all \($total) Clause 45 accesses the simulator counted, per MMD and register, are in the capture exactly once" end;
+
+# The firmware load of the QT2025 at BUS:ADDR, in the capture's order: byte I of the file
+# ($bytes) written to 3.0x8000+I (the first 16 KiB), then to 4.0x8000+I-16384, during probe.
+def firmware_writes($bus; $addr; $bytes):
+  [.[] | select(.kind == "mdio" and .op == "write" and .devad != null) | of($bus; $addr)
+       | select(c45_key | startswith("sram"))] as $w
+  | [range($bytes | length) | if . < 16384 then [3, 32768 + ., $bytes[.]] else [4, 32768 + . - 16384, $bytes[.]] end] as $want
+  | [$w[] | [.devad, .reg, .value]] as $got
+  | (first(range([$want, $got] | map(length) | max) | select($want[.] != $got[.])) // null) as $i
+  | ($w | map(select(.caller.name != "probe")) | length) as $outside
+  | if $i != null then error("firmware write \($i): the file has \($want[$i] // "nothing"), the capture \($got[$i] // "nothing")")
+    elif $outside > 0 then error("\($outside) firmware writes outside probe")
+    else "the firmware's \($bytes | length) bytes written in order, byte for byte, to 3.0x8000… and 4.0x8000…, all in probe" end;

@@ -182,10 +182,10 @@ stock_only() { [[ ${PHYTRACE_VM_KERNEL:-} == stock ]] || { echo "SKIP: test: not
 
 # --- the simulated PHYs ---
 
-# simdev MODEL: the netdev of the first PHY of that model (ax88772a|ax88772c|ax88796b).
+# simdev MODEL: the netdev of the first PHY of that model (ax88772a|ax88772c|ax88796b|qt2025).
 simdev() {
     local d want=${1^^}
-    want=AX${want#AX}
+    [[ $want == QT* ]] || want=AX${want#AX}
     for d in "$SIM_DBG"/sim*; do
         if [[ $(sim_info "${d##*/}" model) == "$want" ]]; then
             echo "${d##*/}"

@@ -84,6 +84,57 @@ remove_truth() {
     done
 }
 
+# define_truth MODULE NAMES AWK_NAME: kprobe and kretprobe events (tracefs group `truth`) on
+# MODULE's functions that AWK_NAME (an awk pattern on the symbol) selects, defined before the
+# module loads; writes "cbN NAME" lines to NAMES, where NAME is the callback (Rust: the op in the
+# symbol) or the function (C).
+define_truth() {
+    local module=$1 names=$2 pattern=$3 ko n=0 symbol name
+    ko=$(modinfo -n "$module") || fail "$module is not in the module tree"
+    remove_truth
+    echo >"$TRACEFS/trace"
+    while read -r symbol; do
+        n=$((n + 1))
+        echo "p:truth/cb$n $module:$symbol" >>"$TRACEFS/kprobe_events"
+        echo "r:truth/cb${n}r $module:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
+        case $symbol in
+            _R*) name=$(sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/' <<<"$symbol") ;;
+            *) name=$symbol ;;
+        esac
+        echo "cb$n $name"
+    done < <(nm --defined-only "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }') >"$names"
+    ((n > 0)) || fail "no functions of $module to compare with"
+    echo 1 >"$TRACEFS/events/truth/enable"
+    ok "$n ground-truth entry and return events on $module, defined before it loads"
+}
+
+# stop_truth FILE: stops the ground-truth events and copies the trace buffer to FILE; fails if
+# the buffer overran (the truth would be incomplete).
+stop_truth() {
+    local stats
+    echo 0 >"$TRACEFS/events/truth/enable"
+    for stats in "$TRACEFS"/per_cpu/cpu*/stats; do
+        grep -q '^overrun: 0$' "$stats" || fail "the ftrace buffer overran ($stats): the ground truth is incomplete"
+    done
+    cp "$TRACEFS/trace" "$1"
+}
+
+# simulator_c45_counters COUNTERS: a Clause 45 PHY's phy_sim counters as {"DEVAD.REG": [reads,
+# writes, rd_err, wr_err]} (REG decimal), its SRAM halves as "sram3" and "sram4".
+simulator_c45_counters() {
+    local kind where reads writes rd_err wr_err sep="" json="{" key
+    while read -r kind where reads writes rd_err wr_err; do
+        case $kind in
+            c45) key="${where%%.*}.$((${where#*.}))" ;;
+            sram) key="sram${where%%.*}" ;;
+            *) continue ;;
+        esac
+        json+="$sep\"$key\":[$reads,$writes,$rd_err,$wr_err]"
+        sep=,
+    done <"$1"
+    echo "$json}"
+}
+
 # capture_has CAPTURE KIND TEXT: the capture, decoded as JSON, has a KIND event containing TEXT.
 capture_has() {
     "$PHYTRACE_BIN" dump --format json "$1" --kind "$2" 2>/dev/null | grep -q -- "$3"
