@@ -14,6 +14,8 @@ use crate::event::{
 use crate::model::Applied;
 use crate::registers;
 
+pub mod runs;
+
 /// Seconds since `start_ns`, with microsecond precision, right-aligned: `    1.000123`.
 pub fn relative_time(ts_ns: u64, start_ns: u64) -> String {
     let delta = i128::from(ts_ns) - i128::from(start_ns);
@@ -136,25 +138,20 @@ pub fn event_line(event: &Event, applied: &Applied, start_ns: u64) -> String {
         } => {
             let caller = caller.as_ref().map_or("(phylib)", |c| c.name.as_ref());
             let op = format!("{:<5}", op.name());
-            if let Some(devad) = devad {
-                // Clause 45: an MMD register, no Clause-22 name or decoding.
-                let _ = write!(line, "    {caller} → {op} c45 {devad}.{reg:#06x}");
-                let _ = match error {
-                    Some(err) => write!(line, " failed {}", errno(i64::from(*err))),
-                    None => write!(line, " {value:#06x}"),
-                };
-                return line;
-            }
-            let name = registers::name(*reg);
-            let _ = write!(line, "    {caller} → {op} {name:<9}");
+            let register = registers::Register::of(*devad, *reg);
+            let _ = write!(line, "    {caller} → {op} {:<9}", register.labelled());
             match error {
                 Some(err) => {
                     let _ = write!(line, " failed {}", errno(i64::from(*err)));
                 }
                 None => {
-                    let _ = write!(line, " {value:#06x}  [{}]", registers::decode(*reg, *value));
+                    let _ = write!(
+                        line,
+                        " {value:#06x}  [{}]",
+                        registers::decode(register, *value)
+                    );
                     if let Some(prev) = applied.previous {
-                        let changes = registers::changes(*reg, prev, *value);
+                        let changes = registers::changes(register, prev, *value);
                         if !changes.is_empty() {
                             let _ = write!(line, "  ({changes})");
                         }

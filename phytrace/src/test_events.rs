@@ -18,6 +18,8 @@
 
 use crate::event::{Callback, Event, EventKind, LinkState, MdioOp, PhyRef, PhyState};
 
+pub mod qt2025;
+
 /// `kind` at `ts_ns`, on CPU 0, from thread 0, of no PHY.
 pub fn event(ts_ns: u64, kind: impl Into<EventKind>) -> Event {
     Event {

@@ -282,3 +282,30 @@ fn kernel_messages_in_every_view() {
     assert_eq!(logged[0]["args"]["level"], "err");
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn clause_45_accesses_are_named_and_the_summary_folds_the_firmware_load() {
+    use phytrace::test_events::qt2025;
+    let path = temp("qt2025.jsonl");
+    let firmware = qt2025::firmware(24 * 1024);
+    let events = qt2025::probe(
+        qt2025::phy(2),
+        1_000_000_000,
+        qt2025::REVISION_OK,
+        &firmware,
+    );
+    capture(&path, &events, true);
+    let (code, out, err) = run(&[path.to_str().unwrap()]);
+    assert_eq!((code, err.as_str()), (ExitCode::SUCCESS, ""));
+    assert_eq!(out.lines().count(), events.len() + 1);
+    assert!(
+        out.contains("probe → read  pma.0xd001 0xb3ff  [vendor specific]"),
+        "{}",
+        &out[..2000]
+    );
+    assert!(out.contains("probe → write pcs.0x8000 0x0000  [vendor specific]"));
+    let (code, summary, err) = run(&[path.to_str().unwrap(), "--summary"]);
+    assert_eq!((code, err.as_str()), (ExitCode::SUCCESS, ""));
+    insta::assert_snapshot!(summary);
+    std::fs::remove_file(&path).unwrap();
+}

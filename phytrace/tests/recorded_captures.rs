@@ -75,6 +75,7 @@ fn recorded_captures_replay_cleanly() {
                 format,
                 phy: None,
                 kind: Vec::new(),
+                summary: false,
             };
             let (mut out, mut err) = (Vec::new(), Vec::new());
             assert_eq!(dump(&args, &mut out, &mut err).unwrap(), ExitCode::SUCCESS);

@@ -550,13 +550,14 @@ pub fn matches(p: &Pattern, f: &Fact) -> bool {
             Atom::Mdio { op, reg, value },
             FactKind::Mdio {
                 op: o,
+                devad,
                 reg: r,
                 value: v,
                 error,
             },
         ) => {
             op.is_none_or(|op| op == *o)
-                && reg.is_none_or(|reg| reg == *r)
+                && reg.contains(*devad, *r)
                 && match value {
                     None => true,
                     Some(ValueTest::Failed) => error.is_some(),

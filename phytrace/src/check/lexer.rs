@@ -15,7 +15,7 @@ pub enum Tok {
     Int(i64),
     /// A duration: `100ms`, `2s`.
     Duration(Duration),
-    /// Punctuation: `:` `=` `!=` `<` `<=` `>` `>=` `&` `|` `->`.
+    /// Punctuation: `:` `=` `!=` `<` `<=` `>` `>=` `&` `|` `->` `.` `..`.
     Punct(&'static str),
 }
 
@@ -45,7 +45,9 @@ pub struct Spanned {
     pub end: usize,
 }
 
-const PUNCTS: &[&str] = &["->", "!=", "<=", ">=", ":", "=", "<", ">", "&", "|"];
+const PUNCTS: &[&str] = &[
+    "->", "!=", "<=", ">=", "..", ":", "=", "<", ">", "&", "|", ".",
+];
 
 /// Units a duration may have, with their length in nanoseconds.
 const UNITS: &[(&str, u64)] = &[

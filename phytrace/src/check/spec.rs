@@ -213,6 +213,51 @@ impl fmt::Display for Pattern {
     }
 }
 
+/// The registers an MDIO pattern names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Registers {
+    /// `any`: every register, Clause 22 or Clause 45.
+    Any,
+    /// A Clause 22 register: `BMSR`, `1`.
+    C22(u16),
+    /// Registers `first` to `last` of MMD `devad`: `pcs.STAT1`, `3.0x8000..0xBFFF`, or the
+    /// whole MMD (`pcs`, `pcs.any`).
+    C45 {
+        /// The MMD.
+        devad: u8,
+        /// First register.
+        first: u16,
+        /// Last register.
+        last: u16,
+    },
+}
+
+impl Registers {
+    /// Whether an access to register `reg` (of MMD `devad` for Clause 45) is one of them.
+    pub fn contains(&self, devad: Option<u8>, reg: u16) -> bool {
+        match *self {
+            Self::Any => true,
+            Self::C22(r) => devad.is_none() && r == reg,
+            Self::C45 {
+                devad: d,
+                first,
+                last,
+            } => devad == Some(d) && (first..=last).contains(&reg),
+        }
+    }
+
+    /// The one register named, if it is one.
+    fn single(&self) -> Option<registers::Register> {
+        match *self {
+            Self::Any => None,
+            Self::C22(reg) => Some(registers::Register::C22(reg)),
+            Self::C45 { devad, first, last } => {
+                (first == last).then_some(registers::Register::C45 { devad, reg: first })
+            }
+        }
+    }
+}
+
 /// A callback name, or `any`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Name {
@@ -266,8 +311,8 @@ pub enum Atom {
     Mdio {
         /// `None` for `mdio` (either).
         op: Option<MdioOp>,
-        /// `None` for `any`.
-        reg: Option<u16>,
+        /// The registers it names.
+        reg: Registers,
         /// Condition on the value, or on failure.
         value: Option<ValueTest>,
     },
@@ -722,7 +767,7 @@ impl Parser<'_> {
                     _ => None,
                 };
                 let reg = self.register()?;
-                let value = self.value_test(reg)?;
+                let value = self.value_test(&reg)?;
                 Atom::Mdio { op, reg, value }
             }
             "state" => {
@@ -837,41 +882,140 @@ impl Parser<'_> {
         Ok(cmp)
     }
 
-    /// A register name or number, or `any`.
-    fn register(&mut self) -> Result<Option<u16>, SpecError> {
+    /// A register: `any`; Clause 22 by name or number (`BMSR`, `1`); Clause 45 as `MMD.REG`
+    /// with the MMD by short name or number and the register by name, number, range or `any`
+    /// (`pcs.STAT1`, `3.0xE854`, `3.0x8000..0xBFFF`, `pcs.any`); or an MMD alone (`pcs`).
+    fn register(&mut self) -> Result<Registers, SpecError> {
+        if matches!(
+            self.toks.get(self.pos + 1).map(|t| &t.tok),
+            Some(Tok::Punct("."))
+        ) {
+            return self.c45_register();
+        }
         match self.peek() {
             Some(Tok::Int(_)) => {
                 let reg: u16 = self.int_in("a register number")?;
                 if reg > 31 {
                     self.pos -= 1;
                     return Err(self.error(format!(
-                        "register {reg} is not a Clause 22 register (0 to 31)"
+                        "register {reg} is not a Clause 22 register (0 to 31); a Clause 45 one is `MMD.REG`, as in `3.0x0001`"
                     )));
                 }
-                Ok(Some(reg))
+                Ok(Registers::C22(reg))
             }
             Some(Tok::Word(w)) if w == "any" => {
                 self.pos += 1;
-                Ok(None)
+                Ok(Registers::Any)
             }
-            Some(Tok::Word(w)) => match registers::number(w) {
-                Some(num) => {
+            Some(Tok::Word(w)) => {
+                if let Some(num) = registers::number(w) {
                     self.pos += 1;
-                    Ok(Some(num))
+                    return Ok(Registers::C22(num));
                 }
-                None => {
-                    let known: Vec<_> = registers::SPECS.iter().map(|s| s.name).collect();
-                    Err(self.error(format!(
-                        "unknown register `{w}` (known: {}; or a number)",
-                        known.join(", ")
-                    )))
+                if let Some(devad) = registers::mmd_named(w) {
+                    self.pos += 1;
+                    return Ok(Registers::C45 {
+                        devad,
+                        first: 0,
+                        last: u16::MAX,
+                    });
                 }
-            },
+                let known: Vec<_> = registers::SPECS.iter().map(|s| s.name).collect();
+                let mmds: Vec<_> = registers::mmd_short_names().collect();
+                Err(self.error(format!(
+                    "unknown register `{w}` (known: {}; or a number; or an MMD: {})",
+                    known.join(", "),
+                    mmds.join(", ")
+                )))
+            }
             _ => Err(self.expected("a register name, a register number or `any`")),
         }
     }
 
-    fn value_test(&mut self, reg: Option<u16>) -> Result<Option<ValueTest>, SpecError> {
+    /// `MMD.REG` (the MMD is next, then `.`).
+    fn c45_register(&mut self) -> Result<Registers, SpecError> {
+        let devad = match self.peek() {
+            Some(Tok::Int(_)) => {
+                let devad: u8 = self.int_in("an MMD (0 to 31)")?;
+                if devad > 31 {
+                    self.pos -= 1;
+                    return Err(
+                        self.error(format!("MMD {devad} is not a device address (0 to 31)"))
+                    );
+                }
+                devad
+            }
+            Some(Tok::Word(w)) => match registers::mmd_named(w) {
+                Some(devad) => {
+                    self.pos += 1;
+                    devad
+                }
+                None => {
+                    let mmds: Vec<_> = registers::mmd_short_names().collect();
+                    return Err(self.error(format!(
+                        "unknown MMD `{w}` (known: {}; or a number 0 to 31)",
+                        mmds.join(", ")
+                    )));
+                }
+            },
+            _ => return Err(self.expected("an MMD")),
+        };
+        self.expect_punct(".")?;
+        let mmd = registers::mmd_short_name(devad).map_or_else(|| devad.to_string(), str::to_owned);
+        match self.peek() {
+            Some(Tok::Int(_)) => {
+                let first: u16 = self.int_in("a register number (0 to 0xffff)")?;
+                let last = if self.eat_punct("..") {
+                    let last: u16 = self.int_in("a register number (0 to 0xffff)")?;
+                    if last < first {
+                        self.pos -= 1;
+                        return Err(self.error(format!(
+                            "the range ends at {last:#06x}, before it starts at {first:#06x}"
+                        )));
+                    }
+                    last
+                } else {
+                    first
+                };
+                Ok(Registers::C45 { devad, first, last })
+            }
+            Some(Tok::Word(w)) if w == "any" => {
+                self.pos += 1;
+                Ok(Registers::C45 {
+                    devad,
+                    first: 0,
+                    last: u16::MAX,
+                })
+            }
+            Some(Tok::Word(w)) => match registers::c45::number(devad, w) {
+                Some(reg) => {
+                    self.pos += 1;
+                    Ok(Registers::C45 {
+                        devad,
+                        first: reg,
+                        last: reg,
+                    })
+                }
+                None => {
+                    let known: Vec<_> = registers::c45::specs(devad).iter().map(|s| s.name).collect();
+                    let known = if known.is_empty() {
+                        "none by name".to_owned()
+                    } else {
+                        known.join(", ")
+                    };
+                    Err(self.error(format!(
+                        "MMD {mmd} has no register `{w}` (known: {known}; or a number or a range)"
+                    )))
+                }
+            },
+            _ => Err(self.expected(&format!(
+                "a register of MMD {mmd}: a name, a number, a range such as `0x8000..0xBFFF` or `any`"
+            ))),
+        }
+    }
+
+    fn value_test(&mut self, reg: &Registers) -> Result<Option<ValueTest>, SpecError> {
+        let reg = reg.single();
         let masked = |mask, expect, negated| {
             Some(ValueTest::Masked {
                 mask,
@@ -914,11 +1058,11 @@ impl Parser<'_> {
     }
 
     /// A bit of register `reg` by name (`RESET`), or a mask.
-    fn bit(&mut self, reg: Option<u16>) -> Result<u16, SpecError> {
+    fn bit(&mut self, reg: Option<registers::Register>) -> Result<u16, SpecError> {
         match self.peek() {
             Some(Tok::Int(_)) => self.int_in("a 16-bit mask"),
             Some(Tok::Word(w)) => {
-                let spec = reg.and_then(registers::spec);
+                let spec = reg.and_then(registers::Register::spec);
                 let Some(spec) = spec else {
                     return Err(self.error(format!(
                         "bit names need a register with a decoder; use a mask instead of `{w}`"

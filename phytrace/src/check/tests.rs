@@ -620,3 +620,80 @@ fn wording_of_each_reason() {
     let text: String = reasons.iter().map(|r| format!("{r}\n")).collect();
     insta::assert_snapshot!(text);
 }
+
+/// `specs/qt2025.spec` on the QT2025's probe as the driver makes it, and on probes that break it.
+mod qt2025 {
+    use super::*;
+    use crate::test_events::qt2025::{self, Probe, REVISION_OK};
+
+    fn spec() -> Spec {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/qt2025.spec");
+        parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// The names of the rules that failed.
+    fn failed(events: &[Event]) -> Vec<String> {
+        let spec = spec();
+        let outcomes = evaluate(&spec, events, 0);
+        assert!(outcomes.iter().all(|o| !o.not_applicable()));
+        spec.rules
+            .iter()
+            .zip(outcomes)
+            .filter(|(_, o)| !o.passed())
+            .map(|(r, _)| r.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_drivers_probe_passes_every_rule() {
+        let firmware = qt2025::firmware(24 * 1024);
+        let events = qt2025::probe(qt2025::phy(2), 0, REVISION_OK, &firmware);
+        assert_eq!(events.len(), 2 + 1 + 11 + 24 * 1024 + 1);
+        assert_eq!(failed(&events), Vec::<String>::new());
+        let refused = qt2025::probe(qt2025::phy(3), 0, 0xb200, &firmware);
+        assert_eq!(failed(&refused), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_read_of_the_sram_during_the_load_fails() {
+        let mut probe = Probe::start(qt2025::phy(2), 0);
+        probe
+            .access(MdioOp::Read, 1, 0xd001, REVISION_OK)
+            .setup()
+            .load(&qt2025::firmware(17 * 1024))
+            .access(MdioOp::Read, 3, 0x8010, 0);
+        let events = probe.exit(0);
+        assert_eq!(failed(&events), ["no PCS SRAM read before the SRAM start"]);
+    }
+
+    #[test]
+    fn a_write_before_the_revision_check_and_a_wrong_revision_accepted_fail() {
+        let mut probe = Probe::start(qt2025::phy(2), 0);
+        probe
+            .access(MdioOp::Write, 1, 0xc300, 0)
+            .access(MdioOp::Read, 1, 0xd001, 0x1200);
+        let events = probe.exit(0);
+        assert_eq!(
+            failed(&events),
+            ["revision read first", "a wrong revision is refused"]
+        );
+    }
+
+    #[test]
+    fn the_set_up_out_of_order_fails() {
+        let mut probe = Probe::start(qt2025::phy(2), 0);
+        probe
+            .access(MdioOp::Read, 1, 0xd001, REVISION_OK)
+            .access(MdioOp::Write, 3, 0xe854, 0x00c0)
+            .setup()
+            .access(MdioOp::Write, 4, 0x8000, 0)
+            .load(&qt2025::firmware(16 * 1024));
+        probe.access(MdioOp::Write, 3, 0xe854, 0x0040);
+        let events = probe.exit(0);
+        assert_eq!(
+            failed(&events),
+            ["PCS window filled before the PHY XS one"],
+            "the set-up itself is complete after the early ROM start"
+        );
+    }
+}

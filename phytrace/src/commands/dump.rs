@@ -16,6 +16,7 @@ use crate::exit::{self, Status};
 use crate::model::Model;
 use crate::output;
 use crate::render;
+use crate::render::runs::{MIN_FOLDED, Run};
 
 /// Most read issues printed; the rest are counted.
 const MAX_WARNINGS: u64 = 20;
@@ -25,6 +26,7 @@ const EXAMPLES: &str = "Examples:
   phytrace dump capture.ptrace
   phytrace dump capture.ptrace --phy phy_sim-0:10 --kind mdio,exit
   phytrace dump capture.ptrace --format json | jq 'select(.kind == \"mdio\")'
+  phytrace dump capture.ptrace --summary
 
 Damaged records (e.g. after a crash) are reported on stderr and skipped: the capture is read
 (exit 0) unless it cannot be opened, its header is bad or nothing in it is readable (exit 2).";
@@ -48,6 +50,11 @@ pub struct DumpArgs {
     /// Only events of these kinds (several may follow, or separate them with commas).
     #[arg(long, value_enum, value_name = "KIND", value_delimiter = ',', num_args = 1..)]
     pub kind: Vec<Kind>,
+    /// Fold each run of at least 8 like MDIO accesses (same PHY, direction, MMD and callback,
+    /// one register polled or a range swept upwards) into one line:
+    /// `16,384 writes to pcs 3.0x8000…0xBFFF in probe`. Text only.
+    #[arg(long, conflicts_with = "format")]
+    pub summary: bool,
 }
 
 impl DumpArgs {
@@ -82,6 +89,7 @@ pub fn dump(
     let mut damaged = 0u64;
     let mut shown = 0u64;
     let mut line = Vec::with_capacity(256);
+    let mut folder = args.summary.then(Folder::default);
     for item in reader.by_ref() {
         let event = match item {
             Ok(event) => event,
@@ -108,9 +116,20 @@ pub fn dump(
             }
         }
         line.push(b'\n');
-        if !output::to_stdout(&mut out, &line)? {
-            return Ok(ExitCode::SUCCESS);
+        let lines = match &mut folder {
+            Some(folder) => folder.push(&event, applied.key.as_deref(), &line, start_ns),
+            None => vec![std::mem::take(&mut line)],
+        };
+        for text in lines {
+            if !output::to_stdout(&mut out, &text)? {
+                return Ok(ExitCode::SUCCESS);
+            }
         }
+    }
+    if let Some(text) = folder.and_then(|mut f| f.finish(start_ns))
+        && !output::to_stdout(&mut out, &text)?
+    {
+        return Ok(ExitCode::SUCCESS);
     }
     if shown > MAX_WARNINGS {
         writeln!(
@@ -160,4 +179,69 @@ pub fn dump(
         return Ok(Status::BadInput.exit_code());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `dump --summary`: holds the lines of the current run of like accesses until it ends, then
+/// gives them back, or one line for the whole run when it folds.
+#[derive(Default)]
+struct Folder {
+    run: Option<Run>,
+    /// The run's lines, as long as it is too short to fold.
+    held: Vec<Vec<u8>>,
+}
+
+impl Folder {
+    /// Takes the event's line; returns the lines to print now.
+    fn push(
+        &mut self,
+        event: &Event,
+        key: Option<&str>,
+        line: &[u8],
+        start_ns: u64,
+    ) -> Vec<Vec<u8>> {
+        if let Some(run) = &mut self.run
+            && run.continued_by(event, key)
+        {
+            run.extend(event);
+            if self.held.len() < MIN_FOLDED as usize {
+                self.held.push(line.to_vec());
+            }
+            return Vec::new();
+        }
+        let mut out = self.flush(start_ns);
+        self.run = Run::start(event, key);
+        match self.run {
+            Some(_) => self.held.push(line.to_vec()),
+            None => out.push(line.to_vec()),
+        }
+        out
+    }
+
+    /// The lines of the run held, folded if it folds.
+    fn flush(&mut self, start_ns: u64) -> Vec<Vec<u8>> {
+        let held = std::mem::take(&mut self.held);
+        match self.run.take() {
+            Some(run) if run.folds() => vec![folded_line(&run, start_ns)],
+            _ => held,
+        }
+    }
+
+    /// What is left at the end of the capture.
+    fn finish(&mut self, start_ns: u64) -> Option<Vec<u8>> {
+        let lines = self.flush(start_ns);
+        (!lines.is_empty()).then(|| lines.concat())
+    }
+}
+
+/// The line of a folded run: the first access's time and PHY, then what the run did and for
+/// how long: `    0.001000  qt:00             … 16,384 writes to pcs 3.0x8000…0xBFFF in probe (12.1ms)`.
+fn folded_line(run: &Run, start_ns: u64) -> Vec<u8> {
+    format!(
+        "{}  {:<14}    … {} ({})\n",
+        render::relative_time(run.start_ns, start_ns),
+        run.like.key.as_deref().unwrap_or("-"),
+        run.describe(),
+        render::duration(run.end_ns.saturating_sub(run.start_ns))
+    )
+    .into_bytes()
 }

@@ -44,7 +44,9 @@ pub enum FactKind {
     Mdio {
         /// Read or write.
         op: MdioOp,
-        /// Register.
+        /// The MMD of a Clause 45 access.
+        devad: Option<u8>,
+        /// Register (in the MMD for Clause 45).
         reg: u16,
         /// Value read or written.
         value: u16,
@@ -160,12 +162,13 @@ impl FactLog {
         }
     }
 
-    /// An MDIO access, made in a state that may be new; `caller` is the callback the probe
-    /// saw it in.
+    /// An MDIO access (to MMD `devad` for Clause 45), made in a state that may be new;
+    /// `caller` is the callback the probe saw it in.
     pub(super) fn accessed(
         &mut self,
         phy: &PhyModel,
         tid: u32,
+        devad: Option<u8>,
         access: &Access,
         caller: Option<&Callback>,
         transition: Option<&StateTransition>,
@@ -184,6 +187,7 @@ impl FactLog {
         self.transition(transition, &inside);
         let kind = FactKind::Mdio {
             op: access.op,
+            devad,
             reg: access.reg,
             value: access.value,
             error: access.error,

@@ -140,11 +140,8 @@ impl PhyUpdate<'_> {
             self.phy.seen_link = Some(link.clone());
         }
         let transition = state.and_then(|state| self.phy.observe_state(ts, state, caller));
-        // The check language names Clause-22 registers: a Clause-45 access is no access to them.
-        if devad.is_none() {
-            self.facts
-                .accessed(self.phy, tid, access, caller, transition.as_ref());
-        }
+        self.facts
+            .accessed(self.phy, tid, devad, access, caller, transition.as_ref());
         applied.transition = transition.map(Box::new);
         applied
     }

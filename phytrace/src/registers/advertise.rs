@@ -4,7 +4,10 @@
 use super::{Bit, Field, RegisterSpec, selector};
 
 /// `MII_ADVERTISE`. Bit 12 is `XNP` (`ADVERTISE_RESV` is an alias of it).
-pub static ADVERTISE: RegisterSpec = RegisterSpec {
+pub static ADVERTISE: RegisterSpec = ADVERTISE_LAYOUT;
+
+/// The layout of `MII_ADVERTISE`, shared with `MDIO_AN_ADVERTISE`.
+pub(super) const ADVERTISE_LAYOUT: RegisterSpec = RegisterSpec {
     num: 0x04,
     name: "ADVERTISE",
     bits: &[
@@ -63,7 +66,10 @@ pub static ADVERTISE: RegisterSpec = RegisterSpec {
 
 /// `MII_LPA`: `LPACK` is the partner's acknowledge, `RFAULT` its remote fault, `NPAGE` its next
 /// page bit.
-pub static LPA: RegisterSpec = RegisterSpec {
+pub static LPA: RegisterSpec = LPA_LAYOUT;
+
+/// The layout of `MII_LPA`, shared with `MDIO_AN_LPA`.
+pub(super) const LPA_LAYOUT: RegisterSpec = RegisterSpec {
     num: 0x05,
     name: "LPA",
     bits: &[

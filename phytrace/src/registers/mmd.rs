@@ -86,21 +86,43 @@ impl MmdFunction {
     }
 }
 
+/// The MMDs `linux/mdio.h` names: device address, `MDIO_MMD_*` name, and the short name
+/// phytrace shows them by (`pcs.STAT1`) and the rule language takes.
+const MMDS: &[(u8, &str, &str)] = &[
+    (1, "PMAPMD", "pma"),
+    (2, "WIS", "wis"),
+    (3, "PCS", "pcs"),
+    (4, "PHYXS", "phyxs"),
+    (5, "DTEXS", "dtexs"),
+    (6, "TC", "tc"),
+    (7, "AN", "an"),
+    (13, "POWER_UNIT", "power"),
+    (29, "C22EXT", "c22ext"),
+    (30, "VEND1", "vend1"),
+    (31, "VEND2", "vend2"),
+];
+
 /// `MDIO_MMD_*` name of a device address, if it has one.
 pub fn mmd_device_name(devad: u8) -> Option<&'static str> {
-    Some(match devad {
-        1 => "PMAPMD",
-        2 => "WIS",
-        3 => "PCS",
-        4 => "PHYXS",
-        5 => "DTEXS",
-        6 => "TC",
-        7 => "AN",
-        29 => "C22EXT",
-        30 => "VEND1",
-        31 => "VEND2",
-        _ => return None,
-    })
+    MMDS.iter().find(|m| m.0 == devad).map(|m| m.1)
+}
+
+/// Short name of a device address (`pcs` for 3), if it has one.
+pub fn mmd_short_name(devad: u8) -> Option<&'static str> {
+    MMDS.iter().find(|m| m.0 == devad).map(|m| m.2)
+}
+
+/// The device address named `name`: a short name (`pcs`) or an `MDIO_MMD_*` name (`PMAPMD`),
+/// any case.
+pub fn mmd_named(name: &str) -> Option<u8> {
+    MMDS.iter()
+        .find(|m| m.1.eq_ignore_ascii_case(name) || m.2.eq_ignore_ascii_case(name))
+        .map(|m| m.0)
+}
+
+/// The short names of the MMDs, for messages.
+pub fn mmd_short_names() -> impl Iterator<Item = &'static str> {
+    MMDS.iter().map(|m| m.2)
 }
 
 fn devad(v: u16) -> Option<String> {

@@ -1,24 +1,31 @@
-//! Decoders for the Clause 22 registers phylib touches, one file per register family.
+//! Decoders for the registers phylib touches: Clause 22 ones, one file per register family,
+//! and Clause 45 ones per MMD ([`c45`]).
 //!
-//! Bit and field names are those of `include/uapi/linux/mii.h` without the register prefix
-//! (`BMCR_ANENABLE` is shown as `ANENABLE`). A [`RegisterSpec`] describes the layout of one
-//! register; [`decode`] names the bits of a value and [`changes`] lists what differs between two
-//! successive values. The MMD access pair (registers 13/14) needs the history of the accesses and
-//! is decoded by [`MmdTracker`].
+//! Bit and field names are those of `include/uapi/linux/mii.h` and `linux/mdio.h` without the
+//! register prefix (`BMCR_ANENABLE` is shown as `ANENABLE`). A [`RegisterSpec`] describes the
+//! layout of one register; a [`Register`] says where one is (a Clause 22 number, or an MMD and a
+//! register); [`decode`] names the bits of a value and [`changes`] lists what differs between
+//! two successive values. The MMD access pair (registers 13/14) needs the history of the
+//! accesses and is decoded by [`MmdTracker`].
 
 mod advertise;
 mod bmcr;
 mod bmsr;
+pub mod c45;
 mod expansion;
 mod gigabit;
 mod mmd;
 mod physid;
+mod register;
 
 use std::fmt;
 
 pub use bmcr::{BMCR_ANRESTART, BMCR_RESET, MII_BMCR};
-pub use mmd::{MmdAccess, MmdFunction, MmdTracker, mmd_device_name};
+pub use mmd::{
+    MmdAccess, MmdFunction, MmdTracker, mmd_device_name, mmd_named, mmd_short_name, mmd_short_names,
+};
 pub use physid::PhyId;
+pub use register::Register;
 
 /// A single named bit.
 #[derive(Debug)]
@@ -27,6 +34,13 @@ pub struct Bit {
     pub name: &'static str,
     /// The bit's mask.
     pub mask: u16,
+}
+
+impl Bit {
+    /// The bit `name` at `mask`.
+    pub const fn new(name: &'static str, mask: u16) -> Self {
+        Self { name, mask }
+    }
 }
 
 /// A field of one or more bits shown as `NAME=value`.
@@ -42,6 +56,11 @@ pub struct Field {
 }
 
 impl Field {
+    /// The field `name` over `mask`, rendered by `show`.
+    pub const fn new(name: &'static str, mask: u16, show: fn(u16) -> Option<String>) -> Self {
+        Self { name, mask, show }
+    }
+
     /// The field's value in `reg_value`, shifted down to bit 0.
     pub fn get(&self, reg_value: u16) -> u16 {
         (reg_value & self.mask) >> self.mask.trailing_zeros()
@@ -115,24 +134,29 @@ impl fmt::Display for RegName {
     }
 }
 
-/// A register value with its meaning; displays as `LSTATUS ANEGCOMPLETE SLCT=CSMA`.
+/// A register value with its meaning; displays as `LSTATUS ANEGCOMPLETE SLCT=CSMA`, or as
+/// `vendor specific` for a register the standard leaves to vendors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decoded {
-    /// Register number.
-    pub reg: u16,
+    /// The register.
+    pub reg: Register,
     /// Raw value.
     pub value: u16,
 }
 
-/// Decodes `value` as a value of register `reg`.
-pub fn decode(reg: u16, value: u16) -> Decoded {
-    Decoded { reg, value }
+/// Decodes `value` as a value of register `reg` (a Clause 22 number or a [`Register`]).
+pub fn decode(reg: impl Into<Register>, value: u16) -> Decoded {
+    Decoded {
+        reg: reg.into(),
+        value,
+    }
 }
 
 impl Decoded {
     /// Names of the bits that are set, from bit 0 up.
     pub fn flags(&self) -> impl Iterator<Item = &'static str> + '_ {
-        spec(self.reg)
+        self.reg
+            .spec()
             .into_iter()
             .flat_map(|s| s.bits.iter())
             .filter(|b| self.value & b.mask != 0)
@@ -141,7 +165,8 @@ impl Decoded {
 
     /// Fields worth showing, as `(name, rendered value)`.
     pub fn fields(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
-        spec(self.reg)
+        self.reg
+            .spec()
             .into_iter()
             .flat_map(|s| s.fields.iter())
             .filter_map(|f| (f.show)(f.get(self.value)).map(|v| (f.name, v)))
@@ -149,13 +174,16 @@ impl Decoded {
 
     /// The reserved bits that are set, in place, if any.
     pub fn reserved(&self) -> Option<u16> {
-        let bits = self.value & spec(self.reg)?.reserved;
+        let bits = self.value & self.reg.spec()?.reserved;
         (bits != 0).then_some(bits)
     }
 }
 
 impl fmt::Display for Decoded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.reg.spec().is_none() && self.reg.is_vendor() {
+            return f.write_str("vendor specific");
+        }
         let mut sep = "";
         for flag in self.flags() {
             write!(f, "{sep}{flag}")?;
@@ -209,10 +237,11 @@ impl fmt::Display for Change {
 }
 
 /// The changes from `old` to `new` in register `reg`, bits first, in bit order.
-pub fn changes(reg: u16, old: u16, new: u16) -> ChangeList {
+pub fn changes(reg: impl Into<Register>, old: u16, new: u16) -> ChangeList {
+    let reg = reg.into();
     let mut list = Vec::new();
     if old != new {
-        match spec(reg) {
+        match reg.spec() {
             None => list.push(Change::Raw { from: old, to: new }),
             Some(s) => {
                 for bit in s.bits.iter().filter(|b| (old ^ new) & b.mask != 0) {
@@ -247,8 +276,8 @@ pub fn changes(reg: u16, old: u16, new: u16) -> ChangeList {
 /// [`ChangeList::with_name`] prefixes the register name: `BMSR +LSTATUS`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChangeList {
-    /// Register number.
-    pub reg: u16,
+    /// The register.
+    pub reg: Register,
     /// The changes, bits first.
     pub list: Vec<Change>,
 }
@@ -261,7 +290,7 @@ impl ChangeList {
 
     /// Display form with the register name first: `BMSR +LSTATUS +ANEGCOMPLETE`.
     pub fn with_name(&self) -> String {
-        format!("{} {self}", name(self.reg))
+        format!("{} {self}", self.reg)
     }
 }
 

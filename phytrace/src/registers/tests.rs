@@ -308,3 +308,177 @@ fn mmd_sequence_is_followed() {
     );
     assert_eq!(mmd.observe(Read, 0x01, 0), None);
 }
+
+/// Single-bit definitions of `linux/mdio.h` (Linux 6.12) by MMD and register: (devad,
+/// register, name without `MDIO_` and its register prefix, mask).
+const MDIO_H_BITS: &[(u8, u16, &str, u16)] = &[
+    (1, 0, "LOOPBACK", 0x0001),
+    (1, 0, "SPEED1000", 0x0040),
+    (1, 0, "LPOWER", 0x0800),
+    (1, 0, "SPEED100", 0x2000),
+    (1, 0, "RESET", 0x8000),
+    (1, 1, "LPOWERABLE", 0x0002),
+    (1, 1, "LSTATUS", 0x0004),
+    (1, 1, "FAULT", 0x0080),
+    (1, 4, "10G", 0x0001),
+    (1, 4, "1000", 0x0010),
+    (1, 4, "2_5G", 0x2000),
+    (1, 4, "5G", 0x4000),
+    (1, 5, "PMAPMD", 0x0002),
+    (1, 5, "AN", 0x0080),
+    (1, 6, "VEND2", 0x8000),
+    (1, 8, "LBABLE", 0x0001),
+    (1, 8, "10GBSR", 0x0080),
+    (1, 8, "EXTABLE", 0x0200),
+    (1, 8, "RXFAULT", 0x0400),
+    (1, 8, "TXFAULT", 0x0800),
+    (1, 8, "TXFLTABLE", 0x2000),
+    (1, 11, "10GBT", 0x0004),
+    (1, 11, "NBT", 0x4000),
+    (1, 21, "5GBT", 0x0002),
+    (3, 0, "CLKSTOP_EN", 0x0400),
+    (3, 0, "LOOPBACK", 0x4000),
+    (3, 1, "LSTATUS", 0x0004),
+    (3, 1, "FAULT", 0x0080),
+    (3, 4, "10P2B", 0x0002),
+    (3, 4, "5G", 0x0080),
+    (3, 8, "10GBR", 0x0001),
+    (3, 8, "RXFLTABLE", 0x1000),
+    (3, 32, "BLKLK", 0x0001),
+    (4, 0, "LOOPBACK", 0x4000),
+    (4, 1, "LSTATUS", 0x0004),
+    (4, 24, "SYNC3", 0x0008),
+    (4, 24, "ALIGN", 0x1000),
+    (7, 0, "RESTART", 0x0200),
+    (7, 0, "ENABLE", 0x1000),
+    (7, 0, "XNP", 0x2000),
+    (7, 1, "LPABLE", 0x0001),
+    (7, 1, "ABLE", 0x0008),
+    (7, 1, "COMPLETE", 0x0020),
+    (7, 1, "PAGE", 0x0040),
+    (7, 32, "ADV10G", 0x1000),
+    (7, 33, "LP10G", 0x0800),
+    (7, 33, "MSFLT", 0x8000),
+];
+
+#[test]
+fn mdio_h_bits_decode_in_their_mmd() {
+    for &(devad, reg, name, mask) in MDIO_H_BITS {
+        let register = Register::C45 { devad, reg };
+        let flags: Vec<_> = decode(register, mask).flags().collect();
+        assert_eq!(flags, [name], "{name} in {register}");
+    }
+}
+
+#[test]
+fn c45_specs_cover_all_16_bits_exactly_once() {
+    for devad in 0..32 {
+        for spec in c45::specs(devad) {
+            let masks = spec.bits.iter().map(|b| b.mask);
+            let masks = masks.chain(spec.fields.iter().map(|f| f.mask));
+            let mut seen = 0u16;
+            for mask in masks.chain([spec.reserved]) {
+                assert_eq!(
+                    seen & mask,
+                    0,
+                    "{devad}.{}: overlapping {mask:#06x}",
+                    spec.name
+                );
+                seen |= mask;
+            }
+            assert_eq!(seen, 0xffff, "{devad}.{}: bits not covered", spec.name);
+        }
+    }
+}
+
+#[test]
+fn c45_registers_are_named_per_mmd() {
+    // MDIO_CTRL1, MDIO_STAT1, MDIO_SPEED, MDIO_DEVS1, MDIO_CTRL2, MDIO_STAT2,
+    // MDIO_PCS_10GBRT_STAT1/2, MDIO_PHYXS_LNSTAT, MDIO_AN_10GBT_STAT.
+    for (devad, reg, shown) in [
+        (1, 0x0000, "pma.CTRL1"),
+        (1, 0x0001, "pma.STAT1"),
+        (1, 0x0004, "pma.SPEED"),
+        (1, 0x0005, "pma.DEVS1"),
+        (1, 0x0007, "pma.CTRL2"),
+        (1, 0x0008, "pma.STAT2"),
+        (3, 0x0001, "pcs.STAT1"),
+        (3, 0x0008, "pcs.STAT2"),
+        (3, 0x0020, "pcs.BASER_STAT1"),
+        (3, 0x0021, "pcs.BASER_STAT2"),
+        (4, 0x0001, "phyxs.STAT1"),
+        (4, 0x0018, "phyxs.LNSTAT"),
+        (7, 0x0001, "an.STAT1"),
+        (7, 0x0021, "an.BASET_STAT"),
+        (2, 0x0002, "wis.DEVID1"),
+        (3, 0x0026, "pcs.0x0026"),
+        (1, 0xd001, "pma.0xd001"),
+        (30, 0x0001, "vend1.0x0001"),
+        (9, 0x0001, "9.0x0001"),
+    ] {
+        let register = Register::C45 { devad, reg };
+        assert_eq!(register.to_string(), shown);
+        if let Some(name) = shown.split_once('.').map(|(_, n)| n)
+            && !name.starts_with("0x")
+        {
+            assert_eq!(c45::number(devad, &name.to_lowercase()), Some(reg));
+        }
+    }
+    assert_eq!(
+        Register::C45 { devad: 3, reg: 1 }.labelled(),
+        "pcs.STAT1 (3.0x0001)"
+    );
+    assert_eq!(
+        Register::C45 {
+            devad: 3,
+            reg: 0x8000
+        }
+        .labelled(),
+        "pcs.0x8000"
+    );
+    assert_eq!(Register::C22(1).labelled(), "BMSR");
+    assert_eq!(mmd_named("PMAPMD"), Some(1));
+    assert_eq!(mmd_named("Pcs"), Some(3));
+    assert_eq!(mmd_named("bogus"), None);
+}
+
+#[test]
+fn c45_values_decode_link_faults_and_speed() {
+    let pcs = |reg| Register::C45 { devad: 3, reg };
+    let pma = |reg| Register::C45 { devad: 1, reg };
+    assert_eq!(decode(pcs(1), 0x0006).to_string(), "LPOWERABLE LSTATUS");
+    assert_eq!(decode(pcs(1), 0x0082).to_string(), "LPOWERABLE FAULT");
+    assert_eq!(decode(pcs(0x20), 0x1001).to_string(), "BLKLK RXLNK");
+    assert_eq!(decode(pcs(0x21), 0x8003).to_string(), "LBLKLK ERR=3");
+    assert_eq!(
+        decode(pma(0), 0x2040).to_string(),
+        "SPEED1000 SPEED100 SPEEDSEL=10G"
+    );
+    assert_eq!(decode(pma(7), 0x0006).to_string(), "TYPE=10GBLR");
+    assert_eq!(
+        decode(pma(8), 0xb301).to_string(),
+        "LBABLE TXDISAB EXTABLE RXFLTABLE TXFLTABLE DEVPRST=present"
+    );
+    assert_eq!(
+        decode(Register::C45 { devad: 7, reg: 1 }, 0x0024).to_string(),
+        "LSTATUS COMPLETE"
+    );
+    assert_eq!(
+        decode(
+            Register::C45 {
+                devad: 7,
+                reg: 0x13
+            },
+            0x0041
+        )
+        .to_string(),
+        "10FULL SLCT=CSMA"
+    );
+    assert_eq!(decode(pma(0xd001), 0xb3ff).to_string(), "vendor specific");
+    assert_eq!(decode(pcs(0x26), 0x0e00).to_string(), "");
+    assert_eq!(
+        changes(pcs(1), 0x0006, 0x0002).with_name(),
+        "pcs.STAT1 -LSTATUS"
+    );
+    assert_eq!(changes(pcs(0x8000), 1, 2).to_string(), "0x0001→0x0002");
+}

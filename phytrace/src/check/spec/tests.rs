@@ -50,7 +50,7 @@ fn every_rule_kind_parses() {
         steps[1].atom,
         Atom::Mdio {
             op: Some(MdioOp::Write),
-            reg: Some(0),
+            reg: Registers::C22(0),
             value: Some(ValueTest::Masked {
                 mask: 0x8200,
                 expect: 0x8200,
@@ -122,19 +122,27 @@ fn values_masks_registers_and_return_values() {
     };
     assert_eq!(
         atom("read 1 != 0x786d"),
-        mdio(Some(MdioOp::Read), Some(1), masked(0xffff, 0x786d, true))
+        mdio(
+            Some(MdioOp::Read),
+            Registers::C22(1),
+            masked(0xffff, 0x786d, true)
+        )
     );
     assert_eq!(
         atom("mdio any & 0x8000 = 0x8000"),
-        mdio(None, None, masked(0x8000, 0x8000, false))
+        mdio(None, Registers::Any, masked(0x8000, 0x8000, false))
     );
     assert_eq!(
         atom("read bmsr lacks LSTATUS"),
-        mdio(Some(MdioOp::Read), Some(1), masked(4, 0, false))
+        mdio(Some(MdioOp::Read), Registers::C22(1), masked(4, 0, false))
     );
     assert_eq!(
         atom("read BMSR error"),
-        mdio(Some(MdioOp::Read), Some(1), Some(ValueTest::Failed))
+        mdio(
+            Some(MdioOp::Read),
+            Registers::C22(1),
+            Some(ValueTest::Failed)
+        )
     );
     assert_eq!(
         atom("exit read_status_callback ret = -5"),
@@ -209,7 +217,11 @@ fn errors_have_line_and_column() {
 #[test]
 fn shipped_specs_and_documented_examples_parse() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for file in ["specs/ax88796b.spec", "specs/plug-unplug.spec"] {
+    for file in [
+        "specs/ax88796b.spec",
+        "specs/plug-unplug.spec",
+        "specs/qt2025.spec",
+    ] {
         let text = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
         let spec = parse(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(spec.rules.len() >= 8, "{file}");
@@ -274,6 +286,10 @@ const VOCABULARY: &[&str] = &[
     "|",
     "->",
     "0x8000",
+    "pcs",
+    ".",
+    "..",
+    "3.0xE854",
     "-5",
     "3",
     "10ms",
@@ -352,4 +368,77 @@ fn mac_side_patterns_parse() {
             .2
             .contains("`up` or `down`")
     );
+}
+
+#[test]
+fn clause_45_registers_by_mmd_name_number_range_or_whole_mmd() {
+    let reg = |t: &str| match rule(&format!("rule \"x\": never {t}")).body {
+        Body::Never(Pattern {
+            atom: Atom::Mdio { reg, .. },
+            ..
+        }) => reg,
+        other => panic!("{t}: {other:?}"),
+    };
+    let c45 = |devad, first, last| Registers::C45 { devad, first, last };
+    assert_eq!(reg("write 3.0xE854"), c45(3, 0xe854, 0xe854));
+    assert_eq!(reg("read pcs.STAT1"), c45(3, 1, 1));
+    assert_eq!(reg("read PMAPMD.ctrl1"), c45(1, 0, 0));
+    assert_eq!(reg("read 1.0xD001"), c45(1, 0xd001, 0xd001));
+    assert_eq!(reg("write 3.0x8000..0xBFFF"), c45(3, 0x8000, 0xbfff));
+    assert_eq!(reg("read an.any"), c45(7, 0, 0xffff));
+    assert_eq!(reg("read phyxs"), c45(4, 0, 0xffff));
+    assert_eq!(reg("read 31.5"), c45(31, 5, 5));
+    assert_eq!(reg("read BMSR"), Registers::C22(1));
+    assert!(c45(3, 1, 1).contains(Some(3), 1));
+    assert!(!c45(3, 1, 1).contains(None, 1));
+    assert!(!Registers::C22(1).contains(Some(3), 1));
+    assert!(Registers::Any.contains(Some(3), 1));
+    let Body::Never(p) = rule("rule \"x\": never read pcs.STAT1 lacks LSTATUS").body else {
+        unreachable!()
+    };
+    assert_eq!(
+        p.atom,
+        Atom::Mdio {
+            op: Some(MdioOp::Read),
+            reg: c45(3, 1, 1),
+            value: Some(ValueTest::Masked {
+                mask: 4,
+                expect: 0,
+                negated: false
+            }),
+        }
+    );
+}
+
+#[test]
+fn clause_45_errors_point_at_the_mmd_or_register() {
+    let (_, col, msg) = error("rule \"a\": never read foo.STAT1");
+    assert_eq!(col, 22);
+    assert!(
+        msg.contains("unknown MMD `foo`") && msg.contains("pcs"),
+        "{msg}"
+    );
+    let (_, col, msg) = error("rule \"a\": never read 32.1");
+    assert_eq!(col, 22);
+    assert!(msg.contains("MMD 32 is not a device address"), "{msg}");
+    let (_, col, msg) = error("rule \"a\": never read pcs.NOPE");
+    assert_eq!(col, 26);
+    assert!(
+        msg.contains("MMD pcs has no register `NOPE`") && msg.contains("BASER_STAT1"),
+        "{msg}"
+    );
+    let (_, col, msg) = error("rule \"a\": never write 3.0xBFFF..0x8000");
+    assert_eq!(col, 33);
+    assert!(msg.contains("before it starts"), "{msg}");
+    let (_, col, msg) = error("rule \"a\": never write 3.0x10000");
+    assert_eq!(col, 25);
+    assert!(msg.contains("out of range"), "{msg}");
+    let (_, col, msg) = error("rule \"a\": never read pcs.");
+    assert_eq!(col, 26);
+    assert!(msg.contains("a register of MMD pcs"), "{msg}");
+    let (_, col, msg) = error("rule \"a\": never read pcs.STAT1 has BLKLK");
+    assert_eq!(col, 36);
+    assert!(msg.contains("STAT1 has no bit `BLKLK`"), "{msg}");
+    let (_, _, msg) = error("rule \"a\": never read 40");
+    assert!(msg.contains("`MMD.REG`"), "{msg}");
 }
