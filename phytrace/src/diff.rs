@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use similar::{Algorithm, DiffOp, capture_diff_slices_deadline, group_diff_ops};
 
 use crate::event::{Event, EventKind, MacChange, MdioOp};
-use crate::registers;
+use crate::registers::{self, Register};
 use crate::render;
 
 /// Unchanged accesses shown around each difference.
@@ -26,7 +26,7 @@ const DEADLINE: Duration = Duration::from_secs(10);
 pub struct Options {
     /// Compare writes only.
     pub ignore_reads: bool,
-    /// Registers whose values are not compared (only that they were accessed).
+    /// Clause 22 registers whose values are not compared (only that they were accessed).
     pub ignore_values: Vec<u16>,
 }
 
@@ -35,8 +35,8 @@ pub struct Options {
 pub struct Token {
     /// A write (else a read).
     pub write: bool,
-    /// Register.
-    pub reg: u16,
+    /// Register, Clause 22 or 45.
+    pub reg: Register,
     /// Value, unless ignored or the access failed.
     pub value: Option<u16>,
     /// Negative errno of a failed access.
@@ -77,17 +77,24 @@ pub fn accesses<'a>(events: &'a [Event], opts: &Options) -> BTreeMap<String, Phy
             EventKind::Mdio {
                 op,
                 reg,
+                devad,
                 value,
                 error,
                 caller,
                 ..
-            } => (*op, *reg, *value, *error, caller.as_ref()),
+            } => (
+                *op,
+                Register::of(*devad, *reg),
+                *value,
+                *error,
+                caller.as_ref(),
+            ),
             // The link changes the MAC saw; how long phylink_resolve took is not compared.
             EventKind::Mac { change } if !matches!(change, MacChange::Resolve { .. }) => {
                 phys.entry(phy.key()).or_default().accesses.push(Access {
                     token: Token {
                         write: false,
-                        reg: 0,
+                        reg: Register::C22(0),
                         value: None,
                         error: None,
                         mac: Some(change.name()),
@@ -109,7 +116,8 @@ pub fn accesses<'a>(events: &'a [Event], opts: &Options) -> BTreeMap<String, Phy
         if opts.ignore_reads && op == MdioOp::Read {
             continue;
         }
-        let compared = error.is_none() && !opts.ignore_values.contains(&reg);
+        let ignored = matches!(reg, Register::C22(r) if opts.ignore_values.contains(&r));
+        let compared = error.is_none() && !ignored;
         entry.accesses.push(Access {
             token: Token {
                 write: op == MdioOp::Write,
@@ -218,7 +226,7 @@ fn access_line(x: &Access<'_>) -> String {
         return format!("MAC {mac}");
     }
     let op = if x.token.write { "write" } else { "read " };
-    let name = registers::name(x.token.reg);
+    let name = x.token.reg.to_string();
     let caller = x.caller.unwrap_or("(phylib)");
     match x.token.error {
         Some(err) => format!(
@@ -473,5 +481,32 @@ mod tests {
                 PhyDiff::OnlyB("other:01".into())
             ]
         );
+    }
+
+    #[test]
+    fn clause_45_accesses_are_compared_by_mmd_and_register() {
+        use crate::test_events::qt2025;
+        let firmware = qt2025::firmware(64);
+        let mut changed = firmware.clone();
+        changed[5] ^= 0xff;
+        let a = qt2025::probe(qt2025::phy(2), 0, qt2025::REVISION_OK, &firmware);
+        let b = qt2025::probe(qt2025::phy(2), 0, qt2025::REVISION_OK, &changed);
+        let (pa, pb) = (
+            accesses(&a, &Options::default()),
+            accesses(&b, &Options::default()),
+        );
+        assert!(
+            pa["phy_sim-1:02"].accesses[0].token.reg
+                == Register::C45 {
+                    devad: 1,
+                    reg: 0xd001
+                }
+        );
+        let diffs = compare(&pa, &pb);
+        assert!(diffs[0].differs());
+        let text = render(&diffs[0], &pa, &pb);
+        assert!(text.contains("~ write pcs.0x8005"), "{text}");
+        assert!(text.contains("1 differing stretches"), "{text}");
+        assert!(!compare(&pa, &pa)[0].differs());
     }
 }

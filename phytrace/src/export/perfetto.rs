@@ -245,6 +245,7 @@ impl Trace {
         let EventKind::Mdio {
             op,
             reg,
+            devad,
             value,
             error,
             latency_ns,
@@ -257,19 +258,23 @@ impl Trace {
         let ts = event.ts_ns;
         let start = ts.saturating_sub(*latency_ns).max(not_before);
         let op_name = op.name();
-        let reg_name = registers::name(*reg).to_string();
+        let register = registers::Register::of(*devad, *reg);
+        let reg_name = register.to_string();
         let mut args = json!({
-            "register": reg_name,
+            "register": register.labelled(),
             "reg": reg,
             "caller": caller.as_ref().map_or("(phylib)", |c| c.name.as_ref()),
         });
+        if let Some(devad) = devad {
+            args["mmd"] = json!(devad);
+        }
         match error {
             Some(err) => args["error"] = json!(render::errno(i64::from(*err))),
             None => {
                 args["value"] = json!(format!("{value:#06x}"));
-                args["bits"] = json!(registers::decode(*reg, *value).to_string());
+                args["bits"] = json!(registers::decode(register, *value).to_string());
                 if let Some(prev) = previous {
-                    args["changes"] = json!(registers::changes(*reg, prev, *value).to_string());
+                    args["changes"] = json!(registers::changes(register, prev, *value).to_string());
                 }
             }
         }
