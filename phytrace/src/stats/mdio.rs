@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::latency::Latencies;
 use crate::event::MdioOp;
+use crate::registers::Register;
 
 /// Length of a rate window.
 pub const WINDOW_NS: u64 = 1_000_000_000;
@@ -49,8 +50,8 @@ impl Windows {
 pub struct MdioCounts {
     /// Accesses per window.
     pub windows: Windows,
-    /// Per register number.
-    pub registers: BTreeMap<u16, RegisterCount>,
+    /// Per register, Clause 22 or (by MMD) Clause 45.
+    pub registers: BTreeMap<Register, RegisterCount>,
     /// All accesses.
     pub total: u64,
     /// Latencies of the reads, successful or failed.
@@ -61,7 +62,14 @@ pub struct MdioCounts {
 
 impl MdioCounts {
     /// Counts an access at `offset_ns` after the origin that took `latency_ns`.
-    pub fn record(&mut self, offset_ns: u64, op: MdioOp, reg: u16, failed: bool, latency_ns: u64) {
+    pub fn record(
+        &mut self,
+        offset_ns: u64,
+        op: MdioOp,
+        reg: Register,
+        failed: bool,
+        latency_ns: u64,
+    ) {
         *self.windows.0.entry(offset_ns / WINDOW_NS).or_default() += 1;
         self.total += 1;
         match op {
@@ -98,24 +106,42 @@ mod tests {
     #[test]
     fn windows_and_registers() {
         let mut m = MdioCounts::default();
-        m.record(100, MdioOp::Read, 1, false, 36_000_000);
-        m.record(900_000_000, MdioOp::Read, 1, true, 600_000_000);
-        m.record(2_500_000_000, MdioOp::Write, 0, false, 35_000_000);
-        assert_eq!(m.windows.nonempty().collect::<Vec<_>>(), [(0, 2), (2, 1)]);
+        m.record(100, MdioOp::Read, Register::C22(1), false, 36_000_000);
+        m.record(
+            900_000_000,
+            MdioOp::Read,
+            Register::C22(1),
+            true,
+            600_000_000,
+        );
+        m.record(
+            2_500_000_000,
+            MdioOp::Write,
+            Register::C22(0),
+            false,
+            35_000_000,
+        );
+        let stat1 = Register::C45 { devad: 3, reg: 1 };
+        m.record(3_500_000_000, MdioOp::Read, stat1, false, 1_000);
+        assert_eq!(
+            m.windows.nonempty().collect::<Vec<_>>(),
+            [(0, 2), (2, 1), (3, 1)]
+        );
         assert_eq!((m.windows.get(1), m.windows.max_in(1..=5)), (0, 1));
         assert_eq!(
-            m.registers[&1],
+            m.registers[&Register::C22(1)],
             RegisterCount {
                 reads: 1,
                 writes: 0,
                 errors: 1
             }
         );
-        assert_eq!(m.rate(4), (0.75, 2, Some(0)));
+        assert_eq!(m.registers[&stat1].reads, 1, "apart from BMSR");
+        assert_eq!(m.rate(4), (1.0, 2, Some(0)));
         let reads = m.read_latency.summary();
         assert_eq!(
             (reads.count, reads.min_ns, reads.max_ns),
-            (2, 36_000_000, 600_000_000)
+            (3, 1_000, 600_000_000)
         );
         assert_eq!(m.write_latency.summary().count, 1);
         assert_eq!(MdioCounts::default().rate(0), (0.0, 0, None));

@@ -152,13 +152,17 @@ impl Collector {
             EventKind::Mdio {
                 op,
                 reg,
+                devad,
                 value,
                 error,
                 latency_ns,
                 ..
             } => {
-                phy.mdio.record(at, *op, *reg, error.is_some(), *latency_ns);
-                if *op == MdioOp::Write && error.is_none() {
+                let register = registers::Register::of(*devad, *reg);
+                phy.mdio
+                    .record(at, *op, register, error.is_some(), *latency_ns);
+                // BMCR's resets and restarts: Clause 22 only.
+                if *op == MdioOp::Write && error.is_none() && devad.is_none() {
                     phy.link.mdio_write(at, *reg, *value);
                 }
             }
@@ -283,8 +287,9 @@ impl Collector {
                     .registers
                     .iter()
                     .map(|(&reg, count)| RegisterReport {
-                        reg,
-                        name: registers::name(reg).to_string(),
+                        mmd: reg.devad(),
+                        reg: reg.number(),
+                        name: reg.to_string(),
                         count: count.clone(),
                     })
                     .collect(),
@@ -513,9 +518,12 @@ pub struct MdioLatency {
 /// Accesses to one register.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RegisterReport {
-    /// Number.
+    /// The MMD of a Clause 45 register.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mmd: Option<u8>,
+    /// Number (in its MMD for Clause 45).
     pub reg: u16,
-    /// Name (`BMSR`, or the number).
+    /// Name (`BMSR`, `pcs.STAT1`, or the number: `R0x10`, `pcs.0x8000`).
     pub name: String,
     /// Counts.
     #[serde(flatten)]

@@ -131,3 +131,40 @@ fn carrier_without_traced_phy_callbacks_and_phys_without_a_mac_side() {
     assert!(json["phys"][0]["carrier"].is_null());
     assert!(json["phys"][0]["mdio"]["latency"]["read"]["p99_ns"].is_u64());
 }
+
+#[test]
+fn clause_45_accesses_count_per_mmd_and_register_and_a_firmware_window_reads_as_one_line() {
+    use crate::test_events::qt2025;
+    let events = qt2025::probe(
+        qt2025::phy(2),
+        0,
+        qt2025::REVISION_OK,
+        &qt2025::firmware(24 * 1024),
+    );
+    let mut model = Model::new();
+    let mut collector = Collector::new(0);
+    for event in &events {
+        let applied = model.apply(event);
+        collector.observe(event, &applied, &model);
+    }
+    let end = events.last().unwrap().ts_ns;
+    let r = collector.report(&model, end);
+    let p = phy(&r, "phy_sim-1:02");
+    assert_eq!(p.mdio.accesses, 1 + 11 + 24 * 1024 + 1);
+    assert_eq!(p.mdio.registers.len(), 1 + 10 + 24 * 1024);
+    let start = p
+        .mdio
+        .registers
+        .iter()
+        .find(|r| r.name == "pcs.0xe854")
+        .unwrap();
+    assert_eq!(
+        (start.mmd, start.reg, start.count.writes),
+        (Some(3), 0xe854, 2)
+    );
+    let json = serde_json::to_value(start).unwrap();
+    assert_eq!(json["mmd"], 3);
+    let text = text::report("qt2025", &r);
+    let mdio: Vec<&str> = text.lines().filter(|l| l.contains(" read ")).collect();
+    insta::assert_snapshot!(mdio.join("\n"));
+}

@@ -176,15 +176,38 @@ fn phy_report(out: &mut String, phy: &PhyReport) {
             let _ = writeln!(out, "    {op:<9} {:>5}{}", l.count, latency_cells(l));
         }
     }
-    for r in &m.registers {
+    let mut rest = m.registers.as_slice();
+    while let Some(first) = rest.first() {
+        // Unnamed Clause 45 registers in a row with the same counts (a firmware window) share
+        // one line.
+        let run = rest
+            .iter()
+            .zip(0u32..)
+            .take_while(|(r, i)| {
+                first.mmd.is_some()
+                    && r.mmd == first.mmd
+                    && u32::from(r.reg) == u32::from(first.reg) + i
+                    && r.count == first.count
+                    && r.name.contains(".0x")
+            })
+            .count()
+            .max(1);
+        let last = &rest[run - 1];
+        let name = if run > 1 {
+            let count = crate::render::runs::thousands(run as u64);
+            format!("{}…{:#06x} ({count} registers, each)", first.name, last.reg)
+        } else {
+            first.name.clone()
+        };
         let mut line = format!(
-            "    {:<9} read {:>5}  write {:>5}",
-            r.name, r.count.reads, r.count.writes
+            "    {name:<9} read {:>5}  write {:>5}",
+            first.count.reads, first.count.writes
         );
-        if r.count.errors > 0 {
-            let _ = write!(line, "  failed {}", r.count.errors);
+        if first.count.errors > 0 {
+            let _ = write!(line, "  failed {}", first.count.errors);
         }
         let _ = writeln!(out, "{line}");
+        rest = &rest[run..];
     }
     let link = &phy.link;
     if !link.intervals.is_empty() {
