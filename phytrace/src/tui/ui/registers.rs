@@ -1,5 +1,6 @@
 //! Registers of the selected PHY, decoded bit by bit; what changed since its latest callback
-//! started is highlighted (and starred without colours).
+//! started is highlighted (and starred without colours). Clause 45 registers follow, per MMD,
+//! with a run of unnamed registers in a row (a firmware window) on one line.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{changed_span, pane_block};
 use crate::model::PhyModel;
-use crate::registers::{self, Change};
+use crate::registers::{self, Change, Register};
+use crate::render::runs::thousands;
 use crate::tui::app::{App, Pane};
 use crate::tui::ui::theme::Theme;
 
@@ -65,21 +67,88 @@ fn lines(
     binary: bool,
     theme: Theme,
 ) -> Vec<Line<'static>> {
-    phy.registers
+    let mut lines: Vec<Line<'static>> = phy
+        .registers
         .iter()
         .map(|(reg, current)| {
             let value = current.value;
             let before = baseline.get(reg).copied().unwrap_or(value);
-            register_line(*reg, before, value, binary, theme)
+            register_line(Register::C22(*reg), before, value, binary, theme)
         })
-        .collect()
+        .collect();
+    lines.extend(mmd_lines(phy, binary, theme));
+    lines
+}
+
+/// The MMD registers of `phy`, a heading per MMD: `pcs (MMD 3)`, then its registers; unnamed
+/// ones in a row fold into `pcs.0x8000…0xbfff  16,384 registers, last 0x00a5`.
+fn mmd_lines(phy: &PhyModel, binary: bool, theme: Theme) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let mut entries = phy.mmd_registers.iter().peekable();
+    let mut devad_shown = None;
+    while let Some((&(devad, reg), &value)) = entries.next() {
+        if devad_shown != Some(devad) {
+            devad_shown = Some(devad);
+            let name = registers::mmd_short_name(devad).unwrap_or("MMD");
+            lines.push(Line::styled(format!("{name} (MMD {devad})"), theme.dim()));
+        }
+        let register = Register::C45 { devad, reg };
+        let mut last = (reg, value);
+        let mut count = 1u64;
+        while register.spec().is_none()
+            && let Some(&(&(d, r), &v)) = entries.peek()
+            && d == devad
+            && Some(r) == last.0.checked_add(1)
+            && (Register::C45 { devad: d, reg: r }).spec().is_none()
+        {
+            last = (r, v);
+            count += 1;
+            entries.next();
+        }
+        if count >= 4 {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{register}…{:#06x}", last.0), theme.name()),
+                Span::raw(format!(
+                    "  {} registers, last {:#06x}",
+                    thousands(count),
+                    last.1
+                )),
+            ]));
+        } else {
+            lines.push(register_line(register, value, value, binary, theme));
+            let mut reg = reg;
+            for _ in 1..count {
+                reg += 1;
+                let value = phy.mmd_registers[&(devad, reg)];
+                lines.push(register_line(
+                    Register::C45 { devad, reg },
+                    value,
+                    value,
+                    binary,
+                    theme,
+                ));
+            }
+        }
+    }
+    lines
 }
 
 /// `BMSR  0x786d  [0111100001101101]  ERCAP LSTATUS* … -RFAULT*`
-fn register_line(reg: u16, before: u16, value: u16, binary: bool, theme: Theme) -> Line<'static> {
+fn register_line(
+    reg: Register,
+    before: u16,
+    value: u16,
+    binary: bool,
+    theme: Theme,
+) -> Line<'static> {
     let diff = before ^ value;
+    // Wide enough for `BMSR` and `ESTATUS`, or for `pcs.BASER_STAT1` and `phyxs.0x8000`.
+    let width = match reg {
+        Register::C22(_) => 10,
+        Register::C45 { .. } => 16,
+    };
     let mut spans = vec![
-        Span::styled(format!("{:<10}", registers::name(reg)), theme.name()),
+        Span::styled(format!("{reg:<width$}"), theme.name()),
         changed_span(
             theme,
             format!("{value:#06x}"),
@@ -142,4 +211,26 @@ fn register_line(reg: u16, before: u16, value: u16, binary: bool, theme: Theme) 
         }
     }
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+    use crate::test_events::qt2025;
+
+    #[test]
+    fn clause_45_registers_show_per_mmd_with_firmware_windows_folded() {
+        let firmware = qt2025::firmware(24 * 1024);
+        let mut model = Model::new();
+        for event in qt2025::probe(qt2025::phy(2), 0, qt2025::REVISION_OK, &firmware) {
+            model.apply(&event);
+        }
+        let phy = model.phy("phy_sim-1:02").unwrap();
+        let text: Vec<String> = lines(phy, &BTreeMap::new(), false, Theme::mono())
+            .iter()
+            .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        insta::assert_snapshot!(text.join("\n"));
+    }
 }
