@@ -92,12 +92,12 @@ pub(super) fn thread_state() -> Option<&'static mut ThreadState> {
 /// This thread's entry in [`THREADS_BY_TID`], made from [`ZERO_THREAD`] on first use.
 fn by_tid() -> Option<*mut ThreadState> {
     let tid = tid();
-    if let Some(state) = THREADS_BY_TID.get_ptr_mut(&tid) {
+    if let Some(state) = THREADS_BY_TID.get_ptr_mut(tid) {
         return Some(state);
     }
     let zero = ZERO_THREAD.get(0)?;
-    THREADS_BY_TID.insert(&tid, zero, BPF_NOEXIST.into()).ok()?;
-    THREADS_BY_TID.get_ptr_mut(&tid)
+    THREADS_BY_TID.insert(tid, zero, BPF_NOEXIST.into()).ok()?;
+    THREADS_BY_TID.get_ptr_mut(tid)
 }
 
 /// `index` masked into the frame array. The verifier needs a bound on the very register used
