@@ -16,6 +16,7 @@ pub mod diff;
 pub mod event;
 pub mod exit;
 pub mod export;
+pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod probe;

@@ -3,9 +3,11 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::os::fd::AsFd as _;
 use std::path::Path;
 use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -16,6 +18,7 @@ use phytrace_common::RawKind;
 use crate::capture::{Encoding, Header, Trailer, WriteError, Writer};
 use crate::event::{Event, PhyFilter};
 use crate::exit::{Failure, FailureKind};
+use crate::metrics::{LiveHealth, MetricsSink, Tee};
 use crate::output::Target;
 use crate::probe::mac_sites::MacSiteCalls;
 use crate::probe::tracer::{Sink, Tracer, TracerOptions};
@@ -45,6 +48,8 @@ pub struct Recording {
     /// Whether phytrace's standard output carries results (the capture, a status, a report):
     /// then the command's standard output goes to standard error instead.
     pub stdout_taken: bool,
+    /// Where to serve the session's metrics while it records (bound already), if anywhere.
+    pub metrics: Option<Arc<std::net::TcpListener>>,
 }
 
 /// Why a recording stopped.
@@ -94,6 +99,8 @@ pub enum Progress<'a> {
         tracer: &'a Tracer,
         /// Time taken to attach.
         attached_in: Duration,
+        /// Where the metrics are served, if they are.
+        metrics: Option<SocketAddr>,
     },
 }
 
@@ -252,10 +259,23 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
     header.encoding = recording.encoding;
     let mut writer = create_writer(&recording.output, &header).map_err(output_failure)?;
     let filter = recording.phy.as_ref();
+    let mut metrics = match &recording.metrics {
+        Some(listener) => Some(MetricsSink::serve(
+            listener.try_clone()?,
+            &header,
+            LiveHealth {
+                ring_size: recording.tracer.ring_size,
+                call_sites_refused: tracer.call_sites().map_or(0, |sites| sites.refused()),
+            },
+            recording.phy.clone(),
+        )?),
+        None => None,
+    };
     tell_notes(&mut tracer, &mut progress);
     progress(Progress::Started {
         tracer: &tracer,
         attached_in,
+        metrics: metrics.as_ref().map(MetricsSink::address),
     });
 
     let mut child = match recording.command.split_first() {
@@ -266,7 +286,8 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
     let mut sigterm = signal(SignalKind::terminate())?;
     let deadline = recording.duration.map(|d| tokio::time::Instant::now() + d);
     // Records go to the file as they are read; the first write error ends the recording.
-    let mut sink = CaptureSink::new(&mut writer, filter);
+    let mut capture = CaptureSink::new(&mut writer, filter);
+    let mut sink = Tee(&mut capture, metrics.as_mut());
     let stop = loop {
         let stop = tokio::select! {
             result = tracer.next_events(&mut sink) => {
@@ -282,16 +303,16 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
                 Some(Stop::Command(status?))
             }
         };
-        sink.check()?;
+        sink.0.check()?;
         tell_notes(&mut tracer, &mut progress);
         if let Some(stop) = stop {
             break stop;
         }
-        sink.writer.flush_if_due().map_err(output_failure)?;
+        sink.0.writer.flush_if_due().map_err(output_failure)?;
     };
     // No program runs once the session is disarmed: then the ring holds the last records.
     tracer.finish(&mut sink)?;
-    sink.check()?;
+    sink.0.check()?;
     let trailer = writer
         .finish(monotonic_ns(), tracer.discarded())
         .map_err(output_failure)?;

@@ -198,6 +198,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             tracer: follow.tracer_options(DEFAULT_RING_SIZE),
             command: args.command.clone(),
             stdout_taken,
+            metrics: None,
         },
         |p| print_progress(&output, p),
     )?;

@@ -1,8 +1,10 @@
 //! `phytrace record`: headless capture to a file, for target boards and CI.
 
 use std::{
+    net::SocketAddr,
     os::unix::process::ExitStatusExt as _,
     process::{ExitCode, ExitStatus},
+    sync::Arc,
     time::Duration,
 };
 
@@ -13,6 +15,7 @@ use crate::{
     capture::{Encoding, Trailer},
     event::{Guarantee, PhyFilter},
     exit::{self, Failure, FailureKind, Status},
+    metrics::serve,
     output::Target,
     probe::{call_site_probes::CallbackProbes, mac_sites::MacSiteCalls, tracer::Tracer},
     recording::{self, DEFAULT_ENCODING, Progress, Recorded, Recording, Stop},
@@ -24,6 +27,7 @@ const EXAMPLES: &str = "Examples:
   sudo phytrace record -o link.ptrace --duration 30s
   sudo phytrace record -o boot.ptrace --module ax88796b_rust -- ip link set dev eth0 up
   sudo phytrace record -o - --duration 30s --ring-size 16M | ssh dev 'cat > board.ptrace'
+  sudo phytrace record -o lab.ptrace --metrics 0.0.0.0:9479   (Prometheus scrapes /metrics)
   phytrace dump link.ptrace";
 
 /// Arguments of `phytrace record`.
@@ -67,6 +71,12 @@ pub struct RecordArgs {
     /// N}`) when the capture is complete (docs/capture-format.md).
     #[arg(long, value_name = "FILE")]
     pub status: Option<Target>,
+    /// Also serve the session's metrics over HTTP on ADDR:PORT while recording, for
+    /// Prometheus to scrape at `/metrics` (OpenMetrics text: per PHY callbacks, latencies,
+    /// errors, MDIO, link, phy_state, MAC side, kernel messages, and phytrace's own health;
+    /// docs/lab.md). `127.0.0.1:9479` serves this machine only, `0.0.0.0:9479` the network.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
     /// Command to run while recording; recording stops when it exits. If it fails, record
     /// exits 6 once the capture is complete.
     #[arg(last = true, value_name = "COMMAND")]
@@ -85,6 +95,7 @@ impl RecordArgs {
             command: self.command.clone(),
             stdout_taken: self.output.is_stdout()
                 || self.status.as_ref().is_some_and(Target::is_stdout),
+            metrics: None,
         }
     }
 }
@@ -100,15 +111,19 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         .into());
     }
     let mut status = args.status.as_ref().map(StatusFile::create).transpose()?;
-    let recorded = recording::record_to_file(&args.recording(), |p| {
+    let mut recording = args.recording();
+    // Bound before the probes are attached: a port in use fails at once.
+    recording.metrics = args.metrics.map(serve::bind).transpose()?.map(Arc::new);
+    let recorded = recording::record_to_file(&recording, |p| {
         // The status line comes after the words: a script that waits on it finds both.
         let line = match &p {
             Progress::Started {
                 tracer,
                 attached_in,
+                metrics,
             } => Some(serde_json::json!(Started::of(
                 tracer,
-                *attached_in,
+                (*attached_in, *metrics),
                 &args.output,
                 args.follow.btf.source().describe(),
             ))),
@@ -205,13 +220,22 @@ struct Started<'a> {
     callback_probes: Option<&'static str>,
     kernel_code_reader: Option<&'static str>,
     mdio_probes: MdioProbes,
+    /// Where the metrics are served (`--metrics`), if they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metrics: Option<SocketAddr>,
     output: &'a Target,
     status: &'static str,
     waiting_for: Vec<String>,
 }
 
 impl<'a> Started<'a> {
-    fn of(tracer: &Tracer, attached_in: Duration, output: &'a Target, btf: String) -> Self {
+    /// The line of a session started after `attached_in`, serving its metrics on `metrics`.
+    fn of(
+        tracer: &Tracer,
+        (attached_in, metrics): (Duration, Option<SocketAddr>),
+        output: &'a Target,
+        btf: String,
+    ) -> Self {
         Self {
             arming: tracer.arming(),
             attached_ms: attached_in.as_millis() as u64,
@@ -225,6 +249,7 @@ impl<'a> Started<'a> {
                 .reader
                 .map(|reader| reader.name()),
             mdio_probes: tracer.mdio_probes(),
+            metrics,
             output,
             status: "recording",
             waiting_for: tracer.waiting_for(),
@@ -281,7 +306,16 @@ pub fn print_progress(output: &Target, progress: Progress<'_>) {
         Progress::Started {
             tracer,
             attached_in,
-        } => (tracer, attached_in),
+            metrics,
+        } => {
+            if let Some(address) = metrics {
+                eprintln!(
+                    "phytrace: serving metrics at http://{address}{}",
+                    serve::PATH
+                );
+            }
+            (tracer, attached_in)
+        }
     };
     let startup = tracer.startup();
     for arming in tracer.arming() {

@@ -1,8 +1,10 @@
 //! `phytrace tui`: the terminal UI, live or on a capture file.
 
 use std::io::IsTerminal as _;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Result;
 
@@ -10,6 +12,7 @@ use crate::capture::Header;
 use crate::commands::FollowArgs;
 use crate::event::PhyFilter;
 use crate::exit::{self, Failure, FailureKind, Status};
+use crate::metrics::{Feed, LiveHealth, Metrics, serve};
 use crate::probe::loader::DEFAULT_RING_SIZE;
 use crate::probe::tracer::Tracer;
 use crate::records::clock::clock_now;
@@ -36,6 +39,7 @@ const EXAMPLES: &str = "Examples:
   sudo phytrace tui --module ax88796b_rust
   phytrace tui link.ptrace --speed 10
   phytrace tui link.ptrace --paused      (then `n` steps event by event)
+  sudo phytrace tui --metrics 127.0.0.1:9479   (Prometheus scrapes /metrics meanwhile)
 
 Press ? in the TUI for the keys. NO_COLOR=1 draws without colours.";
 
@@ -79,6 +83,14 @@ pub struct TuiArgs {
         conflicts_with_all = ["capture", "replay"]
     )]
     pub ring_size: u32,
+    /// Live: also serve the session's metrics over HTTP on ADDR:PORT, for Prometheus to
+    /// scrape at `/metrics` (OpenMetrics text, docs/lab.md): of the events the TUI takes in.
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        conflicts_with_all = ["capture", "replay"]
+    )]
+    pub metrics: Option<SocketAddr>,
 }
 
 impl TuiArgs {
@@ -100,6 +112,7 @@ impl Default for TuiArgs {
             phy: None,
             follow: FollowArgs::default(),
             ring_size: DEFAULT_RING_SIZE,
+            metrics: None,
         }
     }
 }
@@ -120,18 +133,25 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
             Failure::new(FailureKind::BadInput, "the TUI needs a terminal on stdout").into(),
         );
     }
+    // Bound before the probes are attached: a port in use fails at once.
+    let listener = args.metrics.map(serve::bind).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         // The source starts before the terminal changes mode, so its errors print plainly.
-        let (mut source, start_ns) = open_source(args)?;
+        let (mut source, start_ns, health) = open_source(args)?;
         let mut app = App::new(
             source.header().clone(),
             start_ns,
             args.keep,
             Theme::from_env(),
         );
+        if let (Some(listener), Some(health)) = (listener, health) {
+            let metrics = Arc::new(Metrics::new(source.header(), Some(health)));
+            serve::spawn(listener, Arc::clone(&metrics))?;
+            app.metrics = Some(Feed::new(metrics));
+        }
         app.phy_filter = args.phy.clone();
         app.paused = args.paused;
         app.console_shared = args.replay().is_none() && tui::console::is_shared();
@@ -140,22 +160,27 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
     })
 }
 
-/// The live tracer or the capture file, and the time the display counts from.
-fn open_source(args: &TuiArgs) -> Result<(Source, u64)> {
+/// The live tracer or the capture file, the time the display counts from, and what the
+/// metrics say of a live session's probes.
+fn open_source(args: &TuiArgs) -> Result<(Source, u64, Option<LiveHealth>)> {
     match args.replay() {
         Some(path) => {
             let replay = ReplaySource::open(path, args.speed, args.paused)
                 .map_err(|e| Failure::new(FailureKind::BadInput, format!("{e:#}")))?;
             let start = replay.header().clock.mono_ns;
-            Ok((Source::Replay(Box::new(replay)), start))
+            Ok((Source::Replay(Box::new(replay)), start, None))
         }
         None => {
             let clock = clock_now();
             let tracer = Tracer::start(args.follow.tracer_options(args.ring_size))?;
+            let health = LiveHealth {
+                ring_size: args.ring_size,
+                call_sites_refused: tracer.call_sites().map_or(0, |sites| sites.refused()),
+            };
             let header = Header::for_this_host(tracer.session(clock));
             let mut live = LiveSource::new(tracer, header, args.keep);
             live.set_paused(args.paused);
-            Ok((Source::Live(Box::new(live)), clock.mono_ns))
+            Ok((Source::Live(Box::new(live)), clock.mono_ns, Some(health)))
         }
     }
 }

@@ -397,6 +397,11 @@ impl CallSiteProbes {
         self.table.armed()
     }
 
+    /// How many sites found the kernel refused to probe.
+    pub fn refused(&self) -> usize {
+        self.table.refused()
+    }
+
     /// Teaches `decoder` the callback of `record`'s call-site key, if it is new: the op and
     /// the function at the called address.
     pub fn teach(&mut self, decoder: &mut Decoder, record: &Record<'_>) {

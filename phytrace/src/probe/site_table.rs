@@ -89,6 +89,11 @@ impl SiteTable {
         refused
     }
 
+    /// How many sites the kernel refused to probe.
+    pub fn refused(&self) -> usize {
+        self.refused.iter().filter(|refused| **refused).count()
+    }
+
     /// The sites armed, in table order.
     pub fn armed(&self) -> impl Iterator<Item = &CallSite> {
         self.sites

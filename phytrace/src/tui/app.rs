@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::capture::Header;
 use crate::event::{Event, EventKind, PhyFilter, Text};
+use crate::metrics::Feed;
 use crate::model::{Applied, ClosedCallback, Model};
 use crate::stats::{CallbackCollector, Collector, PhyCollector, PhyReport};
 
@@ -204,6 +205,8 @@ pub struct App {
     /// Statistics of every event taken in (not only the held ones): latencies, MDIO rate, link
     /// and state history, per PHY and callback.
     pub stats: Collector,
+    /// The metrics served (`--metrics`), fed every event taken in, as the statistics are.
+    pub metrics: Option<Feed>,
     /// Registers of each PHY when its latest top-level callback was entered.
     pub(super) baselines: BTreeMap<String, BTreeMap<u16, u16>>,
     /// Panes shown.
@@ -258,6 +261,7 @@ impl App {
             kmsgs: VecDeque::new(),
             keep,
             stats: Collector::new(start_ns),
+            metrics: None,
             baselines: BTreeMap::new(),
             view: View::default(),
             focus: Pane::default(),
@@ -335,6 +339,9 @@ impl App {
         }
         let mut applied = self.model.apply(&event);
         self.stats.observe(&event, &applied, &self.model);
+        if let Some(metrics) = &mut self.metrics {
+            metrics.observe(&event, &applied, &self.model);
+        }
         if let (Some(call), Some(key)) = (applied.closed.take(), &applied.key) {
             if self.calls.len() >= self.keep {
                 self.calls.pop_front();
