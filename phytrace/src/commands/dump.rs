@@ -221,7 +221,7 @@ impl Folder {
     fn flush(&mut self, start_ns: u64) -> Vec<Vec<u8>> {
         let held = std::mem::take(&mut self.held);
         match self.run.take() {
-            Some(run) if run.folds() => vec![folded_line(&run, start_ns)],
+            Some(run) if run.folds() => vec![format!("{}\n", run.line(start_ns)).into_bytes()],
             _ => held,
         }
     }
@@ -231,17 +231,4 @@ impl Folder {
         let lines = self.flush(start_ns);
         (!lines.is_empty()).then(|| lines.concat())
     }
-}
-
-/// The line of a folded run: the first access's time and PHY, then what the run did and for
-/// how long: `    0.001000  qt:00             … 16,384 writes to pcs 3.0x8000…0xBFFF in probe (12.1ms)`.
-fn folded_line(run: &Run, start_ns: u64) -> Vec<u8> {
-    format!(
-        "{}  {:<14}    … {} ({})\n",
-        render::relative_time(run.start_ns, start_ns),
-        run.like.key.as_deref().unwrap_or("-"),
-        run.describe(),
-        render::duration(run.end_ns.saturating_sub(run.start_ns))
-    )
-    .into_bytes()
 }

@@ -134,6 +134,21 @@ impl Run {
     }
 }
 
+impl Run {
+    /// Its line in the log, in the columns of [`super::event_line`]: the first access's time
+    /// and PHY, what the run did and for how long:
+    /// `    0.000014  phy_sim-1:02      … 16,384 writes to pcs 3.0x8000…0xBFFF in probe (16.4ms)`.
+    pub fn line(&self, start_ns: u64) -> String {
+        format!(
+            "{}  {:<14}    … {} ({})",
+            super::relative_time(self.start_ns, start_ns),
+            self.like.key.as_deref().unwrap_or("-"),
+            self.describe(),
+            super::duration(self.end_ns.saturating_sub(self.start_ns))
+        )
+    }
+}
+
 /// `24576` as `24,576`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();

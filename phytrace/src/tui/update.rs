@@ -115,6 +115,7 @@ fn normal_key(app: &mut App, key: &KeyEvent) -> Option<Action> {
         KeyCode::Home => app.move_in_focus(isize::MIN / 2),
         KeyCode::End | KeyCode::Char('G') => app.move_in_focus(isize::MAX / 2),
         KeyCode::Char('z') | KeyCode::Enter => app.zoom = !app.zoom,
+        KeyCode::Char('o') => app.panes.log.toggle_folded(),
         KeyCode::Char('/') => prompt(app, PromptKind::Search, String::new()),
         KeyCode::Char('f') => {
             let text = app.filter.text().to_owned();

@@ -25,6 +25,10 @@ const KEYS: &[(&str, &str)] = &[
     ("PgUp PgDn", "move by a page"),
     ("Home End G", "oldest / newest (End follows again)"),
     ("z  Enter", "zoom the focused pane"),
+    (
+        "o",
+        "fold runs of like MDIO accesses into one line / unfold",
+    ),
     ("/", "search the log; n N next / previous match; Esc clears"),
     (
         "f",

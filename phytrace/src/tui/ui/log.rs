@@ -1,7 +1,7 @@
 //! The event log, as `phytrace dump` prints it, through the filter, with search matches
-//! marked.
+//! marked. Folded, each run of like MDIO accesses is one line, as `dump --summary` prints it.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -11,6 +11,7 @@ use ratatui::widgets::Paragraph;
 use super::list::{Cursor, window};
 use super::pane_block;
 use crate::render;
+use crate::render::runs::Run;
 use crate::tui::app::{App, LogEntry, Pane};
 use crate::tui::filter::Filter;
 
@@ -18,9 +19,65 @@ use crate::tui::filter::Filter;
 #[derive(Debug, Default)]
 pub struct LogPane {
     cursor: Cursor,
+    /// Runs of like accesses are folded.
+    folded: bool,
+}
+
+/// The folding of a log: the runs that fold, by the sequence number of their last entry (the
+/// line that stands for the run), and the entries they hide, by sequence number.
+#[derive(Debug, Default)]
+pub struct Folds {
+    /// Folded runs, by the sequence number of their last entry.
+    pub runs: HashMap<u64, Run>,
+    /// Sequence number of the first entry of each folded run, by its last entry's.
+    pub first: HashMap<u64, u64>,
+}
+
+impl Folds {
+    /// The runs of `log` that fold.
+    pub fn of(log: &VecDeque<LogEntry>) -> Self {
+        let mut folds = Self::default();
+        let mut current: Option<(Run, u64, u64)> = None;
+        for entry in log {
+            let key = entry.applied.key.as_deref();
+            if let Some((run, _, last)) = &mut current
+                && run.continued_by(&entry.event, key)
+            {
+                run.extend(&entry.event);
+                *last = entry.seq;
+                continue;
+            }
+            folds.close(current.take());
+            current = Run::start(&entry.event, key).map(|run| (run, entry.seq, entry.seq));
+        }
+        folds.close(current);
+        folds
+    }
+
+    fn close(&mut self, run: Option<(Run, u64, u64)>) {
+        if let Some((run, first, last)) = run
+            && run.folds()
+        {
+            self.first.insert(last, first);
+            self.runs.insert(last, run);
+        }
+    }
+
+    /// Whether the entry `seq` is hidden in a folded run (every entry of one but its last).
+    fn hides(&self, seq: u64) -> bool {
+        // Runs are few: the hidden ranges are looked up among them.
+        self.first
+            .iter()
+            .any(|(&last, &first)| (first..last).contains(&seq))
+    }
 }
 
 impl LogPane {
+    /// Folds runs of like accesses into one line each, or shows them again.
+    pub fn toggle_folded(&mut self) {
+        self.folded = !self.folded;
+    }
+
     /// Sequence number of the event the cursor stays on; `None` while following the newest.
     pub fn selected(&self) -> Option<u64> {
         self.cursor.selected()
@@ -88,14 +145,29 @@ impl LogPane {
         if let Some(search) = &app.search {
             title.push(Span::styled(format!("[/{search}] "), theme.matched()));
         }
+        let folds = if self.folded {
+            let folds = Folds::of(&app.log);
+            title.push(Span::styled(
+                format!("[o: {} runs folded] ", folds.runs.len()),
+                theme.name(),
+            ));
+            folds
+        } else {
+            Folds::default()
+        };
         let block = pane_block(app, Pane::Log, Line::from(title));
         let height = usize::from(area.height.saturating_sub(2));
         let end = self.cursor.index(&app.log);
-        let rows = window(&app.log, end, height, |e| app.filter.matches(&e.event));
+        let rows = window(&app.log, end, height, |e| {
+            app.filter.matches(&e.event) && !folds.hides(e.seq)
+        });
         let lines: Vec<Line> = rows
             .into_iter()
             .map(|(_, entry)| {
-                let text = render::event_line(&entry.event, &entry.applied, app.start_ns);
+                let text = match folds.runs.get(&entry.seq) {
+                    Some(run) => run.line(app.start_ns),
+                    None => render::event_line(&entry.event, &entry.applied, app.start_ns),
+                };
                 // Times below 1000 s leave three columns of padding: give them to the text.
                 let text = text.strip_prefix("   ").map_or(text.clone(), str::to_owned);
                 let matched = app
@@ -116,5 +188,62 @@ impl LogPane {
             })
             .collect();
         frame.render_widget(Paragraph::new(lines).block(block), area);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use crate::synth;
+    use crate::test_events::qt2025;
+    use crate::tui::app::{App, Pane};
+    use crate::tui::ui::{self, theme::Theme};
+
+    /// The screen's text, one string a row.
+    fn screen(app: &App) -> Vec<String> {
+        let mut terminal = Terminal::new(TestBackend::new(120, 30)).unwrap();
+        terminal.draw(|frame| ui::draw(frame, app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        (0..buffer.area.height)
+            .map(|y| {
+                (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_firmware_load_folds_into_one_line_per_window_and_unfolds() {
+        let firmware = qt2025::firmware(24 * 1024);
+        let events = qt2025::probe(qt2025::phy(2), 0, qt2025::REVISION_OK, &firmware);
+        let mut app = App::new(synth::header(), 0, 100_000, Theme::mono());
+        app.ingest(events, Duration::ZERO);
+        app.focus = Pane::Log;
+        app.zoom = true;
+        let unfolded = screen(&app).join("\n");
+        assert!(
+            unfolded.contains("probe → write phyxs.0x9fff"),
+            "{unfolded}"
+        );
+        app.panes.log.toggle_folded();
+        let folded = screen(&app).join("\n");
+        assert!(folded.contains("[o: 2 runs folded]"), "{folded}");
+        assert!(
+            folded.contains("… 16,384 writes to pcs 3.0x8000…0xBFFF in probe (16.4ms)"),
+            "{folded}"
+        );
+        assert!(
+            folded.contains("… 8,192 writes to phyxs 4.0x8000…0x9FFF in probe"),
+            "{folded}"
+        );
+        assert!(folded.contains("probe → read  pma.0xd001"), "{folded}");
+        assert!(!folded.contains("pcs.0x8001"), "{folded}");
+        app.panes.log.toggle_folded();
+        assert_eq!(screen(&app).join("\n"), unfolded);
     }
 }
