@@ -14,7 +14,8 @@ link_up "$a"
 wait_mode "$a" 100 full
 cap=$PHYTRACE_OUT/record-reload.ptrace
 start_record "$cap" --callback-probes symbol
-grep -q "waiting for" "$cap.stderr" && fail "record waits although the module is loaded"
+jq -e 'select(.status == "recording") | .waiting_for | index("ax88796b_rust") == null' \
+    "$cap.status" >/dev/null || fail "record waits for ax88796b_rust although it is loaded"
 wait_for 10 capture_has "$cap" exit read_status || fail "no read_status recorded before the reload"
 for round in 1 2; do
     log "reload $round"
