@@ -3,11 +3,12 @@
 //! `packaging/deb`, then checked: its control fields and contents with `dpkg-deb`, and lintian.
 //!
 //! Where it installs: the binary in `/usr/bin`, the man pages in `/usr/share/man/man1`, the
-//! completions where Debian's bash-completion, zsh and fish look, and the README, docs/ and
-//! specs/ in `/usr/share/doc/phytrace`. Its debconf question `phytrace/grant-capabilities`
-//! (default no; `dpkg-reconfigure phytrace` asks again) lets the members of a `phytrace` system
-//! group trace without root: the postinst gives the binary the capabilities
-//! `phytrace generate capabilities` printed at build time (`packaging/deb/postinst`).
+//! completions where Debian's bash-completion, zsh and fish look, and the README, docs/,
+//! specs/ and contrib/ in `/usr/share/doc/phytrace`. Its debconf question
+//! `phytrace/grant-capabilities` (default no; `dpkg-reconfigure phytrace` asks again) lets the
+//! members of a `phytrace` system group trace without root: the postinst gives the binary the
+//! capabilities `phytrace generate capabilities` printed at build time
+//! (`packaging/deb/postinst`).
 
 use std::{
     env, fs,
@@ -18,7 +19,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail, ensure};
 
-use crate::{arch::Arch, dist, paths, run};
+use crate::{arch::Arch, dist, paths, release_contents, run};
 
 /// The package's name.
 pub const PACKAGE: &str = "phytrace";
@@ -28,7 +29,7 @@ const MAINTAINER: &str = "phytrace developers <phytrace@users.noreply.github.com
 const PACKAGING: &str = "packaging/deb";
 /// The maintainer scripts (mode 0755) and the other control files, from [`PACKAGING`].
 const SCRIPTS: [&str; 3] = ["config", "postinst", "postrm"];
-/// Where the README, docs/ and specs/ are installed.
+/// Where the README, docs/, specs/ and contrib/ are installed.
 pub const DOC_DIR: &str = "usr/share/doc/phytrace";
 /// The shell completions: (file in the release's `completions/`, where Debian's shells look).
 const COMPLETIONS: [(&str, &str); 3] = [
@@ -140,7 +141,7 @@ fn placeholders(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Builds and checks the package of `arch` from `release`, the release's tree (the binary,
-/// README, docs/, specs/, man/man1 and completions/); `capabilities` is what
+/// README, docs/, specs/, contrib/, man/man1 and completions/); `capabilities` is what
 /// `phytrace generate capabilities` printed. Returns the package file.
 pub fn build(arch: Arch, release: &Path, capabilities: &str) -> Result<PathBuf> {
     let mut fields = Fields::new(arch, capabilities)?;
@@ -166,7 +167,7 @@ pub fn build(arch: Arch, release: &Path, capabilities: &str) -> Result<PathBuf> 
     let doc = root.join(DOC_DIR);
     fs::create_dir_all(&doc)?;
     fs::copy(release.join("README.md"), doc.join("README.md"))?;
-    for dir in ["docs", "specs"] {
+    for dir in release_contents::SHIPPED_DIRS {
         run::status(
             Command::new("cp")
                 .arg("-R")

@@ -2,9 +2,10 @@
 //! `target/dist/phytrace-VERSION-ARCH.tar.gz` (with a `.sha256` file) and as the Debian package
 //! `target/dist/phytrace_VERSION_DEBARCH.deb` (`deb.rs`).
 //!
-//! The tarball holds the binary, README.md, LICENSE, docs/, specs/, the man pages (man/man1:
-//! phytrace(1) and one per subcommand) and the shell completions (completions/); everything
-//! the README, the docs and the help texts name must be in it (`release_contents.rs`).
+//! The tarball holds the binary, README.md, LICENSE, docs/, specs/, contrib/ (the alert rules
+//! and the Grafana dashboard), the man pages (man/man1: phytrace(1) and one per subcommand) and
+//! the shell completions (completions/); everything the README, the docs and the help texts
+//! name must be in it (`release_contents.rs`).
 //!
 //! Each binary is a release build for the architecture's musl target (linked by clang/lld, see
 //! `.cargo/config.toml`); phytrace's build script builds the eBPF object for the same target
@@ -397,8 +398,7 @@ fn pack(arch: Arch, binary: &Path, generated: &Path) -> Result<PathBuf> {
     run::status(
         Command::new("cp")
             .arg("-R")
-            .arg(workspace.join("docs"))
-            .arg(workspace.join("specs"))
+            .args(release_contents::SHIPPED_DIRS.map(|dir| workspace.join(dir)))
             .arg(generated.join("completions"))
             .arg(&stage),
     )?;

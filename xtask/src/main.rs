@@ -14,6 +14,7 @@ mod kernel_no_btf;
 mod ktap;
 mod modules;
 mod paths;
+mod prometheus;
 mod release_contents;
 mod run;
 mod setup;
@@ -57,7 +58,7 @@ enum Command {
     /// Example: `cargo xtask stock`
     Stock(stock::StockArgs),
     /// Build the static release binaries for x86_64 and aarch64 and release them with the man
-    /// pages, the completions, the README, docs and specs: as
+    /// pages, the completions, the README, docs, specs and contrib (alert rules, dashboard): as
     /// target/dist/phytrace-VERSION-ARCH.tar.gz (+ .sha256) and as the Debian packages
     /// target/dist/phytrace_VERSION_{amd64,arm64}.deb (checked with lintian).
     ///

@@ -1,7 +1,8 @@
 //! The files a release's README, help texts (its man pages) and docs name, and the check that
-//! the release holds them: a `docs/…` or `specs/…` path named anywhere in them, and every
-//! relative Markdown link of theirs that leads to the README, the licence, `docs/` or `specs/`
-//! (links from the docs into the source tree are for readers of the repository).
+//! the release holds them: a `docs/…`, `specs/…` or `contrib/…` path named anywhere in them,
+//! and every relative Markdown link of theirs that leads to the README, the licence or one of
+//! those directories (links from the docs into the source tree are for readers of the
+//! repository).
 
 use std::{
     collections::BTreeSet,
@@ -11,8 +12,9 @@ use std::{
 
 use anyhow::{Context as _, Result, ensure};
 
-/// The directories a release ships whole, whose files the texts name by path.
-const SHIPPED_DIRS: [&str; 2] = ["docs", "specs"];
+/// The directories a release ships whole, whose files the texts name by path: the docs, the
+/// specs, and the Prometheus rules and Grafana dashboard (`contrib/`).
+pub const SHIPPED_DIRS: [&str; 3] = ["docs", "specs", "contrib"];
 /// The top-level files a release ships beside the binary.
 pub const SHIPPED_FILES: [&str; 2] = ["README.md", "LICENSE"];
 
@@ -60,7 +62,7 @@ fn path_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')
 }
 
-/// The `docs/…` and `specs/…` paths `text` names, as words (`see docs/check.md.`), without the
+/// The paths under [`SHIPPED_DIRS`] `text` names, as words (`see docs/check.md.`), without the
 /// punctuation that ends a sentence. A path starts where no path character precedes it.
 fn named_paths(text: &str) -> BTreeSet<PathBuf> {
     let mut found = BTreeSet::new();

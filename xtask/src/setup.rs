@@ -9,7 +9,8 @@ use anyhow::{Context as _, Result, bail};
 use crate::{paths, run};
 
 /// Debian packages from bookworm: kernel build, VM rig, guest tools, tracer to compare against,
-/// the package's lint and the Debian root it is installed into (`debian_root.rs`).
+/// the package's lint and the Debian root it is installed into (`debian_root.rs`), the
+/// Prometheus server and promtool (the alert rules' tests, VM test 27).
 const APT_PACKAGES: &[&str] = &[
     "linux-source-6.12",
     "bc",
@@ -36,6 +37,7 @@ const APT_PACKAGES: &[&str] = &[
     "shellcheck",
     "lintian",
     "mmdebstrap",
+    "prometheus",
 ];
 
 /// Packages taken from bookworm-backports (bookworm's own QEMU clashes with the image's

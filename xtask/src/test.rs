@@ -1,5 +1,5 @@
-//! `cargo xtask test`: shellcheck, formatting, lints, host tests, then the VM suite, with one
-//! summary.
+//! `cargo xtask test`: shellcheck, formatting, lints, host tests, the KTAP check, the alert
+//! rules' unit tests (`prometheus.rs`), then the VM suite, with one summary.
 //!
 //! The VM suite boots the test kernel once and runs `tests/vm/run.sh`, which runs every
 //! `tests/vm/NN-*.sh` in turn as root and ends with an `N passed, N failed` line. The stock
@@ -81,6 +81,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         outcomes.push(check("eBPF clippy", ebpf_clippy()));
         outcomes.push(check("host tests", cargo(&["test", "--workspace"])));
         outcomes.push(check("KTAP", crate::ktap::run()));
+        outcomes.push(check("alert rules", crate::prometheus::run()));
     }
     if !args.host_only {
         if args.vm_only {

@@ -50,6 +50,7 @@ impl Metrics {
         families::register_build_info(&mut registry, &header.kernel_release);
         let armed = [
             ("call_site", header.call_sites.len()),
+            ("callback", header.probes.len()),
             ("mdio_site", header.mdio_sites.len()),
         ];
         for (kind, count) in armed {

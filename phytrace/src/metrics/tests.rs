@@ -299,6 +299,17 @@ fn a_capture_counts_what_its_statistics_count() {
 }
 
 #[test]
+fn probes_armed_counts_each_kind_the_header_names() {
+    let c = capture("rust-dongle");
+    let text = of_captures(&c.header, [&c]);
+    let armed = |kind: &str| sample(&text, &format!("phytrace_probes_armed{{kind=\"{kind}\"}}"));
+    assert_eq!(armed("callback"), Some(c.header.probes.len() as f64));
+    assert_eq!(armed("call_site"), Some(c.header.call_sites.len() as f64));
+    assert_eq!(armed("mdio_site"), Some(c.header.mdio_sites.len() as f64));
+    assert!(!c.header.probes.is_empty());
+}
+
+#[test]
 fn the_exposition_is_openmetrics_as_promtool_reads_it() {
     let c = capture("rust-dongle");
     let text = of_captures(&c.header, [&c]);
