@@ -36,7 +36,9 @@ pub const FORMAT_NAME: &str = "phytrace-capture";
 /// kernel's ring buffer held them, `probe` records naming their keys).
 /// Version 5: `kmsg` events (the kernel's log lines, in their place), the header's `kmsg`,
 /// `callback_probes` and `call_sites`.
-pub const FORMAT_VERSION: u32 = 5;
+/// Version 6: the trailer counts MDIO writes and Clause 45 accesses apart (`mdio_write`,
+/// `mdio_c45`).
+pub const FORMAT_VERSION: u32 = 6;
 
 /// First record: what was traced, where, and how to read the timestamps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,6 +199,12 @@ pub struct KindCounts {
     /// `kmsg` records (version 5).
     #[serde(default)]
     pub kmsg: u64,
+    /// Of the `mdio` records, the writes (version 6).
+    #[serde(default)]
+    pub mdio_write: u64,
+    /// Of the `mdio` records, the Clause 45 accesses (version 6).
+    #[serde(default)]
+    pub mdio_c45: u64,
 }
 
 impl KindCounts {
@@ -205,7 +213,10 @@ impl KindCounts {
         let slot = match kind {
             EventKind::CallbackEnter { .. } => &mut self.callback_enter,
             EventKind::CallbackExit { .. } => &mut self.callback_exit,
-            EventKind::Mdio { .. } => &mut self.mdio,
+            EventKind::Mdio { op, devad, .. } => {
+                self.count_mdio(*op == MdioOp::Write, devad.is_some());
+                return;
+            }
             EventKind::Attached { .. } => &mut self.attached,
             EventKind::Detached { .. } => &mut self.detached,
             EventKind::Lost { .. } => &mut self.lost,
@@ -215,17 +226,17 @@ impl KindCounts {
         *slot += 1;
     }
 
-    /// The count a ring-buffer record of `kind` adds to (what it decodes into); `None` for
-    /// records that are not events (identities; the self-test; module loads, which the tracer
-    /// turns into its own events).
-    pub(crate) fn slot(&mut self, kind: RawKind) -> Option<&mut u64> {
-        Some(match kind {
+    /// Counts a ring-buffer record of `kind` as the event it decodes into; false for records
+    /// that are not events (identities; the self-test; module loads, which the tracer turns
+    /// into its own events).
+    pub(crate) fn count_raw(&mut self, kind: RawKind) -> bool {
+        let slot = match kind {
             RawKind::CallbackEnter => &mut self.callback_enter,
             RawKind::CallbackExit => &mut self.callback_exit,
-            RawKind::MdioRead
-            | RawKind::MdioWrite
-            | RawKind::MdioC45Read
-            | RawKind::MdioC45Write => &mut self.mdio,
+            RawKind::MdioRead => return self.count_mdio(false, false),
+            RawKind::MdioWrite => return self.count_mdio(true, false),
+            RawKind::MdioC45Read => return self.count_mdio(false, true),
+            RawKind::MdioC45Write => return self.count_mdio(true, true),
             RawKind::MacLinkUp
             | RawKind::MacLinkDown
             | RawKind::PhylinkResolve
@@ -235,8 +246,18 @@ impl KindCounts {
             | RawKind::SelfTestExit
             | RawKind::ModuleLoad
             | RawKind::ModuleFree
-            | RawKind::Identity => return None,
-        })
+            | RawKind::Identity => return false,
+        };
+        *slot += 1;
+        true
+    }
+
+    /// Counts an MDIO access, a write or not, Clause 45 or not; true (an event).
+    fn count_mdio(&mut self, write: bool, c45: bool) -> bool {
+        self.mdio += 1;
+        self.mdio_write += u64::from(write);
+        self.mdio_c45 += u64::from(c45);
+        true
     }
 }
 

@@ -1,7 +1,7 @@
 use std::io::Write as _;
 
 use super::*;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, MdioOp};
 use crate::synth::{self, Synth};
 
 fn write_capture(events: &[Event], close: bool) -> Vec<u8> {
@@ -86,9 +86,9 @@ fn records_are_tagged_lines() {
             "event", "event", "callback", "event", "event", "trailer"
         ]
     );
-    assert!(
-        lines[0].starts_with(r#"{"type":"header","format":"phytrace-capture","format_version":5"#)
-    );
+    assert!(lines[0].starts_with(&format!(
+        r#"{{"type":"header","format":"phytrace-capture","format_version":{FORMAT_VERSION}"#
+    )));
     assert!(lines[0].contains(r#""address":"0xffffffffc0800000""#));
     assert_eq!(
         lines[2],
@@ -196,7 +196,10 @@ fn bad_headers_are_fatal() {
         "{e}"
     );
     let mut newer = String::from_utf8(write_capture(&[], true)).unwrap();
-    newer = newer.replace("\"format_version\":5", "\"format_version\":99");
+    newer = newer.replace(
+        &format!("\"format_version\":{FORMAT_VERSION}"),
+        "\"format_version\":99",
+    );
     assert!(matches!(
         Reader::new(newer.as_bytes(), "x"),
         Err(OpenError::Unsupported { found: 99, .. })
@@ -362,4 +365,45 @@ fn flush_policy_pushes_records_out() {
     assert_eq!(c.issues.len(), 1);
     assert_eq!(c.issues[0].problem, Problem::Truncated);
     std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn the_trailer_counts_mdio_writes_and_clause_45_accesses() {
+    use crate::test_events::qt2025;
+    let firmware = qt2025::firmware(24 * 1024);
+    let events = qt2025::probe(qt2025::phy(4), 1_000, qt2025::REVISION_OK, &firmware);
+    let t = read(&write_capture(&events, true)).trailer.unwrap();
+    let count = |keep: fn(MdioOp, Option<u8>) -> bool| {
+        events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Mdio { op, devad, .. } if keep(op, devad)))
+            .count() as u64
+    };
+    let writes = count(|op, _| op == MdioOp::Write);
+    assert!(writes > 24 * 1024);
+    assert_eq!(
+        (t.counts.mdio, t.counts.mdio_write, t.counts.mdio_c45),
+        (
+            count(|_, _| true),
+            writes,
+            count(|_, devad| devad.is_some())
+        )
+    );
+}
+
+#[test]
+fn ring_records_count_as_the_events_they_decode_into() {
+    use phytrace_common::RawKind;
+    let mut counts = KindCounts::default();
+    for kind in [
+        RawKind::MdioRead,
+        RawKind::MdioWrite,
+        RawKind::MdioC45Read,
+        RawKind::MdioC45Write,
+        RawKind::MdioC45Write,
+    ] {
+        assert!(counts.count_raw(kind));
+    }
+    assert!(!counts.count_raw(RawKind::Identity));
+    assert_eq!((counts.mdio, counts.mdio_write, counts.mdio_c45), (5, 3, 3));
 }

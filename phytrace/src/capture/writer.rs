@@ -144,8 +144,7 @@ impl<W: Write> Writer<W> {
         self.check()?;
         debug_assert_eq!(self.encoding, Encoding::Binary);
         frame::put(&mut self.buffer, Tag::Ring, record);
-        if let Some(slot) = self.counts.slot(kind) {
-            *slot += 1;
+        if self.counts.count_raw(kind) {
             self.events += 1;
         }
         self.end_record()?;

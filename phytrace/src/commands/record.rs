@@ -396,10 +396,12 @@ pub fn print_summary(output: &Target, recorded: &Recorded) {
         .map(|(cause, count)| format!("{cause} {count}"))
         .collect();
     eprintln!(
-        "phytrace: {} callbacks entered, {} returned, {} MDIO accesses, {} attach / {} detach; lost in the kernel: {}{}",
+        "phytrace: {} callbacks entered, {} returned, {} MDIO accesses ({} writes, {} Clause 45), {} attach / {} detach; lost in the kernel: {}{}",
         counts.callback_enter,
         counts.callback_exit,
         counts.mdio,
+        counts.mdio_write,
+        counts.mdio_c45,
         counts.attached,
         counts.detached,
         trailer.lost,
