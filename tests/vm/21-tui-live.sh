@@ -4,19 +4,13 @@
 # cable is pulled, and quits cleanly on `q`.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-sock=$PHYTRACE_OUT/tui-live.tmux
-cleanup_tui() { tmux -S "$sock" kill-server 2>/dev/null || true; unload_all; }
+TUI_SOCK=$PHYTRACE_OUT/tui-live.tmux
+cleanup_tui() { tmux -S "$TUI_SOCK" kill-server 2>/dev/null || true; unload_all; }
 trap cleanup_tui EXIT
 unload_all
 rm -f "$PHYTRACE_OUT/tui-exit"
-tmux -S "$sock" new-session -d -x 100 -y 30 \
+tmux -S "$TUI_SOCK" new-session -d -x 100 -y 30 \
     "$PHYTRACE_BIN tui --module ax88796b_rust; echo \$? >$PHYTRACE_OUT/tui-exit"
-screen() { tmux -S "$sock" capture-pane -p; }
-shows() { screen | grep -q -- "$1"; }
-wait_screen() {
-    wait_for "${2:-20}" shows "$1" || { screen; fail "the screen never showed '$1'"; }
-    ok "screen shows '$1'"
-}
 wait_screen "ax88796b_rust armed, waiting for it to load"
 load_driver rust
 wait_screen "ax88796b_rust attached"
@@ -29,7 +23,7 @@ wait_screen "phy_sim-0:03 *003b1841 AX88796B"
 sim_set "$a" cable 0
 wait_state "$a" NOLINK
 wait_screen "RUNNING→NOLINK"
-screen
-tmux -S "$sock" send-keys q
+tui_screen
+tmux -S "$TUI_SOCK" send-keys q
 wait_for 10 test -s "$PHYTRACE_OUT/tui-exit" || fail "the TUI did not quit on q"
 expect_eq "TUI exit status" 0 "$(cat "$PHYTRACE_OUT/tui-exit")"

@@ -125,7 +125,7 @@ unload_all() {
     for d in /sys/class/net/sim*; do
         if [[ -e $d ]]; then ip link set dev "${d##*/}" down 2>/dev/null || true; fi
     done
-    for m in phy_sim ax88796b_rust ax88796b; do
+    for m in phy_sim qt2025 ax88796b_rust ax88796b; do
         module_loaded "$m" || continue
         rmmod "$m" 2>/dev/null || { sleep 0.5; rmmod "$m"; } || echo "[$TEST_NAME] warning: cannot unload $m" >&2
     done
@@ -205,6 +205,37 @@ sim_get() {
 }
 
 # The helpers below use bash builtins only: every exec is expensive in a TCG guest.
+
+# The TUI run in tmux on the socket TUI_SOCK: tui_screen prints its screen, tui_shows PATTERN
+# says whether it shows PATTERN (grep), wait_screen PATTERN [SECS] waits until it does.
+tui_screen() { tmux -S "$TUI_SOCK" capture-pane -p; }
+tui_shows() { tui_screen | grep -q -- "$1"; }
+wait_screen() {
+    wait_for "${2:-20}" tui_shows "$1" || { tui_screen; fail "the screen never showed '$1'"; }
+    ok "screen shows '$1'"
+}
+
+# The QT2025's firmware, a file of our own: a deterministic pattern as large as its driver takes
+# (16 KiB + 8 KiB). The kernel opens firmware paths from init's root, which need not be the
+# tests' (the VM runs them chrooted): the file goes there through /proc/1/root.
+FIRMWARE_PATH=/sys/module/firmware_class/parameters/path
+QT2025_FW_DIR=/proc/1/root/tmp/phytrace-qt2025
+QT2025_FW=$QT2025_FW_DIR/qt2025-2.0.3.3.fw
+
+# qt2025_firmware: writes QT2025_FW and points the kernel's firmware path at its directory.
+qt2025_firmware() {
+    [[ -e $FIRMWARE_PATH ]] || fail "no $FIRMWARE_PATH: the kernel lacks CONFIG_FW_LOADER"
+    OLD_FIRMWARE_PATH=$(<"$FIRMWARE_PATH")
+    mkdir -p "$QT2025_FW_DIR"
+    python3 -c 'import sys; sys.stdout.buffer.write(bytes((i * 7 + (i >> 8) + 1) & 0xff for i in range(24576)))' >"$QT2025_FW"
+    printf '%s' "${QT2025_FW_DIR#/proc/1/root}" >"$FIRMWARE_PATH"
+}
+
+# qt2025_firmware_remove: the file gone, the kernel's firmware path as it was.
+qt2025_firmware_remove() {
+    if [[ -n ${OLD_FIRMWARE_PATH+set} ]]; then printf '%s' "$OLD_FIRMWARE_PATH" >"$FIRMWARE_PATH"; fi
+    rm -rf "$QT2025_FW_DIR"
+}
 
 # sim_info DEV KEY: one field of the info file (state, driver, phy_speed, ...).
 sim_info() {

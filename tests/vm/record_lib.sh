@@ -105,6 +105,7 @@ define_truth() {
     done < <(nm --defined-only "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }') >"$names"
     ((n > 0)) || fail "no functions of $module to compare with"
     echo 1 >"$TRACEFS/events/truth/enable"
+    echo 1 >"$TRACEFS/tracing_on" # a test before may have left it off
     ok "$n ground-truth entry and return events on $module, defined before it loads"
 }
 

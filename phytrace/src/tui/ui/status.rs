@@ -117,25 +117,11 @@ fn join(names: &[&String]) -> String {
         .join(", ")
 }
 
-/// What the modules are doing, and whether it needs attention.
+/// What the modules are doing, and whether it needs attention: those seen loaded first, then
+/// those awaited.
 fn attach_state(app: &App) -> (String, bool) {
     let src = &app.source;
     let early = |name: &String| !src.late_attach.contains(name);
-    if !src.waiting_for.is_empty() {
-        let (armed, late): (Vec<&String>, Vec<&String>) =
-            src.waiting_for.iter().partition(|name| early(name));
-        let mut parts = Vec::new();
-        if !armed.is_empty() {
-            parts.push(format!("{} armed, waiting for it to load", join(&armed)));
-        }
-        if !late.is_empty() {
-            parts.push(format!(
-                "waiting for {} to load (no module file: first callbacks missed)",
-                join(&late)
-            ));
-        }
-        return (parts.join(", "), true);
-    }
     let mut parts = Vec::new();
     let mut bad = false;
     for (name, module) in &app.model.modules {
@@ -152,8 +138,62 @@ fn attach_state(app: &App) -> (String, bool) {
             (true, _) => format!("{name} attached"),
         });
     }
+    // A module seen loaded and awaited again is said above, as unloaded.
+    let (armed, late): (Vec<&String>, Vec<&String>) = src
+        .waiting_for
+        .iter()
+        .filter(|name| !app.model.modules.contains_key(*name))
+        .partition(|name| early(name));
+    if !armed.is_empty() {
+        bad = true;
+        parts.push(format!("{} armed, waiting for it to load", join(&armed)));
+    }
+    if !late.is_empty() {
+        bad = true;
+        parts.push(format!(
+            "waiting for {} to load (no module file: first callbacks missed)",
+            join(&late)
+        ));
+    }
     if parts.is_empty() && src.live {
         return ("no driver module attached".to_owned(), true);
     }
     (parts.join(", "), bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attach_state;
+    use crate::model::ModuleStatus;
+    use crate::synth;
+    use crate::tui::app::App;
+    use crate::tui::ui::theme::Theme;
+
+    fn app(attached: &[&str], waiting: &[&str]) -> App {
+        let mut app = App::new(synth::header(), 0, 1_000, Theme::mono());
+        app.source.live = true;
+        app.source.waiting_for = waiting.iter().map(|name| name.to_string()).collect();
+        for name in attached {
+            let status = ModuleStatus {
+                attached: true,
+                callbacks: 2,
+                attaches: 1,
+                since_ns: 0,
+            };
+            app.model.modules.insert(name.to_string(), status);
+        }
+        app
+    }
+
+    #[test]
+    fn modules_attached_and_awaited_are_said_together() {
+        let (text, bad) = attach_state(&app(&["ax88796b_rust"], &["qt2025"]));
+        assert_eq!(
+            text,
+            "ax88796b_rust attached, qt2025 armed, waiting for it to load"
+        );
+        assert!(bad);
+        let (text, bad) = attach_state(&app(&["ax88796b_rust"], &[]));
+        assert_eq!((text.as_str(), bad), ("ax88796b_rust attached", false));
+    }
 }
