@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::event::{Callback, LinkState, MdioOp, PhyState};
+use crate::registers::Register;
 
 /// Most accesses kept per callback run; later ones are counted in `accesses_dropped`.
 pub const MAX_ACCESSES_PER_CALL: usize = 256;
@@ -16,12 +17,21 @@ pub struct Access {
     pub ts_ns: u64,
     /// Read or write.
     pub op: MdioOp,
-    /// Register number.
+    /// Register number (within its MMD for Clause 45).
     pub reg: u16,
+    /// The MMD of a Clause 45 access; none for Clause 22.
+    pub devad: Option<u8>,
     /// Value read or written.
     pub value: u16,
     /// Negative errno if the access failed.
     pub error: Option<i32>,
+}
+
+impl Access {
+    /// The register it names.
+    pub fn register(&self) -> Register {
+        Register::of(self.devad, self.reg)
+    }
 }
 
 /// A callback that was entered and has not returned yet.

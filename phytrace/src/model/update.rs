@@ -65,6 +65,7 @@ impl PhyUpdate<'_> {
                     ts_ns: self.ts_ns,
                     op: *op,
                     reg: *reg,
+                    devad: *devad,
                     value: *value,
                     error: *error,
                 };

@@ -195,27 +195,10 @@ impl LogPane {
 mod tests {
     use std::time::Duration;
 
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
-
     use crate::synth;
     use crate::test_events::qt2025;
     use crate::tui::app::{App, Pane};
-    use crate::tui::ui::{self, theme::Theme};
-
-    /// The screen's text, one string a row.
-    fn screen(app: &App) -> Vec<String> {
-        let mut terminal = Terminal::new(TestBackend::new(120, 30)).unwrap();
-        terminal.draw(|frame| ui::draw(frame, app)).unwrap();
-        let buffer = terminal.backend().buffer();
-        (0..buffer.area.height)
-            .map(|y| {
-                (0..buffer.area.width)
-                    .map(|x| buffer[(x, y)].symbol())
-                    .collect()
-            })
-            .collect()
-    }
+    use crate::tui::ui::{screen, theme::Theme};
 
     #[test]
     fn a_firmware_load_folds_into_one_line_per_window_and_unfolds() {

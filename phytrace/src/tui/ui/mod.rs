@@ -191,3 +191,18 @@ fn changed_span(theme: Theme, text: String, changed: bool, style: Style) -> Span
         Span::styled(text, style)
     }
 }
+
+/// The screen `app` draws at 120×30, one string a row.
+#[cfg(test)]
+fn screen(app: &App) -> Vec<String> {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
+    terminal.draw(|frame| draw(frame, app)).unwrap();
+    let buffer = terminal.backend().buffer();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect()
+        })
+        .collect()
+}

@@ -126,7 +126,7 @@ fn accesses(call: &ClosedCallback) -> String {
     let mut text = String::new();
     for (i, a) in call.accesses.iter().enumerate() {
         let sep = if i == 0 { "" } else { ", " };
-        let name = registers::name(a.reg);
+        let name = a.register();
         let _ = match (a.error, a.op) {
             (Some(err), _) => write!(text, "{sep}{name} ✗{err}"),
             (None, MdioOp::Read) => write!(text, "{sep}{name} {:#06x}", a.value),
@@ -166,7 +166,7 @@ fn access_line<'a>(app: &App, a: &Access) -> Line<'a> {
         "{:>10} {:<5} {:<9}",
         time(app, a.ts_ns),
         a.op.name(),
-        registers::name(a.reg)
+        a.register()
     );
     match a.error {
         Some(err) => Line::from(vec![
@@ -179,7 +179,28 @@ fn access_line<'a>(app: &App, a: &Access) -> Line<'a> {
         None => Line::from(format!(
             "{head} {:#06x} {}",
             a.value,
-            registers::decode(a.reg, a.value)
+            registers::decode(a.register(), a.value)
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::synth;
+    use crate::test_events::qt2025;
+    use crate::tui::app::App;
+    use crate::tui::ui::{screen, theme::Theme};
+
+    #[test]
+    fn clause_45_accesses_are_named_by_mmd_in_a_callback_line() {
+        let events = qt2025::probe(qt2025::phy(4), 0, qt2025::REVISION_OK, &[1, 2, 3]);
+        let mut app = App::new(synth::header(), 0, 1_000, Theme::mono());
+        app.ingest(events, Duration::ZERO);
+        let text = screen(&app).join("\n");
+        assert!(text.contains("probe"), "{text}");
+        assert!(text.contains("pma.0xd001 0xb3ff"), "{text}");
+        assert!(!text.contains("R0xd001"), "{text}");
     }
 }
