@@ -22,13 +22,20 @@
 #      rate again with a JSON Lines capture;
 #   where the reading thread's time goes: CPU samples (perf) of a long burst untraced, with
 #      phytrace, with the bpftrace kfunc script and with the empty fentry+fexit pair;
-#   TUI CPU share idle and at 10k / 100k events/s.
+#   TUI CPU share idle and at 10k / 100k events/s;
+#   C45 a QT2025 firmware load: in REPEATS rounds, phy_sim loaded with a QT2025 alone, untraced and
+#      with `phytrace record` (its defaults, a binary capture): the time of the QT2025 driver's
+#      probe (24,576 Clause 45 MDIO writes of a firmware file of our own) as the kernel's driver
+#      core measures it (initcall_debug), the simulator's count of the firmware writes, and in
+#      each traced round the capture's count of them and its lost events.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
 #   REPEATS=5 STARTS=9 READS=20000 CALLS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
 #   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN
 # (the last rate is beyond what a CPU can issue: the simulator then reads back to back)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
+# shellcheck source=tests/vm/record_lib.sh
+. "$PHYTRACE_ROOT/tests/vm/record_lib.sh"
 REPEATS=${REPEATS:-5} STARTS=${STARTS:-9} READS=${READS:-20000} CALLS=${CALLS:-20000} SECS=${SECS:-3}
 RATES=${RATES:-10000 20000 50000 100000 200000 2000000}
 SAMPLE_READS=${SAMPLE_READS:-2000000}
@@ -91,14 +98,14 @@ start_tracer() {
     case $1 in
     phytrace*)
         # P1 and P2 compare the same probes as bpftrace's scripts: the callbacks' symbols.
-        local probes=fentry how=symbol
+        # phytrace-default: record's own defaults.
+        local -a options=(--mdio-probes fentry --callback-probes symbol)
         case $1 in
-        phytrace-kprobe) probes=kprobe ;;
-        phytrace-callsite) how=callsite ;;
-        phytrace-symbol) how=symbol ;;
+        phytrace-kprobe) options=(--mdio-probes kprobe --callback-probes symbol) ;;
+        phytrace-callsite) options=(--mdio-probes fentry --callback-probes callsite) ;;
+        phytrace-default) options=() ;;
         esac
-        "$BIN" record -o "$work/bench.ptrace" --mdio-probes "$probes" --callback-probes "$how" \
-            --status "$fifo" 2>"$work/tracer.err" &
+        "$BIN" record -o "$work/bench.ptrace" "${options[@]}" --status "$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
         wait_line '*"status":"recording"*' || { cat "$work/tracer.err"; fail "phytrace did not attach"; }
         ;;
@@ -309,5 +316,55 @@ done
 tmux -S "$sock" send-keys q
 sleep 1
 tmux -S "$sock" kill-server 2>/dev/null || true
+
+# The QT2025's probe: its firmware load. The kernel times each probe itself while initcall_debug is
+# on ("probe of DEV returned RET after N usecs", drivers/base/dd.c): a truth phytrace does not
+# write, of the probe alone (not the simulator's load, nor the module request before it).
+QT2025_ADDR=4
+qt2025_dev=phy_sim-0:$(printf %02x "$QT2025_ADDR")
+# probe_us: the kernel's time of the QT2025's probe since the last mark, which returned 0.
+probe_us() {
+    local -a times
+    mapfile -t times < <(dmesg_since_mark | sed -n "s/.*probe of $qt2025_dev returned 0 after \([0-9]*\) usecs.*/\1/p")
+    ((${#times[@]} == 1)) || fail "the kernel timed ${#times[@]} successful probes of $qt2025_dev"
+    echo "${times[0]}"
+}
+# qt2025_load: phy_sim with a QT2025 alone. insmod returns once the bus is scanned, its PHY
+# probed (the driver core binds synchronously) and the firmware loaded; checks the QT2025's
+# driver is bound, and sets WRITTEN (the simulator's count of SRAM writes) and PROBE_US.
+qt2025_load() {
+    mark_dmesg c45
+    load_sim phys="qt2025@$QT2025_ADDR"
+    local q
+    q=$(simdev qt2025)
+    [[ $(sim_info "$q" driver) == "QT2025 10Gpbs SFP+" ]] || fail "the QT2025's driver is not bound: $(sim_info "$q" driver)"
+    WRITTEN=$(simulator_c45_counters "$SIM_DBG/$q/counters" | jq '.sram3[1] + .sram4[1]')
+    PROBE_US=$(probe_us)
+    rmmod phy_sim
+}
+
+log "C45: $REPEATS rounds of a QT2025 firmware load, untraced and with phytrace record"
+rmmod phy_sim
+qt2025_firmware
+old_initcall_debug=$(</sys/module/kernel/parameters/initcall_debug)
+echo 1 >/sys/module/kernel/parameters/initcall_debug
+qt2025_load # warm-up: loads qt2025 by its mdio: alias, the firmware file in the page cache
+for ((r = 1; r <= REPEATS; r++)); do
+    qt2025_load
+    emit "{\"bench\":\"c45\",\"tracer\":\"none\",\"round\":$r,\"probe_us\":$PROBE_US,\"written\":$WRITTEN}"
+    start_tracer phytrace-default
+    qt2025_load
+    stop_tracer
+    # The capture's firmware writes (3.0x8000-0xBFFF, 4.0x8000-0x9FFF) and its lost events.
+    read -r recorded lost < <("$BIN" dump --format json "$work/bench.ptrace" | jq -rn '
+        reduce inputs as $e ([0, 0];
+            if $e.kind == "mdio" and $e.op == "write" and $e.reg >= 32768
+               and (($e.devad == 3 and $e.reg < 49152) or ($e.devad == 4 and $e.reg < 40960)) then .[0] += 1
+            elif $e.kind == "lost" then .[1] += $e.count else . end) | "\(.[0]) \(.[1])"')
+    emit "{\"bench\":\"c45\",\"tracer\":\"phytrace\",\"round\":$r,\"probe_us\":$PROBE_US,\"written\":$WRITTEN,\"recorded\":$recorded,\"lost\":$lost}"
+done
+echo "$old_initcall_debug" >/sys/module/kernel/parameters/initcall_debug
+rmmod qt2025
+qt2025_firmware_remove
 rm -rf "$work"
 log "results in $OUT"

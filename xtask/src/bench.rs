@@ -1,5 +1,6 @@
 //! `cargo xtask bench`: phytrace against bpftrace and against no tracing, side by side in one
-//! VM boot (`scenarios/bench.sh`), written to `docs/benchmarks.json` and `docs/benchmarks.md`.
+//! VM boot (`scenarios/bench.sh`), and a QT2025's Clause 45 firmware load untraced and recorded,
+//! written to `docs/benchmarks.json` and `docs/benchmarks.md`.
 //! This runs the guest; [`rows`] reads what it wrote, [`report`] makes the figures of it.
 
 mod report;
@@ -15,7 +16,8 @@ use rows::Rows;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Rounds of P1 and C1 (each runs untraced and with every tracer once) and of each P3 rate.
+    /// Rounds of P1, C1 and C45 (each runs untraced and with every tracer once) and of each P3
+    /// rate.
     #[arg(long, default_value_t = 5)]
     pub repeats: u32,
     /// Rounds of P2 (each starts and stops every tracer once).

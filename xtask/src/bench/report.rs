@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, fmt::Write as _};
 
 use anyhow::{Context as _, Result};
 
-use super::rows::{CallSites, Figure, RateRound, Row, Rows, Run};
+use super::rows::{CallSites, Figure, FirmwareLoad, RateRound, Row, Rows, Run, TracedLoad};
 
 /// Where and when the results were measured, as the report says it.
 pub struct Setting {
@@ -51,7 +51,24 @@ impl Spread {
     }
 
     fn cell(&self) -> String {
-        format!("{:.0} ({:.0}–{:.0})", self.median, self.min, self.max)
+        self.cell_to(0)
+    }
+
+    /// The cell with `decimals` digits after the point.
+    fn cell_to(&self, decimals: usize) -> String {
+        format!(
+            "{:.decimals$} ({:.decimals$}–{:.decimals$})",
+            self.median, self.min, self.max
+        )
+    }
+
+    /// The spread divided by `by` (µs to ms).
+    fn scaled(&self, by: f64) -> Self {
+        Self {
+            min: self.min / by,
+            median: self.median / by,
+            max: self.max / by,
+        }
     }
 }
 
@@ -340,6 +357,7 @@ pub struct Figures<'r> {
     p3: P3<'r>,
     /// `phytrace tui`'s CPU % by events per second.
     tui: BTreeMap<u64, u64>,
+    c45: C45<'r>,
 }
 
 /// P1: the cost per MDIO access, untraced and with each of [`P1_TRACERS`].
@@ -468,12 +486,13 @@ impl<'r> Figures<'r> {
             p2,
             p3: P3::of(rows)?,
             tui: rows.tui.iter().map(|r| (r.rate, r.cpu_percent)).collect(),
+            c45: C45::of(rows)?,
         })
     }
 
     /// `docs/benchmarks.json`.
     pub fn json(&self) -> serde_json::Value {
-        let (p1, p2, p3, c1) = (&self.p1, &self.p2, &self.p3, &self.c1);
+        let (p1, p2, p3, c1, c45) = (&self.p1, &self.p2, &self.p3, &self.c1, &self.c45);
         let tagged = |rows: &[RateRound], row: fn(RateRound) -> Row| -> Vec<Row> {
             rows.iter().cloned().map(row).collect()
         };
@@ -498,6 +517,11 @@ impl<'r> Figures<'r> {
             "p2_attach_ms_callsite": p2.callsite.json(),
             "p2_attach_ms_callsite_first": p2.cold.json(),
             "p2_bpftrace_over_phytrace_callsite": p2.callsite_ratio,
+            "c45": c45.rows(),
+            "c45_probe_ms": { "none": c45.untraced.json(), "phytrace": c45.traced.json() },
+            "c45_phytrace_over_untraced": c45.ratio,
+            "c45_added_ns_per_firmware_write": c45.added_ns_per_write,
+            "c45_firmware_writes_all_recorded": c45.whole,
         })
     }
 
@@ -512,6 +536,7 @@ impl<'r> Figures<'r> {
         self.p2.write(&mut md)?;
         self.p3.write(&mut md, self.repeats)?;
         write_tui(&mut md, &self.tui)?;
+        self.c45.write(&mut md)?;
         Ok(md)
     }
 
@@ -947,6 +972,88 @@ impl<'r> P3<'r> {
     }
 }
 
+/// The firmware file `bench.sh` writes for the QT2025, one MDIO write per byte.
+const FIRMWARE_WRITES: u64 = 24 * 1024;
+
+/// C45: the QT2025's probe, its firmware load, untraced and with `phytrace record`.
+struct C45<'r> {
+    untraced_rows: &'r [super::rows::Load],
+    traced_rows: &'r [TracedLoad],
+    /// The probe's ms.
+    untraced: Spread,
+    traced: Spread,
+    /// The traced median over the untraced.
+    ratio: f64,
+    /// What recording adds to the probe per firmware write.
+    added_ns_per_write: f64,
+    /// The simulator counted every byte of the file written in every round, and every traced
+    /// round's capture holds them all, with no event lost.
+    whole: bool,
+}
+
+impl<'r> C45<'r> {
+    fn of(rows: &'r Rows) -> Result<Self> {
+        let untraced = spread(&rows.c45, "none")?.scaled(1e3);
+        let traced = spread(&rows.c45_traced, "phytrace")?.scaled(1e3);
+        Ok(Self {
+            ratio: traced.median / untraced.median,
+            added_ns_per_write: (traced.median - untraced.median) * 1e6 / FIRMWARE_WRITES as f64,
+            whole: rows.c45.iter().all(|r| r.written == FIRMWARE_WRITES)
+                && rows.c45_traced.iter().all(|r| {
+                    r.written == FIRMWARE_WRITES && r.recorded == r.written && r.lost == 0
+                }),
+            untraced_rows: &rows.c45,
+            traced_rows: &rows.c45_traced,
+            untraced,
+            traced,
+        })
+    }
+
+    /// The rows, untraced then traced, as the results wrote them.
+    fn rows(&self) -> Vec<Row> {
+        let untraced = self
+            .untraced_rows
+            .iter()
+            .cloned()
+            .map(FirmwareLoad::Untraced);
+        let traced = self.traced_rows.iter().cloned().map(FirmwareLoad::Traced);
+        untraced.chain(traced).map(Row::C45).collect()
+    }
+
+    /// The C45 section: how the load is timed, the table, the ratio and the capture's count.
+    fn write(&self, md: &mut String) -> Result<()> {
+        let Self {
+            ratio,
+            added_ns_per_write,
+            whole,
+            ..
+        } = self;
+        writeln!(md, "\n## C45: a QT2025 firmware load\n")?;
+        writeln!(
+            md,
+            "Mainline's Rust `qt2025` driver loads the PHY's firmware in its `probe`, one byte per Clause 45\nMDIO write: {FIRMWARE_WRITES} writes of a firmware file of our own to the simulated QT2025's SRAM (3.0x8000…\nand 4.0x8000…). In each of {} rounds `phy_sim` is loaded with a QT2025 alone, untraced and\nthen with `phytrace record` running (its defaults, a binary capture), and unloaded again; the\nboot's first load, which loads the driver's module and reads the file, is not counted. The time\nis the probe's as the kernel's driver core measures it (`initcall_debug` on: `probe of\nphy_sim-0:04 returned 0 after N usecs`), ms:\n",
+            self.untraced_rows.len()
+        )?;
+        writeln!(md, "| tracing | probe ms |\n|---|---|")?;
+        writeln!(md, "| none | {} |", self.untraced.cell_to(1))?;
+        writeln!(
+            md,
+            "| phytrace record (`phytrace`) | {} |",
+            self.traced.cell_to(1)
+        )?;
+        let recorded: Vec<u64> = self.traced_rows.iter().map(|r| r.recorded).collect();
+        let lost: Vec<u64> = self.traced_rows.iter().map(|r| r.lost).collect();
+        writeln!(
+            md,
+            "\nRecording makes the load **{ratio:.2} ×** as long: {added_ns_per_write:.0} ns more per firmware write.\nThe firmware writes in each traced round's capture: {}; events lost: {}. All {FIRMWARE_WRITES}\nwrites, as the simulator counted them, in every capture, none lost: {}.",
+            join(&recorded),
+            join(&lost),
+            if *whole { "yes" } else { "NO" }
+        )?;
+        Ok(())
+    }
+}
+
 /// The TUI's CPU share, `tui`: % of one CPU by events per second.
 fn write_tui(md: &mut String, tui: &BTreeMap<u64, u64>) -> Result<()> {
     writeln!(
@@ -1067,8 +1174,20 @@ mod tests {
         lines.push(round(2000, 1990, 4));
         lines.push(round(1000, 990, 0).replace(r#""p3""#, r#""p3-jsonl""#));
         lines.push(r#"{"bench":"tui","rate":10000,"cpu_percent":12}"#.to_owned());
+        lines.push(
+            r#"{"bench":"c45","tracer":"none","round":1,"probe_us":100000,"written":24576}"#
+                .to_owned(),
+        );
+        lines.push(c45_traced(150000, 24576, 0));
         lines.extend_from_slice(extra);
         Rows::parse(&lines.join("\n")).unwrap()
+    }
+
+    /// A traced C45 round as bench.sh writes it.
+    fn c45_traced(probe_us: u64, recorded: u64, lost: u64) -> String {
+        format!(
+            r#"{{"bench":"c45","tracer":"phytrace","round":1,"probe_us":{probe_us},"written":24576,"recorded":{recorded},"lost":{lost}}}"#
+        )
     }
 
     fn setting() -> Setting {
@@ -1104,6 +1223,38 @@ mod tests {
         assert!(md.contains("**0.33 ×** the strongest bpftrace script's (goal ≤ 0.5: met)"));
         assert!(md.contains("events were lost in 1 of 1 rounds (goal: none: missed)"));
         assert!(md.contains("| 10000 | 12 |"));
+        // The probe takes 100 ms untraced, 150 with phytrace: 50 ms over 24,576 writes.
+        assert_eq!(json["c45_probe_ms"]["none"]["median"], 100.0);
+        assert_eq!(json["c45_probe_ms"]["phytrace"]["median"], 150.0);
+        assert_eq!(json["c45_phytrace_over_untraced"], 1.5);
+        assert_eq!(
+            json["c45_added_ns_per_firmware_write"],
+            50e6 / FIRMWARE_WRITES as f64
+        );
+        assert_eq!(json["c45_firmware_writes_all_recorded"], true);
+        assert_eq!(json["c45"][0]["tracer"], "none");
+        assert_eq!(json["c45"][1]["recorded"], 24576);
+        assert!(md.contains("| none | 100.0 (100.0–100.0) |"), "{md}");
+        assert!(md.contains("| phytrace record (`phytrace`) | 150.0 (150.0–150.0) |"));
+        assert!(md.contains("**1.50 ×** as long: 2035 ns more per firmware write"));
+        assert!(md.contains("in every capture, none lost: yes."));
+    }
+
+    #[test]
+    fn a_c45_capture_short_of_the_firmware_or_with_loss_is_said() {
+        for (recorded, lost) in [(24575, 0), (24576, 3)] {
+            let rows = results(&[c45_traced(160000, recorded, lost)]);
+            let figures = Figures::of(&rows, setting()).unwrap();
+            assert_eq!(figures.json()["c45_firmware_writes_all_recorded"], false);
+            let md = figures.markdown().unwrap();
+            assert!(
+                md.contains(&format!(
+                    "capture: 24576, {recorded}; events lost: 0, {lost}."
+                )),
+                "{md}"
+            );
+            assert!(md.contains("none lost: NO."));
+        }
     }
 
     #[test]
@@ -1121,6 +1272,10 @@ mod tests {
         rows.p2.retain(|r| r.tracer != "bpftrace-kfunc");
         let err = Figures::of(&rows, setting()).err().unwrap();
         assert_eq!(err.to_string(), "no p2 results for bpftrace-kfunc");
+        let mut rows = results(&[]);
+        rows.c45_traced.clear();
+        let err = Figures::of(&rows, setting()).err().unwrap();
+        assert_eq!(err.to_string(), "no c45 results for phytrace");
         rows.runs.clear();
         let err = Figures::of(&rows, setting()).err().unwrap();
         assert_eq!(err.to_string(), "the results have no `probes` row");

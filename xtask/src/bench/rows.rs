@@ -31,6 +31,8 @@ pub enum Row {
     P3Jsonl(RateRound),
     #[serde(rename = "tui")]
     Tui(TuiShare),
+    #[serde(rename = "c45")]
+    C45(FirmwareLoad),
 }
 
 /// `probes`: what the run found and was asked for.
@@ -171,6 +173,39 @@ pub struct TuiShare {
     pub cpu_percent: u64,
 }
 
+/// `c45`: one QT2025 firmware load (its driver's probe), untraced or with `tracer` recording.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum FirmwareLoad {
+    Traced(TracedLoad),
+    Untraced(Load),
+}
+
+/// A load untraced (`tracer` `none`): the probe's µs as the kernel measured it, and the
+/// simulator's count of firmware writes.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    pub tracer: String,
+    pub round: u64,
+    pub probe_us: u64,
+    pub written: u64,
+}
+
+/// A load with `tracer` recording, and what its capture holds.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracedLoad {
+    pub tracer: String,
+    pub round: u64,
+    pub probe_us: u64,
+    /// The simulator's count of firmware writes, and the capture's.
+    pub written: u64,
+    pub recorded: u64,
+    /// Events the capture says were lost.
+    pub lost: u64,
+}
+
 /// A row of one tracer's figure: its name, and the figure measured.
 pub trait Figure {
     /// The `bench` of these rows, for errors.
@@ -199,6 +234,8 @@ figure!(Call, "c1", ns_per_call);
 figure!(Start, "p2", attach_ms);
 figure!(FirstStart, "p2-cold", attach_ms);
 figure!(SampledBurst, "samples", ns_per_access);
+figure!(Load, "c45", probe_us);
+figure!(TracedLoad, "c45", probe_us);
 
 /// A run's results by kind, each kind in the order written.
 #[derive(Debug, Default)]
@@ -216,6 +253,8 @@ pub struct Rows {
     pub p3: Vec<RateRound>,
     pub p3_jsonl: Vec<RateRound>,
     pub tui: Vec<TuiShare>,
+    pub c45: Vec<Load>,
+    pub c45_traced: Vec<TracedLoad>,
 }
 
 impl Rows {
@@ -249,6 +288,8 @@ impl Rows {
             Row::P3(round) => self.p3.push(round),
             Row::P3Jsonl(round) => self.p3_jsonl.push(round),
             Row::Tui(share) => self.tui.push(share),
+            Row::C45(FirmwareLoad::Untraced(load)) => self.c45.push(load),
+            Row::C45(FirmwareLoad::Traced(load)) => self.c45_traced.push(load),
         }
     }
 }
@@ -271,7 +312,9 @@ mod tests {
 {"bench":"samples","tracer":"phytrace","round":1,"symbol":"bpf_trampoline_6442474627","samples":118}
 {"bench":"p3","rate":10000,"encoding":"binary","round":1,"achieved_per_s":9934,"generated":29900,"recorded":29900,"lost":0,"consumer_ns_per_event":6354}
 {"bench":"p3-jsonl","rate":2000000,"encoding":"jsonl","round":1,"achieved_per_s":731759,"generated":2200004,"recorded":1172191,"lost":1027813,"consumer_ns_per_event":2661}
-{"bench":"tui","rate":100000,"cpu_percent":37}"#;
+{"bench":"tui","rate":100000,"cpu_percent":37}
+{"bench":"c45","tracer":"none","round":1,"probe_us":81234,"written":24576}
+{"bench":"c45","tracer":"phytrace","round":1,"probe_us":120345,"written":24576,"recorded":24576,"lost":0}"#;
 
     #[test]
     fn every_kind_bench_sh_writes_is_read() {
@@ -355,6 +398,25 @@ mod tests {
                 cpu_percent: 37
             }]
         );
+        assert_eq!(
+            (
+                rows.c45[0].tracer(),
+                rows.c45[0].figure(),
+                rows.c45[0].written
+            ),
+            ("none", 81234, 24576)
+        );
+        assert_eq!(
+            rows.c45_traced,
+            [TracedLoad {
+                tracer: "phytrace".to_owned(),
+                round: 1,
+                probe_us: 120345,
+                written: 24576,
+                recorded: 24576,
+                lost: 0
+            }]
+        );
     }
 
     #[test]
@@ -402,6 +464,10 @@ mod tests {
             (
                 r#"{"bench":"profile","probes":"fentry","round":1}"#,
                 "untagged enum Profile",
+            ),
+            (
+                r#"{"bench":"c45","tracer":"phytrace","round":1,"probe_us":9,"written":24576,"recorded":24576}"#,
+                "untagged enum FirmwareLoad",
             ),
             ("", "EOF"),
         ] {
