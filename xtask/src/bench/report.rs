@@ -1031,7 +1031,7 @@ impl<'r> C45<'r> {
         writeln!(md, "\n## C45: a QT2025 firmware load\n")?;
         writeln!(
             md,
-            "Mainline's Rust `qt2025` driver loads the PHY's firmware in its `probe`, one byte per Clause 45\nMDIO write: {FIRMWARE_WRITES} writes of a firmware file of our own to the simulated QT2025's SRAM (3.0x8000…\nand 4.0x8000…). In each of {} rounds `phy_sim` is loaded with a QT2025 alone, untraced and\nthen with `phytrace record` running (its defaults, a binary capture), and unloaded again; the\nboot's first load, which loads the driver's module and reads the file, is not counted. The time\nis the probe's as the kernel's driver core measures it (`initcall_debug` on: `probe of\nphy_sim-0:04 returned 0 after N usecs`), ms:\n",
+            "Mainline's Rust `qt2025` driver loads the PHY's firmware in its `probe`, one byte per Clause 45\nMDIO write: {FIRMWARE_WRITES} writes of a firmware file of our own to the simulated QT2025's SRAM\n(3.0x8000… and 4.0x8000…). In each of {} rounds `phy_sim` is loaded with a QT2025 alone and\nunloaded again, untraced and then with `phytrace record` (its defaults, a binary capture)\nstarted before the load: the load is the first thing it records, with no warm-up. The boot's\nfirst load, which loads the driver's module and reads the file, is not counted. The time is the\nprobe's alone, as the kernel's driver core measures it with `initcall_debug` on (its log line\n`probe of phy_sim-0:04 returned 0 after N usecs`), ms:\n",
             self.untraced_rows.len()
         )?;
         writeln!(md, "| tracing | probe ms |\n|---|---|")?;
