@@ -1034,20 +1034,23 @@ impl<'r> C45<'r> {
             "Mainline's Rust `qt2025` driver loads the PHY's firmware in its `probe`, one byte per Clause 45\nMDIO write: {FIRMWARE_WRITES} writes of a firmware file of our own to the simulated QT2025's SRAM\n(3.0x8000… and 4.0x8000…). In each of {} rounds `phy_sim` is loaded with a QT2025 alone and\nunloaded again, untraced and then with `phytrace record` (its defaults, a binary capture)\nstarted before the load: the load is the first thing it records, with no warm-up. The boot's\nfirst load, which loads the driver's module and reads the file, is not counted. The time is the\nprobe's alone, as the kernel's driver core measures it with `initcall_debug` on (its log line\n`probe of phy_sim-0:04 returned 0 after N usecs`), ms:\n",
             self.untraced_rows.len()
         )?;
-        writeln!(md, "| tracing | probe ms |\n|---|---|")?;
-        writeln!(md, "| none | {} |", self.untraced.cell_to(1))?;
-        writeln!(
-            md,
-            "| phytrace record (`phytrace`) | {} |",
-            self.traced.cell_to(1)
-        )?;
         let recorded: Vec<u64> = self.traced_rows.iter().map(|r| r.recorded).collect();
         let lost: Vec<u64> = self.traced_rows.iter().map(|r| r.lost).collect();
         writeln!(
             md,
-            "\nRecording makes the load **{ratio:.2} ×** as long: {added_ns_per_write:.0} ns more per firmware write.\nThe firmware writes in each traced round's capture: {}; events lost: {}. All {FIRMWARE_WRITES}\nwrites, as the simulator counted them, in every capture, none lost: {}.",
+            "| tracing | probe ms | firmware writes in the capture, per round | events lost, per round |\n|---|---|---|---|"
+        )?;
+        writeln!(md, "| none | {} | – | – |", self.untraced.cell_to(1))?;
+        writeln!(
+            md,
+            "| phytrace record (`phytrace`) | {} | {} | {} |",
+            self.traced.cell_to(1),
             join(&recorded),
-            join(&lost),
+            join(&lost)
+        )?;
+        writeln!(
+            md,
+            "\nRecording makes the load **{ratio:.2} ×** as long: {added_ns_per_write:.0} ns more per firmware write.\nEvery capture holds all {FIRMWARE_WRITES} firmware writes the simulator counted, none lost: {}.",
             if *whole { "yes" } else { "NO" }
         )?;
         Ok(())
@@ -1234,10 +1237,13 @@ mod tests {
         assert_eq!(json["c45_firmware_writes_all_recorded"], true);
         assert_eq!(json["c45"][0]["tracer"], "none");
         assert_eq!(json["c45"][1]["recorded"], 24576);
-        assert!(md.contains("| none | 100.0 (100.0–100.0) |"), "{md}");
-        assert!(md.contains("| phytrace record (`phytrace`) | 150.0 (150.0–150.0) |"));
+        assert!(
+            md.contains("| none | 100.0 (100.0–100.0) | – | – |"),
+            "{md}"
+        );
+        assert!(md.contains("| phytrace record (`phytrace`) | 150.0 (150.0–150.0) | 24576 | 0 |"));
         assert!(md.contains("**1.50 ×** as long: 2035 ns more per firmware write"));
-        assert!(md.contains("in every capture, none lost: yes."));
+        assert!(md.contains("the simulator counted, none lost: yes."));
     }
 
     #[test]
@@ -1248,9 +1254,7 @@ mod tests {
             assert_eq!(figures.json()["c45_firmware_writes_all_recorded"], false);
             let md = figures.markdown().unwrap();
             assert!(
-                md.contains(&format!(
-                    "capture: 24576, {recorded}; events lost: 0, {lost}."
-                )),
+                md.contains(&format!("| 24576, {recorded} | 0, {lost} |")),
                 "{md}"
             );
             assert!(md.contains("none lost: NO."));
