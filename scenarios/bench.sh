@@ -292,7 +292,10 @@ p3_round() {
     [[ -z $serve ]] || extra=(--metrics "$METRICS")
     "$BIN" record --encoding "$encoding" -o "$work/rate.ptrace" --status "$work/rate.status" "${extra[@]}" 2>"$work/rate.err" &
     pid=$!
-    until grep -q '"status":"recording"' "$work/rate.status" 2>/dev/null; do sleep 0.01; done
+    until grep -q '"status":"recording"' "$work/rate.status" 2>/dev/null; do
+        kill -0 "$pid" 2>/dev/null || fail "$row: record exited: $(cat "$work/rate.err")"
+        sleep 0.01
+    done
     if [[ -n $serve ]]; then
         scrape_metrics &
         scraper=$!
@@ -328,6 +331,7 @@ top_rate=${RATES##* }
 log "P3 with JSON Lines captures at $top_rate /s"
 for ((r = 1; r <= REPEATS; r++)); do p3_round p3-jsonl "$top_rate" jsonl "$r"; done
 log "P3 with --metrics scraped every second at $top_rate /s"
+ip link set dev lo up
 for ((r = 1; r <= REPEATS; r++)); do p3_round p3-metrics "$top_rate" binary "$r" metrics; done
 
 log "TUI CPU share"
