@@ -19,7 +19,7 @@
 #      phytrace probes (scenarios/kprobe_floor.py: Debian's bpftrace has no kprobe offsets);
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
-#      rate again with a JSON Lines capture;
+#      rate again with a JSON Lines capture, and with `--metrics` served and scraped every second;
 #   where the reading thread's time goes: CPU samples (perf) of a long burst untraced, with
 #      phytrace, with the bpftrace kfunc script and with the empty fentry+fexit pair;
 #   TUI CPU share idle and at 10k / 100k events/s;
@@ -266,15 +266,47 @@ load_done() {
     [[ $line == *running=0* ]]
 }
 
-# p3_round ROW RATE ENCODING ROUND: `record --encoding ENCODING` while the simulator reads at
-# RATE for SECS seconds; emits one result of type ROW.
+METRICS=127.0.0.1:19480
+
+# scrape_metrics: GETs record's /metrics at $METRICS once a second until killed, as a
+# Prometheus server would, and appends each exposition's last line to $work/scrapes. Bash
+# builtins only (/dev/tcp, read): a process forked per scrape would take CPU from the consumer.
+scrape_metrics() {
+    local line last tick=$work/scrape.tick
+    rm -f "$tick"
+    mkfifo "$tick"
+    exec 9<>"$tick"
+    while :; do
+        if exec 8<>"/dev/tcp/${METRICS%:*}/${METRICS#*:}"; then
+            printf 'GET /metrics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n' "$METRICS" >&8
+            while IFS= read -r -u 8 line; do last=$line; done
+            exec 8<&-
+            echo "$last" >>"$work/scrapes"
+        fi
+        # A second's wait on a FIFO no one writes to.
+        read -r -t 1 -u 9 _ || true
+    done
+}
+
+# p3_round ROW RATE ENCODING ROUND [metrics]: `record --encoding ENCODING` while the simulator
+# reads at RATE for SECS seconds (with `metrics`: serving --metrics, scraped every second);
+# emits one result of type ROW.
 p3_round() {
-    local row=$1 rate=$2 encoding=$3 round=$4 pid ticks achieved generated recorded lost reads elapsed
+    local row=$1 rate=$2 encoding=$3 round=$4 serve=${5:-} pid ticks achieved generated recorded lost reads elapsed
+    local scraper="" extra=()
     reset_counters
-    rm -f "$work/rate.status"
-    "$BIN" record --encoding "$encoding" -o "$work/rate.ptrace" --status "$work/rate.status" 2>"$work/rate.err" &
+    rm -f "$work/rate.status" "$work/scrapes"
+    [[ -z $serve ]] || extra=(--metrics "$METRICS")
+    "$BIN" record --encoding "$encoding" -o "$work/rate.ptrace" --status "$work/rate.status" "${extra[@]}" 2>"$work/rate.err" &
     pid=$!
-    until grep -q '"status":"recording"' "$work/rate.status" 2>/dev/null; do sleep 0.01; done
+    until grep -q '"status":"recording"' "$work/rate.status" 2>/dev/null; do
+        kill -0 "$pid" 2>/dev/null || fail "$row: record exited: $(cat "$work/rate.err")"
+        sleep 0.01
+    done
+    if [[ -n $serve ]]; then
+        scrape_metrics &
+        scraper=$!
+    fi
     ticks=$(cpu_ticks "$pid")
     sim_set "$dev" load "rate $rate $SECS BMSR"
     sleep "$SECS"
@@ -282,6 +314,13 @@ p3_round() {
     achieved=$(sim_get "$dev" load | sed 's/.*reads=\([0-9]*\).*elapsed_ns=\([0-9]*\).*/\1 \2/')
     sleep 1
     ticks=$(($(cpu_ticks "$pid") - ticks))
+    if [[ -n $scraper ]]; then
+        kill "$scraper"
+        wait "$scraper" 2>/dev/null || true
+        # Every scrape got a whole exposition, and there was one at least per second of load.
+        (($(grep -c . "$work/scrapes") >= SECS)) || fail "$row: $(grep -c . "$work/scrapes") scrapes in $SECS s"
+        ! grep -qvx '# EOF' "$work/scrapes" || fail "$row: a scrape got no whole exposition"
+    fi
     kill -INT "$pid"
     wait "$pid"
     generated=$(counter "$dev" BMSR reads)
@@ -298,6 +337,9 @@ done
 top_rate=${RATES##* }
 log "P3 with JSON Lines captures at $top_rate /s"
 for ((r = 1; r <= REPEATS; r++)); do p3_round p3-jsonl "$top_rate" jsonl "$r"; done
+log "P3 with --metrics scraped every second at $top_rate /s"
+ip link set dev lo up
+for ((r = 1; r <= REPEATS; r++)); do p3_round p3-metrics "$top_rate" binary "$r" metrics; done
 
 log "TUI CPU share"
 sock=$work/tmux

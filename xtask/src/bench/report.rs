@@ -439,12 +439,15 @@ struct P2 {
     call_sites: u64,
 }
 
-/// P3: events per second without loss, binary and JSON Lines captures.
+/// P3: events per second without loss, binary and JSON Lines captures, and with `--metrics`
+/// scraped.
 struct P3<'r> {
     rows: &'r [RateRound],
     jsonl_rows: &'r [RateRound],
+    metrics_rows: &'r [RateRound],
     rates: Vec<RateRuns>,
     jsonl: Vec<RateRuns>,
+    metrics: Vec<RateRuns>,
     /// The highest median rate without loss in any round.
     drop_free: f64,
     /// Recorded + lost = generated in every round.
@@ -459,6 +462,12 @@ struct P3<'r> {
     jsonl_consumer_ns: f64,
     jsonl_lossy: usize,
     jsonl_rounds: usize,
+    /// At the top rate: the consumer's ns per event recording alone, and with `--metrics`
+    /// scraped every second; the rounds of the latter that lost events, and all of them.
+    top_consumer_ns: f64,
+    metrics_consumer_ns: f64,
+    metrics_lossy: usize,
+    metrics_rounds: usize,
 }
 
 /// Rounds of `runs` that lost events.
@@ -509,6 +518,7 @@ impl<'r> Figures<'r> {
             "p2_kprobes": p2.kprobes,
             "p2_attach_ms": { "phytrace": p2.symbol.json(), "bpftrace": p2.bpftrace.json(), "bpftrace_over_phytrace": p2.symbol_ratio },
             "p3": tagged(p3.rows, Row::P3), "p3_jsonl": tagged(p3.jsonl_rows, Row::P3Jsonl),
+            "p3_metrics": tagged(p3.metrics_rows, Row::P3Metrics),
             "p3_drop_free_per_s": p3.drop_free.round(), "p3_loss_counted_exactly": p3.exact,
             "tui_cpu_percent": self.tui,
             "c1_ns_per_call": Added::json_spreads(&c1.tracers, &c1.none),
@@ -885,11 +895,13 @@ fn c1_probes(rows: &Rows) -> Result<&CallSites> {
 
 impl<'r> P3<'r> {
     fn of(rows: &'r Rows) -> Result<Self> {
-        let (p3, jsonl_rows) = (&rows.p3, &rows.p3_jsonl);
+        let (p3, jsonl_rows, metrics_rows) = (&rows.p3, &rows.p3_jsonl, &rows.p3_metrics);
         let rates = RateRuns::group(p3);
         let jsonl = RateRuns::group(jsonl_rows);
+        let metrics = RateRuns::group(metrics_rows);
         let top = rates.last().context("no p3 results")?;
         let jsonl_top = jsonl.last().context("no JSON Lines p3 results")?;
+        let metrics_top = metrics.last().context("no p3 results with --metrics")?;
         Ok(Self {
             drop_free: rates
                 .iter()
@@ -899,6 +911,7 @@ impl<'r> P3<'r> {
             exact: p3
                 .iter()
                 .chain(jsonl_rows)
+                .chain(metrics_rows)
                 .all(|r| r.generated == r.recorded + r.lost),
             top_rate: top.achieved.median,
             top_lossy: lossy(top),
@@ -907,10 +920,16 @@ impl<'r> P3<'r> {
             jsonl_consumer_ns: jsonl_top.consumer_ns.median,
             jsonl_lossy: lossy(jsonl_top),
             jsonl_rounds: jsonl_top.lost.len(),
+            top_consumer_ns: top.consumer_ns.median,
+            metrics_consumer_ns: metrics_top.consumer_ns.median,
+            metrics_lossy: lossy(metrics_top),
+            metrics_rounds: metrics_top.lost.len(),
             rows: p3,
             jsonl_rows,
+            metrics_rows,
             rates,
             jsonl,
+            metrics,
         })
     }
 
@@ -927,6 +946,10 @@ impl<'r> P3<'r> {
             jsonl_consumer_ns,
             jsonl_lossy,
             jsonl_rounds,
+            top_consumer_ns,
+            metrics_consumer_ns,
+            metrics_lossy,
+            metrics_rounds,
             ..
         } = self;
         writeln!(
@@ -935,7 +958,7 @@ impl<'r> P3<'r> {
         )?;
         writeln!(
             md,
-            "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded.\nThe capture is binary (`record`'s default); the last row is the top rate again with\n`--encoding jsonl`."
+            "`generated` is the simulator's own count; `consumer` is `record`'s CPU time per event recorded.\nThe capture is binary (`record`'s default); the last rows are the top rate again with\n`--encoding jsonl`, and with `--metrics` served and scraped every second (docs/lab.md)."
         )?;
         writeln!(md, "{repeats} rounds per rate.\n")?;
         writeln!(
@@ -943,7 +966,14 @@ impl<'r> P3<'r> {
             "| asked /s | achieved /s | generated per round | lost per round | consumer ns/event |\n|---|---|---|---|---|"
         )?;
         let jsonl_rows = self.jsonl.iter().map(|r| (r, " (JSON Lines)"));
-        for (r, label) in self.rates.iter().map(|r| (r, "")).chain(jsonl_rows) {
+        let metrics_rows = self.metrics.iter().map(|r| (r, " (`--metrics`)"));
+        for (r, label) in self
+            .rates
+            .iter()
+            .map(|r| (r, ""))
+            .chain(jsonl_rows)
+            .chain(metrics_rows)
+        {
             writeln!(
                 md,
                 "| {}{label} | {} | {} | {} | {} |",
@@ -966,7 +996,11 @@ impl<'r> P3<'r> {
         )?;
         writeln!(
             md,
-            "The consumer (`record` reading each ring-buffer record and writing it to the capture as it is)\nruns on one CPU under software emulation, the producer on the other: at that rate the consumer\nis busy {consumer_busy_percent:.0}% of the time (its ns per event × events per second). Writing JSON Lines instead, it\ntakes {jsonl_consumer_ns:.0} ns per event and loses events in {jsonl_lossy} of {jsonl_rounds} rounds. At low rates the time per event is\nhigher: each wake-up reads a small batch.\n",
+            "The consumer (`record` reading each ring-buffer record and writing it to the capture as it is)\nruns on one CPU under software emulation, the producer on the other: at that rate the consumer\nis busy {consumer_busy_percent:.0}% of the time (its ns per event × events per second). Writing JSON Lines instead, it\ntakes {jsonl_consumer_ns:.0} ns per event and loses events in {jsonl_lossy} of {jsonl_rounds} rounds. At low rates the time per event is\nhigher: each wake-up reads a small batch.",
+        )?;
+        writeln!(
+            md,
+            "Serving `--metrics` too, scraped every second, the consumer takes {metrics_consumer_ns:.0} ns per event at the top rate\n(recording alone: {top_consumer_ns:.0}) and loses events in {metrics_lossy} of {metrics_rounds} rounds.\n",
         )?;
         Ok(())
     }
@@ -1176,6 +1210,7 @@ mod tests {
         lines.push(round(1000, 990, 0));
         lines.push(round(2000, 1990, 4));
         lines.push(round(1000, 990, 0).replace(r#""p3""#, r#""p3-jsonl""#));
+        lines.push(round(2000, 1990, 0).replace(r#""p3""#, r#""p3-metrics""#));
         lines.push(r#"{"bench":"tui","rate":10000,"cpu_percent":12}"#.to_owned());
         lines.push(
             r#"{"bench":"c45","tracer":"none","round":1,"probe_us":100000,"written":24576}"#
@@ -1218,6 +1253,7 @@ mod tests {
         assert_eq!(json["p2_kprobes"], 22);
         assert_eq!(json["p3"][1]["bench"], "p3");
         assert_eq!(json["p3_jsonl"][0]["bench"], "p3-jsonl");
+        assert_eq!(json["p3_metrics"][0]["bench"], "p3-metrics");
         assert_eq!(json["p3_drop_free_per_s"], 990.0);
         assert_eq!(json["p3_loss_counted_exactly"], true);
         assert_eq!(json["tui_cpu_percent"]["10000"], 12);
@@ -1226,6 +1262,11 @@ mod tests {
         assert!(md.contains("**0.33 ×** the strongest bpftrace script's (goal ≤ 0.5: met)"));
         assert!(md.contains("events were lost in 1 of 1 rounds (goal: none: missed)"));
         assert!(md.contains("| 10000 | 12 |"));
+        assert!(
+            md.contains("| 2000 (`--metrics`) | 1990 (1990–1990) |"),
+            "{md}"
+        );
+        assert!(md.contains("the consumer takes 900 ns per event at the top rate\n(recording alone: 900) and loses events in 0 of 1 rounds"), "{md}");
         // The probe takes 100 ms untraced, 150 with phytrace: 50 ms over 24,576 writes.
         assert_eq!(json["c45_probe_ms"]["none"]["median"], 100.0);
         assert_eq!(json["c45_probe_ms"]["phytrace"]["median"], 150.0);

@@ -29,6 +29,8 @@ pub enum Row {
     P3(RateRound),
     #[serde(rename = "p3-jsonl")]
     P3Jsonl(RateRound),
+    #[serde(rename = "p3-metrics")]
+    P3Metrics(RateRound),
     #[serde(rename = "tui")]
     Tui(TuiShare),
     #[serde(rename = "c45")]
@@ -149,7 +151,8 @@ pub struct SymbolSamples {
     pub samples: u64,
 }
 
-/// `p3`, `p3-jsonl`: one round of MDIO reads at `rate` while `record --encoding ENCODING` runs.
+/// `p3`, `p3-jsonl`, `p3-metrics`: one round of MDIO reads at `rate` while `record --encoding
+/// ENCODING` runs (`p3-metrics`: with `--metrics`, scraped every second).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateRound {
@@ -252,6 +255,7 @@ pub struct Rows {
     pub symbol_samples: Vec<SymbolSamples>,
     pub p3: Vec<RateRound>,
     pub p3_jsonl: Vec<RateRound>,
+    pub p3_metrics: Vec<RateRound>,
     pub tui: Vec<TuiShare>,
     pub c45: Vec<Load>,
     pub c45_traced: Vec<TracedLoad>,
@@ -287,6 +291,7 @@ impl Rows {
             Row::Samples(Samples::Symbol(symbol)) => self.symbol_samples.push(symbol),
             Row::P3(round) => self.p3.push(round),
             Row::P3Jsonl(round) => self.p3_jsonl.push(round),
+            Row::P3Metrics(round) => self.p3_metrics.push(round),
             Row::Tui(share) => self.tui.push(share),
             Row::C45(FirmwareLoad::Untraced(load)) => self.c45.push(load),
             Row::C45(FirmwareLoad::Traced(load)) => self.c45_traced.push(load),
@@ -312,6 +317,7 @@ mod tests {
 {"bench":"samples","tracer":"phytrace","round":1,"symbol":"bpf_trampoline_6442474627","samples":118}
 {"bench":"p3","rate":10000,"encoding":"binary","round":1,"achieved_per_s":9934,"generated":29900,"recorded":29900,"lost":0,"consumer_ns_per_event":6354}
 {"bench":"p3-jsonl","rate":2000000,"encoding":"jsonl","round":1,"achieved_per_s":731759,"generated":2200004,"recorded":1172191,"lost":1027813,"consumer_ns_per_event":2661}
+{"bench":"p3-metrics","rate":2000000,"encoding":"binary","round":1,"achieved_per_s":790000,"generated":2370003,"recorded":2370003,"lost":0,"consumer_ns_per_event":640}
 {"bench":"tui","rate":100000,"cpu_percent":37}
 {"bench":"c45","tracer":"none","round":1,"probe_us":81234,"written":24576}
 {"bench":"c45","tracer":"phytrace","round":1,"probe_us":120345,"written":24576,"recorded":24576,"lost":0}"#;
@@ -390,6 +396,13 @@ mod tests {
                 rows.p3_jsonl[0].recorded
             ),
             ("jsonl", 1172191)
+        );
+        assert_eq!(
+            (
+                rows.p3_metrics[0].rate,
+                rows.p3_metrics[0].consumer_ns_per_event
+            ),
+            (2000000, 640)
         );
         assert_eq!(
             rows.tui,
