@@ -8,13 +8,13 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/record_lib.sh"
 secs=${SOAK_SECS:-60} every=${SAMPLE_SECS:-10}
-sock=/tmp/soak.tmux
+TUI_SOCK=/tmp/soak.tmux
 samples=$PHYTRACE_OUT/soak-samples.jsonl
 : >"$samples"
 trap_cleanup
 soak_cleanup() {
     if [[ -n ${FLAPPER:-} ]]; then kill "$FLAPPER"; fi
-    tmux -S "$sock" kill-server 2>/dev/null
+    tmux -S "$TUI_SOCK" kill-server 2>/dev/null
 }
 cleanup_also soak_cleanup
 mark_dmesg soak
@@ -24,10 +24,9 @@ link_up "${devs[@]}"
 cap=$PHYTRACE_OUT/soak.ptrace
 start_record "$cap"
 # The TUI keeps 20000 events, reached within the first minutes: memory must level off there.
-tmux -S "$sock" new-session -d -x 120 -y 40 "$PHYTRACE_BIN tui --keep 20000"
+tmux -S "$TUI_SOCK" new-session -d -x 120 -y 40 "$PHYTRACE_BIN tui --keep 20000"
 wait_for 20 pgrep -f "^$PHYTRACE_BIN tui" >/dev/null || fail "the TUI did not start"
 tui=$(pgrep -f "^$PHYTRACE_BIN tui" | head -1)
-tui_shows() { tmux -S "$sock" capture-pane -p | grep -q -- "$1"; }
 wait_for 30 tui_shows "ax88796b_rust attached" || fail "the TUI did not attach"
 partners=(all '100half 10full 10half' '10full 10half' 10half)
 flap() {
@@ -58,8 +57,8 @@ done
 kill "$FLAPPER"
 wait "$FLAPPER" 2>/dev/null || true
 FLAPPER=
-tmux -S "$sock" capture-pane -p | grep -q "ax88796b_rust" || fail "the TUI screen lost the driver"
-tmux -S "$sock" send-keys q
+tui_shows "ax88796b_rust" || fail "the TUI screen lost the driver"
+tmux -S "$TUI_SOCK" send-keys q
 wait_for 10 bash -c "! kill -0 $tui 2>/dev/null" || fail "the TUI did not quit on q"
 stop_record "$cap"
 expect_eq "events lost while flapping" 0 "$(trailer_field "$cap" lost)"
