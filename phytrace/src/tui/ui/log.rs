@@ -24,13 +24,11 @@ pub struct LogPane {
 }
 
 /// The folding of a log: the runs that fold, by the sequence number of their last entry (the
-/// line that stands for the run), and the entries they hide, by sequence number.
+/// line that stands for the run), each with the sequence number of its first.
 #[derive(Debug, Default)]
 pub struct Folds {
-    /// Folded runs, by the sequence number of their last entry.
-    pub runs: HashMap<u64, Run>,
-    /// Sequence number of the first entry of each folded run, by its last entry's.
-    pub first: HashMap<u64, u64>,
+    /// Folded runs and their first entry's sequence number, by their last entry's.
+    pub runs: HashMap<u64, (u64, Run)>,
 }
 
 impl Folds {
@@ -58,17 +56,16 @@ impl Folds {
         if let Some((run, first, last)) = run
             && run.folds()
         {
-            self.first.insert(last, first);
-            self.runs.insert(last, run);
+            self.runs.insert(last, (first, run));
         }
     }
 
     /// Whether the entry `seq` is hidden in a folded run (every entry of one but its last).
     fn hides(&self, seq: u64) -> bool {
         // Runs are few: the hidden ranges are looked up among them.
-        self.first
+        self.runs
             .iter()
-            .any(|(&last, &first)| (first..last).contains(&seq))
+            .any(|(&last, &(first, _))| (first..last).contains(&seq))
     }
 }
 
@@ -165,7 +162,7 @@ impl LogPane {
             .into_iter()
             .map(|(_, entry)| {
                 let text = match folds.runs.get(&entry.seq) {
-                    Some(run) => run.line(app.start_ns),
+                    Some((_, run)) => run.line(app.start_ns),
                     None => render::event_line(&entry.event, &entry.applied, app.start_ns),
                 };
                 // Times below 1000 s leave three columns of padding: give them to the text.
