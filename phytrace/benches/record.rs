@@ -1,5 +1,6 @@
 //! The consumer side of `phytrace record`: ring-buffer records handed to the capture's sink
-//! (decoded and written as JSON Lines, or written as they are to a binary capture), per event.
+//! (decoded and written as JSON Lines, or written as they are to a binary capture, with the
+//! metrics served or not), per event.
 //! Under software emulation in the VM this path bounds the drop-free rate (P3 in
 //! docs/benchmarks.md).
 
@@ -8,6 +9,7 @@ use std::{borrow::Cow, hint::black_box};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use phytrace::capture::{Encoding, Writer};
 use phytrace::event::Callback;
+use phytrace::metrics::{self, LiveHealth, MetricsSink, Tee};
 use phytrace::probe::tracer::Sink;
 use phytrace::recording::CaptureSink;
 use phytrace::records::{decode::Decoder, raw, raw::Record, states::PhyStates};
@@ -133,6 +135,33 @@ fn record(c: &mut Criterion) {
             })
         });
     }
+    // The same into a binary capture while the metrics are served (`record --metrics`).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _entered = runtime.enter();
+    let listener = metrics::serve::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut header = synth::header();
+    header.encoding = Encoding::Binary;
+    let health = LiveHealth {
+        ring_size: 1 << 22,
+        call_sites_refused: 0,
+    };
+    let mut metrics = MetricsSink::serve(listener, &header, health, None).unwrap();
+    group.bench_function("record_binary_metrics", |b| {
+        b.iter(|| {
+            sink.clear();
+            let mut w = Writer::new(&mut sink, "bench", &header).unwrap();
+            let mut capture = CaptureSink::new(&mut w, None);
+            let mut tee = Tee(&mut capture, Some(&mut metrics));
+            for bytes in &ring {
+                let parsed = raw::parse(bytes).unwrap();
+                tee.record(&mut decoder, bytes, &parsed);
+            }
+            capture.check().unwrap();
+        })
+    });
     group.finish();
 }
 

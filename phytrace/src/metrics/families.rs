@@ -88,6 +88,9 @@ pub struct ProbeLabel {
     pub kind: String,
 }
 
+/// `probes_armed`'s kind of the probes on Rust callback symbols.
+pub const CALLBACK_PROBES: &str = "callback";
+
 /// This phytrace and the kernel it traces (or traced, for a capture).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BuildLabels {

@@ -13,6 +13,7 @@ pub mod serve;
 mod sink;
 mod update;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use prometheus_client::encoding::text;
@@ -24,6 +25,9 @@ pub use families::Families;
 pub use sink::{MetricsSink, Tee};
 pub use update::Feed;
 
+/// The header's `callback_probes` of a session probed at phylib's call sites.
+const CALL_SITES: &str = "callsite";
+
 /// The media type of the exposition, as Prometheus negotiates it.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -32,6 +36,9 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 pub struct Metrics {
     families: Families,
     registry: Registry,
+    /// With probes on the Rust callback symbols: those armed at the start, by module. The
+    /// modules attached and detached later move `probes_armed{kind="callback"}`.
+    symbol_probes: Option<BTreeMap<String, usize>>,
 }
 
 /// What only a live session knows of its probes.
@@ -50,7 +57,7 @@ impl Metrics {
         families::register_build_info(&mut registry, &header.kernel_release);
         let armed = [
             ("call_site", header.call_sites.len()),
-            ("callback", header.probes.len()),
+            (families::CALLBACK_PROBES, header.probes.len()),
             ("mdio_site", header.mdio_sites.len()),
         ];
         for (kind, count) in armed {
@@ -67,7 +74,18 @@ impl Metrics {
                 .call_sites_refused
                 .set(live.call_sites_refused as i64);
         }
-        Self { families, registry }
+        let symbol_probes = (header.callback_probes.as_deref() != Some(CALL_SITES)).then(|| {
+            let mut by_module = BTreeMap::new();
+            for probe in &header.probes {
+                *by_module.entry(probe.module.clone()).or_default() += 1;
+            }
+            by_module
+        });
+        Self {
+            families,
+            registry,
+            symbol_probes,
+        }
     }
 
     /// The families, to update.

@@ -1,21 +1,32 @@
 //! A live session's events into the metrics: [`MetricsSink`] applies them to a model of its
 //! own and feeds the metrics; [`Tee`] hands a session's records to the capture and to it.
+//!
+//! MDIO accesses, most of a session's records, are counted from the ring's record itself
+//! once the first access of their PHY went through the model: they change nothing else the
+//! metrics show unless they carry a new `phy_state`, which sends them through the model again.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Result;
+use foldhash::HashMap as FastMap;
+use phytrace_common::RawEvent;
+use prometheus_client::metrics::counter::Counter;
 
+use super::update::MdioSeries;
 use super::{Feed, LiveHealth, Metrics, serve};
 use crate::capture::Header;
-use crate::event::{Event, PhyFilter};
-use crate::model::Model;
+use crate::event::{Event, MdioOp, PhyFilter};
+use crate::model::{Applied, Model};
 use crate::probe::tracer::Sink;
-use crate::records::decode::Decoder;
+use crate::records::decode::{self, Decoder};
 use crate::records::raw::Record;
 
 /// State and link changes the sink's model keeps per PHY: the metrics need only the latest.
 const HISTORY_CAP: usize = 16;
+
+/// The `struct phy_device *`, `struct mii_bus *` and address of an MDIO access.
+type Accessor = (u64, u64, u8);
 
 /// The metrics of a live session, served over HTTP while it runs.
 pub struct MetricsSink {
@@ -23,6 +34,13 @@ pub struct MetricsSink {
     model: Model,
     filter: Option<PhyFilter>,
     address: SocketAddr,
+    events: Counter,
+    /// Where each accessor's accesses count, as the model placed its first one (`None`: the
+    /// PHY filter leaves them out).
+    accessors: FastMap<Accessor, Option<MdioSeries>>,
+    /// The `phy_state` value the model holds for each `struct phy_device *`: an access that
+    /// carries another goes through the model.
+    states: FastMap<u64, u32>,
 }
 
 impl MetricsSink {
@@ -37,11 +55,15 @@ impl MetricsSink {
     ) -> Result<Self> {
         let metrics = Arc::new(Metrics::new(header, Some(health)));
         let address = serve::spawn(listener, Arc::clone(&metrics))?;
+        let feed = Feed::new(metrics);
         Ok(Self {
-            feed: Feed::new(metrics),
+            events: feed.events(),
+            feed,
             model: Model::with_history_cap(HISTORY_CAP),
             filter,
             address,
+            accessors: FastMap::default(),
+            states: FastMap::default(),
         })
     }
 
@@ -49,14 +71,98 @@ impl MetricsSink {
     pub fn address(&self) -> SocketAddr {
         self.address
     }
+
+    /// Takes `event` through the model into the metrics; `None` if the filter leaves it out.
+    fn take(&mut self, event: &Event) -> Option<Applied> {
+        if !self.filter.as_ref().is_none_or(|f| f.keeps(event)) {
+            return None;
+        }
+        let applied = self.model.apply(event);
+        self.feed.observe(event, &applied, &self.model);
+        Some(applied)
+    }
+
+    /// Counts the MDIO access `raw` (`op`) where its accessor's accesses count, if the model
+    /// would learn nothing from it; false if it must go through the model.
+    fn count_known(&self, raw: &RawEvent, op: MdioOp) -> bool {
+        let Some(series) = self.accessors.get(&(raw.phydev, raw.bus, raw.addr)) else {
+            return false;
+        };
+        let Some(series) = series else {
+            return true;
+        };
+        if raw.phydev != 0 && self.states.get(&raw.phydev) != Some(&u32::from(raw.state_before)) {
+            return false;
+        }
+        self.events.inc();
+        series.count(op, decode::mdio_error(raw).is_some());
+        true
+    }
+
+    /// After `raw` went through the model (`applied`, `None` if filtered out): where its
+    /// accessor's accesses count if it is an MDIO access of a PHY, and the state the model
+    /// holds for its `struct phy_device *`.
+    fn learn(&mut self, raw: &RawEvent, is_mdio: bool, applied: Option<Applied>) {
+        let key = applied.and_then(|applied| applied.key);
+        if raw.phydev != 0 {
+            let state = key
+                .as_ref()
+                .and_then(|key| self.model.phy(key)?.state.as_ref());
+            match state {
+                Some(state) => self.states.insert(raw.phydev, state.value),
+                None => self.states.remove(&raw.phydev),
+            };
+        }
+        if is_mdio {
+            let series = match &key {
+                // An address on a bus not named yet: each access goes through the model.
+                Some(key) => match self.feed.mdio_series(key) {
+                    Some(series) => Some(series),
+                    None => return,
+                },
+                None => None,
+            };
+            self.accessors
+                .insert((raw.phydev, raw.bus, raw.addr), series);
+        }
+    }
 }
 
 impl Sink for MetricsSink {
     fn event(&mut self, event: Event) {
-        if self.filter.as_ref().is_none_or(|f| f.keeps(&event)) {
-            let applied = self.model.apply(&event);
-            self.feed.observe(&event, &applied, &self.model);
+        self.take(&event);
+    }
+
+    fn record(&mut self, decoder: &mut Decoder, _bytes: &[u8], parsed: &Record<'_>) {
+        let raw = match parsed {
+            Record::Event(raw) => &**raw,
+            // A PHY named anew (another driver bound): its accessors are learnt again.
+            Record::Identity(_) => {
+                self.accessors.clear();
+                self.states.clear();
+                decoder.decode(parsed);
+                return;
+            }
+            Record::Named(_) => {
+                if let Some(event) = decoder.decode(parsed) {
+                    self.take(&event);
+                }
+                return;
+            }
+        };
+        let op = decode::mdio_op(raw);
+        if op.is_some_and(|op| self.count_known(raw, op)) {
+            return;
         }
+        let Some(event) = decoder.decode(parsed) else {
+            return;
+        };
+        if event.phy.is_none() {
+            self.take(&event);
+            return;
+        }
+        let applied = self.take(&event);
+        self.learn(raw, op.is_some(), applied);
     }
 }
 
@@ -75,6 +181,150 @@ impl<A: Sink, B: Sink> Sink for Tee<'_, A, B> {
         self.0.record(decoder, bytes, parsed);
         if let Some(second) = &mut self.1 {
             second.record(decoder, bytes, parsed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use phytrace_common::{RawIdentity, RawKind};
+
+    use super::*;
+    use crate::records::raw;
+    use crate::records::states::PhyStates;
+    use crate::{synth, test_events};
+
+    const PHY: u64 = 0xffff_8880_0000_1000;
+    const OTHER_PHY: u64 = 0xffff_8880_0000_2000;
+    const BUS: u64 = 0xffff_8880_0001_0000;
+    const OTHER_BUS: u64 = 0xffff_8880_0002_0000;
+    const UNNAMED_BUS: u64 = 0xffff_8880_0003_0000;
+    const READ_STATUS: u64 = 7;
+
+    fn identity(phydev: u64, bus: u64, addr: u8, bus_id: &[u8], driver: &[u8]) -> Vec<u8> {
+        let mut identity = RawIdentity::ZERO;
+        (identity.phydev, identity.bus, identity.addr) = (phydev, bus, addr);
+        identity.bus_id[..bus_id.len()].copy_from_slice(bus_id);
+        identity.driver[..driver.len()].copy_from_slice(driver);
+        raw::Record::Identity(Cow::Owned(identity)).to_bytes()
+    }
+
+    /// A record of `kind` of `PHY` at address 1 in `state`, changed by `fill`.
+    fn ring(kind: RawKind, state: u8, fill: impl FnOnce(&mut RawEvent)) -> Vec<u8> {
+        let mut event = RawEvent::ZERO;
+        (event.kind, event.tid, event.cpu) = (kind as u8, 42, 1);
+        (event.phydev, event.bus, event.addr) = (PHY, BUS, 1);
+        (event.state_before, event.state_after) = (state, state);
+        (event.key, event.depth) = (READ_STATUS, 1);
+        fill(&mut event);
+        raw::Record::Event(Cow::Owned(event)).to_bytes()
+    }
+
+    fn read(state: u8) -> Vec<u8> {
+        ring(RawKind::MdioRead, state, |e| {
+            (e.regnum, e.ret) = (1, 0x786d)
+        })
+    }
+
+    /// Every path an MDIO access takes: repeated accesses of a PHY, one that carries a new
+    /// `phy_state`, a failed write, Clause 45, a PHY bound anew to another driver, a second
+    /// PHY, addresses without a PHY on a named and an unnamed bus, callbacks between.
+    fn session() -> Vec<Vec<u8>> {
+        let mut records = vec![
+            identity(PHY, BUS, 1, b"phy_sim-0", b"Asix Electronics AX88772A"),
+            identity(0, OTHER_BUS, 0, b"usb-001:002", b""),
+            ring(RawKind::CallbackEnter, 5, |_| {}),
+        ];
+        records.extend((0..3).map(|_| read(5)));
+        records.push(ring(RawKind::MdioWrite, 5, |e| e.ret = -110));
+        // phylib moved the state while the callback ran.
+        records.extend([read(6), read(6)]);
+        records.push(ring(RawKind::MdioC45Read, 6, |e| e.devad = 3));
+        records.push(ring(RawKind::CallbackExit, 6, |e| {
+            (e.state_after, e.link, e.speed, e.duplex) = (4, 1, 100, 1);
+        }));
+        records.extend([read(4), read(5), read(5)]);
+        records.push(identity(PHY, BUS, 1, b"phy_sim-0", b"Generic PHY"));
+        records.extend([read(5), read(5)]);
+        records.push(identity(OTHER_PHY, BUS, 2, b"phy_sim-0", b"Other PHY"));
+        for _ in 0..2 {
+            records.push(ring(RawKind::MdioWrite, 3, |e| {
+                (e.phydev, e.addr) = (OTHER_PHY, 2);
+            }));
+        }
+        for bus in [OTHER_BUS, OTHER_BUS, UNNAMED_BUS, UNNAMED_BUS] {
+            records.push(ring(RawKind::MdioRead, 0, |e| {
+                (e.phydev, e.bus, e.addr, e.ret) = (0, bus, 9, -19);
+            }));
+        }
+        records
+    }
+
+    fn decoder() -> Decoder {
+        let mut decoder = Decoder::new(PhyStates::from_list(&synth::header().phy_states));
+        let read_status = test_events::callback("read_status", "ax88796b_rust::PhyAX88772A");
+        decoder.add_callback(READ_STATUS, read_status);
+        decoder
+    }
+
+    /// The exposition of `session()` through a live sink keeping what `filter` keeps.
+    fn live(filter: Option<&str>) -> String {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _entered = runtime.enter();
+        let listener = serve::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let health = LiveHealth {
+            ring_size: 1 << 22,
+            call_sites_refused: 0,
+        };
+        let filter = filter.map(|f| PhyFilter::from(f.to_owned()));
+        let mut sink = MetricsSink::serve(listener, &synth::header(), health, filter).unwrap();
+        let mut decoder = decoder();
+        for bytes in session() {
+            sink.record(&mut decoder, &bytes, &raw::parse(&bytes).unwrap());
+        }
+        sink.feed.metrics().encode()
+    }
+
+    /// The exposition of `session()` with every record decoded and taken through a model.
+    fn through_the_model(filter: Option<&str>) -> String {
+        let health = LiveHealth {
+            ring_size: 1 << 22,
+            call_sites_refused: 0,
+        };
+        let metrics = Arc::new(Metrics::new(&synth::header(), Some(health)));
+        let mut feed = Feed::new(Arc::clone(&metrics));
+        let mut model = Model::new();
+        let mut decoder = decoder();
+        for bytes in session() {
+            let Some(event) = decoder.decode(&raw::parse(&bytes).unwrap()) else {
+                continue;
+            };
+            if filter.is_none_or(|f| PhyFilter::from(f.to_owned()).keeps(&event)) {
+                let applied = model.apply(&event);
+                feed.observe(&event, &applied, &model);
+            }
+        }
+        metrics.encode()
+    }
+
+    /// The lines of `exposition`, sorted: a family's series come in no set order.
+    fn sorted(exposition: &str) -> Vec<&str> {
+        let mut lines: Vec<&str> = exposition.lines().collect();
+        lines.sort_unstable();
+        lines
+    }
+
+    #[test]
+    fn accesses_counted_from_their_records_count_as_through_the_model() {
+        for filter in [None, Some("phy_sim-0:01"), Some("Other")] {
+            let (live, whole) = (live(filter), through_the_model(filter));
+            assert_eq!(sorted(&live), sorted(&whole), "filter {filter:?}");
+            assert!(live.contains("phytrace_mdio_accesses_total"), "{live}");
         }
     }
 }

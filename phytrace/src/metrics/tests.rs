@@ -412,3 +412,26 @@ fn a_port_in_use_is_bad_input_that_names_it() {
         err.message
     );
 }
+
+#[test]
+fn symbol_probes_armed_follow_their_module_loaded_and_unloaded() {
+    let c = capture("rust-module-reload");
+    let armed = |events: usize| {
+        let partial = Capture {
+            events: c.events[..events].to_vec(),
+            ..c.clone()
+        };
+        let text = of_captures(&c.header, [&partial]);
+        sample(&text, r#"phytrace_probes_armed{kind="callback"}"#)
+    };
+    let first = |kind: fn(&EventKind) -> bool| {
+        c.events.iter().position(|e| kind(&e.kind)).expect("event") + 1
+    };
+    let attached = first(|k| matches!(k, EventKind::Attached { .. }));
+    let detached = first(|k| matches!(k, EventKind::Detached { .. }));
+    // Armed in advance, on the module not loaded yet.
+    assert_eq!(armed(attached - 1), Some(c.header.probes.len() as f64));
+    assert_eq!(armed(attached), Some(5.0));
+    assert_eq!(armed(detached), Some(0.0));
+    assert_eq!(armed(c.events.len()), Some(5.0));
+}

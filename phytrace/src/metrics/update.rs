@@ -3,7 +3,7 @@
 //! again. The handles of each PHY's frequent series are kept, so that an MDIO access or a
 //! callback costs no label built.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use prometheus_client::metrics::counter::Counter;
@@ -12,8 +12,8 @@ use prometheus_client::metrics::histogram::Histogram;
 
 use super::Metrics;
 use super::families::{
-    CallbackLabels, CauseLabel, ErrorLabels, Families, KmsgLabels, MacLabels, PhyLabels,
-    StateLabels, ToLabels,
+    self, CallbackLabels, CauseLabel, ErrorLabels, Families, KmsgLabels, MacLabels, PhyLabels,
+    ProbeLabel, StateLabels, ToLabels,
 };
 use crate::event::{Duplex, Event, EventKind, KmsgLevel, LinkState, MacChange, MdioOp};
 use crate::model::{Applied, ClosedCallback, Model, StateTransition};
@@ -30,8 +30,7 @@ struct CallbackHandles {
 #[derive(Debug)]
 struct PhyHandles {
     labels: PhyLabels,
-    /// Accesses and errors, by [`op_index`].
-    mdio: [(Counter, Counter); 2],
+    mdio: MdioSeries,
     link_up: Gauge,
     link_speed: Gauge,
     link_full_duplex: Gauge,
@@ -56,7 +55,7 @@ impl PhyHandles {
             )
         });
         Self {
-            mdio,
+            mdio: MdioSeries(mdio),
             link_up: f.link_up.get_or_create_owned(&labels),
             link_speed: f.link_speed.get_or_create_owned(&labels),
             link_full_duplex: f.link_full_duplex.get_or_create_owned(&labels),
@@ -78,6 +77,22 @@ impl PhyHandles {
     }
 }
 
+/// The series of one PHY's MDIO accesses: accesses and errors by [`op_index`]. A clone
+/// counts in the same series.
+#[derive(Clone, Debug)]
+pub struct MdioSeries([(Counter, Counter); 2]);
+
+impl MdioSeries {
+    /// An access `op`, `failed` or not.
+    pub fn count(&self, op: MdioOp, failed: bool) {
+        let (accesses, errors) = &self.0[op_index(op)];
+        accesses.inc();
+        if failed {
+            errors.inc();
+        }
+    }
+}
+
 /// `labels` with the op `op`.
 fn with_op(labels: &PhyLabels, op: &str) -> CallbackLabels {
     CallbackLabels {
@@ -92,12 +107,15 @@ fn with_op(labels: &PhyLabels, op: &str) -> CallbackLabels {
 pub struct Feed {
     metrics: Arc<Metrics>,
     phys: HashMap<String, PhyHandles>,
+    /// Callback symbol probes armed, by module ([`Metrics::symbol_probes`]).
+    symbol_probes: Option<BTreeMap<String, usize>>,
 }
 
 impl Feed {
     /// A feed of `metrics`.
     pub fn new(metrics: Arc<Metrics>) -> Self {
         Self {
+            symbol_probes: metrics.symbol_probes.clone(),
             metrics,
             phys: HashMap::new(),
         }
@@ -106,6 +124,16 @@ impl Feed {
     /// The metrics fed.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
+    }
+
+    /// The count of every event taken in; a clone counts in the same series.
+    pub fn events(&self) -> Counter {
+        self.metrics.families.events.clone()
+    }
+
+    /// The MDIO series of the PHY `key`, once an event of it was taken in.
+    pub fn mdio_series(&self, key: &str) -> Option<MdioSeries> {
+        self.phys.get(key).map(|handles| handles.mdio.clone())
     }
 
     /// Takes in `event`, which `model` just applied with the result `applied`.
@@ -118,6 +146,12 @@ impl Feed {
                 f.events_lost
                     .get_or_create(&CauseLabel { cause })
                     .inc_by(*count);
+            }
+            EventKind::Attached {
+                module, callbacks, ..
+            } => symbol_probes_armed(f, &mut self.symbol_probes, module, *callbacks),
+            EventKind::Detached { module } => {
+                symbol_probes_armed(f, &mut self.symbol_probes, module, 0);
             }
             EventKind::Kmsg { level, .. } => {
                 let (phy, driver) = match &event.phy {
@@ -163,13 +197,7 @@ impl Feed {
             set_link(handles, &change.to);
         }
         match &event.kind {
-            EventKind::Mdio { op, error, .. } => {
-                let (accesses, errors) = &handles.mdio[op_index(*op)];
-                accesses.inc();
-                if error.is_some() {
-                    errors.inc();
-                }
-            }
+            EventKind::Mdio { op, error, .. } => handles.mdio.count(*op, error.is_some()),
             EventKind::Mac { change } => {
                 let labels = MacLabels {
                     phy: handles.labels.phy.clone(),
@@ -186,6 +214,24 @@ impl Feed {
             _ => {}
         }
     }
+}
+
+/// With symbol probes (`by_module`), `module`'s callbacks probed now: `callbacks`.
+fn symbol_probes_armed(
+    f: &Families,
+    by_module: &mut Option<BTreeMap<String, usize>>,
+    module: &str,
+    callbacks: usize,
+) {
+    let Some(by_module) = by_module else {
+        return;
+    };
+    by_module.insert(module.to_owned(), callbacks);
+    let armed: usize = by_module.values().sum();
+    let kind = families::CALLBACK_PROBES.to_owned();
+    f.probes_armed
+        .get_or_create(&ProbeLabel { kind })
+        .set(armed as i64);
 }
 
 /// A completed call: counted, its latency observed, its error counted.

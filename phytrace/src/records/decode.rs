@@ -25,6 +25,20 @@ pub fn c_string(field: &[u8]) -> String {
     String::from_utf8_lossy(c_bytes(field)).into_owned()
 }
 
+/// The direction of `raw` if it is an MDIO access, Clause 22 or 45.
+pub fn mdio_op(raw: &RawEvent) -> Option<MdioOp> {
+    match RawKind::from_u8(raw.kind)? {
+        RawKind::MdioRead | RawKind::MdioC45Read => Some(MdioOp::Read),
+        RawKind::MdioWrite | RawKind::MdioC45Write => Some(MdioOp::Write),
+        _ => None,
+    }
+}
+
+/// The negative errno an MDIO access `raw` failed with.
+pub fn mdio_error(raw: &RawEvent) -> Option<i32> {
+    (raw.ret < 0).then_some(raw.ret)
+}
+
 /// Most PHYs or buses remembered, which bounds memory should the stream carry garbage.
 const MAX_NAMED: usize = 4096;
 
@@ -219,16 +233,12 @@ impl Decoder {
             | RawKind::MdioWrite
             | RawKind::MdioC45Read
             | RawKind::MdioC45Write) => EventKind::Mdio {
-                op: if matches!(kind, RawKind::MdioRead | RawKind::MdioC45Read) {
-                    MdioOp::Read
-                } else {
-                    MdioOp::Write
-                },
+                op: mdio_op(raw)?,
                 reg: raw.regnum,
                 devad: matches!(kind, RawKind::MdioC45Read | RawKind::MdioC45Write)
                     .then_some(raw.devad),
                 value: raw.value,
-                error: (raw.ret < 0).then_some(raw.ret),
+                error: mdio_error(raw),
                 latency_ns: raw.latency_ns,
                 caller: (raw.key != 0).then(|| self.callback(raw.key)),
                 state: (raw.phydev != 0).then(|| self.state(raw.state_before)),
