@@ -31,7 +31,9 @@
  * 1.0xD001; 24 KiB of CPU SRAM at 3.0x8000-0xBFFF and 4.0x8000-0x9FFF that
  * keeps each written byte; the link comes up (STAT1.LSTATUS, latched low, in
  * all three MMDs) once the CPU runs from SRAM (3.0xE854 = 0x0040 with the
- * CPU out of reset, 1.0xC300 bit 1) and the cable is in.  Clause 22 reads
+ * CPU out of reset, 1.0xC300 bit 1) and the cable is in; the firmware's
+ * status in 3.0xD7FD reads booting (0x10) for QT2025_FW_BOOT_MS after that
+ * start, then running.  Clause 22 reads
  * of it answer 0xffff, as no Clause 22 PHY is there.
  */
 
@@ -133,6 +135,10 @@ struct sim_counters {
 #define QT2025_MICRO_RESETN	0xc300	/* PMA/PMD; bit 1: the CPU runs */
 #define QT2025_CPU_BOOT		0xe854	/* PCS; 0x00c0 boot ROM, 0x0040 SRAM */
 #define QT2025_BOOT_SRAM	0x0040
+#define QT2025_FW_STATUS	0xd7fd	/* PCS; 0x00 held, 0x10 booting, else running */
+#define QT2025_FW_BOOTING	0x0010
+#define QT2025_FW_RUNNING	0x0070	/* ours: the driver takes any but 0x00 and 0x10 */
+#define QT2025_FW_BOOT_MS	120	/* from the start from SRAM to the firmware's status */
 #define SIM_C45_REGS		64	/* registers counted and stored one by one */
 #define SIM_C45_RULES		8	/* error injection rules */
 
@@ -158,6 +164,7 @@ struct sim_c45 {
 	u64 sram_reads[2], sram_writes[2], sram_rd_err[2], sram_wr_err[2];
 	struct sim_c45_rule rules[SIM_C45_RULES];
 	struct debugfs_blob_wrapper sram_blob;
+	ktime_t cpu_start;	/* when the CPU last started from SRAM */
 };
 
 struct sim_load {
@@ -263,6 +270,23 @@ static bool sim_c45_firmware_runs(struct sim_phy *p)
 	struct sim_c45_reg *boot = sim_c45_find(p, MDIO_MMD_PCS, QT2025_CPU_BOOT, false);
 
 	return resetn && (resetn->val & 0x2) && boot && boot->val == QT2025_BOOT_SRAM;
+}
+
+/*
+ * The QT2025's firmware status (3.0xD7FD): 0 while the CPU is held in reset,
+ * booting until QT2025_FW_BOOT_MS after it started from SRAM (or while it runs
+ * the boot ROM), then running.  Linux 7.x's driver polls it after the load.
+ */
+static u16 sim_c45_firmware_status(struct sim_phy *p)
+{
+	struct sim_c45_reg *resetn = sim_c45_find(p, MDIO_MMD_PMAPMD, QT2025_MICRO_RESETN, false);
+
+	if (!resetn || !(resetn->val & 0x2))
+		return 0;
+	if (!sim_c45_firmware_runs(p) ||
+	    ktime_before(ktime_get(), ktime_add_ms(p->c45->cpu_start, QT2025_FW_BOOT_MS)))
+		return QT2025_FW_BOOTING;
+	return QT2025_FW_RUNNING;
 }
 
 /* The QT2025's link: the firmware runs, the cable is in, training is done. */
@@ -558,6 +582,8 @@ static u16 sim_c45_reg_read(struct sim_phy *p, int devad, u16 reg, bool peek)
 	case MDIO_MMD_PCS:
 		if (reg == MDIO_STAT2)
 			return MDIO_STAT2_DEVPRST_VAL | MDIO_PCS_STAT2_10GBR;
+		if (reg == QT2025_FW_STATUS)
+			return sim_c45_firmware_status(p);
 		if (reg == MDIO_PCS_10GBRT_STAT1)
 			/* block lock, and bit 12: the receive link is up */
 			return up ? MDIO_PCS_10GBRT_STAT1_BLKLK | 0x1000 : 0;
@@ -609,6 +635,8 @@ static void sim_c45_reg_write(struct sim_phy *p, int devad, u16 reg, u16 val)
 	/* The CPU starts (or stops) running the firmware: the link trains from now. */
 	if (running != was_running)
 		sim_retrain(p, now);
+	if (running && !was_running)
+		p->c45->cpu_start = now;
 }
 
 /* --- the MDIO bus --- */
