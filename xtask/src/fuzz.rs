@@ -57,6 +57,12 @@ const TARGETS: &[Target] = &[
         timeout_secs: 30,
         rss_limit_mb: 2048,
     },
+    Target {
+        name: "call_site_cache",
+        dict: "cache.dict",
+        timeout_secs: 10,
+        rss_limit_mb: 512,
+    },
 ];
 
 #[derive(clap::Args)]

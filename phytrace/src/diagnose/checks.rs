@@ -20,7 +20,7 @@ use crate::probe::{
     loader, mdio_inlining,
     mdio_probes::{self, MdioChoice},
     module_files::ModuleTree,
-    privileges, selftest, support, symbols,
+    privileges, selftest, support, symbols, trace_events,
 };
 
 /// What a check found.
@@ -383,10 +383,10 @@ fn btf_check(source: &btf::BtfSource, btf: &Result<btf::KernelBtf>) -> Check {
 
 fn tracefs() -> Check {
     const NAME: &str = "tracefs";
-    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        if Path::new(dir).join("kprobe_events").exists() {
-            return Check::ok(NAME, format!("{dir} (kprobe_events present)"));
-        }
+    if let Ok(dir) = trace_events::tracefs()
+        && dir.join("kprobe_events").exists()
+    {
+        return Check::ok(NAME, format!("{} (kprobe_events present)", dir.display()));
     }
     Check::fail(
         NAME,

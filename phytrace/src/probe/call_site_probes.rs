@@ -89,9 +89,11 @@ pub fn find_with(
     kallsyms: Option<&str>,
 ) -> Result<(Found, Option<TextReader>)> {
     let key = cache.and_then(|_| cache::Key::running(layout));
-    if let (Some(dir), Some(key)) = (cache, &key)
-        && let Some(discovery) = cache::load(dir, key, layout)
-    {
+    let lookup = match (cache, &key) {
+        (Some(dir), Some(key)) => cache::load(dir, key, layout),
+        _ => cache::Lookup::Miss,
+    };
+    if let cache::Lookup::Hit(discovery) = lookup {
         return Ok(((discovery, TextSymbols::default()), None));
     }
     let read;
@@ -102,7 +104,8 @@ pub fn find_with(
             &read
         }
     };
-    let (found, reader) = discover(layout, kallsyms)?;
+    let (mut found, reader) = discover(layout, kallsyms)?;
+    found.0.cache_damage = lookup.damage_note();
     if let (Some(dir), Some(key)) = (cache, &key) {
         // A cache that cannot be written costs the next session the search, nothing else.
         let _ = cache::store(dir, key, &found.0);
@@ -315,7 +318,11 @@ fn both_refused(kcore: &std::io::Error, bpf: &anyhow::Error) -> anyhow::Error {
 /// The call sites armed in this session.
 pub struct CallSiteProbes {
     table: SiteTable,
+    /// The kernel's functions, to name what a site called.
     symbols: TextSymbols,
+    /// Whether `symbols` were read since the last module loaded (not when the sites came
+    /// from the cache).
+    symbols_current: bool,
     /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
     /// The return probes of the sites whose call the kernel refused, until
@@ -334,6 +341,7 @@ impl CallSiteProbes {
         (discovery, symbols): Found,
         notes: &mut Vec<String>,
     ) -> Result<Self> {
+        notes.extend(discovery.cache_damage.clone());
         if !discovery.rewritten.is_empty() {
             notes.push(format!(
                 "kprobes of another tracer rewrote {} of the functions searched for call sites \
@@ -365,6 +373,7 @@ impl CallSiteProbes {
         }));
         Ok(Self {
             table,
+            symbols_current: !symbols.is_empty(),
             symbols,
             links,
             stranded,
@@ -419,10 +428,11 @@ impl CallSiteProbes {
             return;
         };
         if self.symbols.function_at(target).is_none()
+            && !self.symbols_current
             && let Ok(text) = fs::read_to_string(KALLSYMS)
         {
-            // A module loaded since: its functions are new.
             self.symbols = TextSymbols::parse(&text);
+            self.symbols_current = true;
         }
         let op = callsites::OPS
             .get(usize::from(op))
@@ -432,6 +442,11 @@ impl CallSiteProbes {
             raw.key,
             callback(op, self.symbols.function_at(target), target),
         );
+    }
+
+    /// A module loaded: the functions a site calls may be new, read once when one is named.
+    pub fn module_loaded(&mut self) {
+        self.symbols_current = false;
     }
 
     /// Says, once per site, which sites the programs disabled since the last call because a

@@ -16,12 +16,11 @@ use std::path::{Path, PathBuf};
 
 use phytrace_common::RawIdentity;
 
+use super::trace_events;
 use super::tracer::Sink;
 use crate::event::{Event, EventKind, MacChange, PhyRef};
 use crate::records::{decode::c_string, session::KmsgHeader};
 
-/// Where tracefs is mounted.
-const TRACEFS: &str = "/sys/kernel/tracing";
 /// The kernel's log, one record per read.
 const DEV_KMSG: &str = "/dev/kmsg";
 /// Prefix of our tracefs instances' names (then the process id).
@@ -130,11 +129,15 @@ impl Kmsg {
         }
         // The tracepoint first: a line printed between the two openings has its time, and its
         // record is read as soon as it is stored.
-        match Instance::create(Path::new(TRACEFS)) {
+        let instance = trace_events::tracefs()
+            .map_err(|err| err.to_string())
+            .and_then(|root| {
+                Instance::create(root).map_err(|err| format!("{}: {err}", root.display()))
+            });
+        match instance {
             Ok(instance) => kmsg.instance = Some(instance),
             Err(err) => {
-                kmsg.header.unavailable =
-                    Some(format!("cannot trace printk:console in {TRACEFS}: {err}"));
+                kmsg.header.unavailable = Some(format!("cannot trace printk:console: {err}"));
                 return kmsg;
             }
         }

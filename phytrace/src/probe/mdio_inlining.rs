@@ -36,7 +36,7 @@ use super::{
     attach::loaded_kprobe,
     btf::KernelBtf,
     call_site_probes,
-    callsites::{Isa, Layout, Return, cache, kallsyms::TextSymbols, text::KernelMemory, x86},
+    callsites::{Isa, Layout, Return, cache, kallsyms::TextSymbols, text::KernelMemory},
     mdio_probes::ACCESSORS,
     symbols::KALLSYMS,
     trace_events::{self, EventLink},
@@ -59,18 +59,15 @@ pub struct OpSite {
 }
 
 /// The bus-op calls in the functions named `*mdiobus*` of vmlinux and of libphy (phylib as a
-/// module) other than the accessors, read through `text`, found by the call-site search
-/// ([`x86::scan`]) with `layout` ([`Layout::mii_bus`]); x86_64 only (none found on arm64). A
-/// tail call of an op is no site: its return is not the copy's.
+/// module) other than the accessors, read through `text`, found by the call-site search with
+/// `layout` ([`Layout::mii_bus`]). A tail call of an op is no site: its return is not the
+/// copy's.
 fn op_sites(
     symbols: &TextSymbols,
     text: &mut impl KernelMemory,
     isa: Isa,
     layout: &Layout,
 ) -> Vec<OpSite> {
-    if isa != Isa::X86_64 {
-        return Vec::new();
-    }
     let core = symbols
         .core_text()
         .map(|(start, end)| symbols.functions_in(start, end).collect::<Vec<_>>())
@@ -86,7 +83,7 @@ fn op_sites(
         else {
             continue;
         };
-        for found in x86::scan(&code, function.address, layout, symbols.thunks()) {
+        for found in isa.scan(&code, function.address, layout, symbols.thunks()) {
             if let Return::After(ret) = found.ret {
                 sites.push(OpSite {
                     function: function.name.to_owned(),
@@ -123,7 +120,7 @@ fn arm_sites(ebpf: &mut Ebpf, sites: &[OpSite]) -> Result<Vec<EventLink>> {
 
 /// The survey of the running kernel ([`survey`]) under way on another thread: reading kallsyms
 /// and the kernel text takes a slow guest over 100 ms, as long as verifying the programs.
-pub struct Surveying(std::thread::JoinHandle<Result<Survey>>);
+pub struct Surveying(std::thread::JoinHandle<Result<(Survey, Option<String>)>>);
 
 /// The inlined accessors and their copies' bus-op calls.
 pub type Survey = (Vec<Inlined>, Vec<OpSite>);
@@ -150,7 +147,10 @@ impl Surveying {
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the survey stopped")));
         let (inlined, sites) = match surveyed {
-            Ok(survey) => survey,
+            Ok((survey, cache_damage)) => {
+                notes.extend(cache_damage);
+                survey
+            }
             Err(err) => {
                 notes.push(unchecked(&err));
                 return ArmedCopies::default();
@@ -233,36 +233,11 @@ pub fn find(symbols: &TextSymbols, text: &mut impl KernelMemory, isa: Isa) -> Ve
         let Ok(code) = text.read(caller.address, (caller.end - caller.address) as usize) else {
             continue;
         };
-        if !branches_to(isa, &code, caller.address, callee.address) {
+        if !isa.branches_to(&code, caller.address, callee.address) {
             inlined.push(Inlined::of(accessor));
         }
     }
     inlined
-}
-
-/// Whether `code` (at `address`) holds a direct call of or jump to `target`.
-fn branches_to(isa: Isa, code: &[u8], address: u64, target: u64) -> bool {
-    match isa {
-        Isa::X86_64 => {
-            use iced_x86::{Decoder, DecoderOptions, OpKind};
-            let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
-            decoder.iter().any(|instruction| {
-                !instruction.is_invalid()
-                    && instruction.op_count() == 1
-                    && instruction.op0_kind() == OpKind::NearBranch64
-                    && instruction.near_branch64() == target
-            })
-        }
-        // `bl`/`b` imm26, the only direct branches a call or tail call uses.
-        Isa::Aarch64 => code.chunks_exact(4).enumerate().any(|(index, word)| {
-            let word = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-            if word >> 26 != 0b100101 && word >> 26 != 0b000101 {
-                return false;
-            }
-            let offset = (i64::from(word << 6) << 32 >> 36) as u64;
-            (address + 4 * index as u64).wrapping_add(offset) == target
-        }),
-    }
 }
 
 /// The running kernel's inlined accessors and their copies' bus-op calls; an error if its
@@ -272,7 +247,7 @@ pub fn survey(btf: &KernelBtf) -> Result<Survey> {
 }
 
 /// The kind of the survey's cache entries.
-const CACHED: &str = "mdio-inlining";
+pub const CACHED: &str = "mdio-inlining";
 
 /// A survey as the cache keeps it: the inlined accessors by their index in [`ACCESSORS`].
 #[derive(Serialize, Deserialize)]
@@ -282,19 +257,16 @@ struct Kept {
 }
 
 /// [`survey_at`], or this boot's survey kept in `cache`; keeps a survey there unless another
-/// tracer's kprobes may have hidden a call from it.
-fn survey_cached(layout: &Layout, cache: Option<&Path>) -> Result<Survey> {
+/// tracer's kprobes may have hidden a call from it. With the survey, what was wrong with a
+/// damaged entry it replaced.
+fn survey_cached(layout: &Layout, cache: Option<&Path>) -> Result<(Survey, Option<String>)> {
     let key = cache.and_then(|_| cache::Key::running(layout));
-    if let (Some(dir), Some(key)) = (cache, &key)
-        && let Some(kept) = cache::read::<Kept>(dir, key, CACHED)
-    {
-        let inlined = kept
-            .inlined
-            .iter()
-            .filter_map(|&index| ACCESSORS.get(index))
-            .map(|(accessor, _, _)| Inlined::of(accessor))
-            .collect();
-        return Ok((inlined, kept.sites));
+    let lookup = match (cache, &key) {
+        (Some(dir), Some(key)) => cached(dir, key),
+        _ => cache::Lookup::Miss,
+    };
+    if let cache::Lookup::Hit(survey) = lookup {
+        return Ok((survey, None));
     }
     let (inlined, sites) = survey_at(layout)?;
     if let (Some(dir), Some(key)) = (cache, &key)
@@ -310,7 +282,48 @@ fn survey_cached(layout: &Layout, cache: Option<&Path>) -> Result<Survey> {
         // A cache that cannot be written costs the next session the survey, nothing else.
         let _ = cache::write(dir, key, CACHED, &kept);
     }
-    Ok((inlined, sites))
+    Ok(((inlined, sites), lookup.damage_note()))
+}
+
+/// The survey kept in `dir` for `key`, each index in it checked.
+pub fn cached(dir: &Path, key: &cache::Key) -> cache::Lookup<Survey> {
+    match cache::read(dir, key, CACHED, Kept::check) {
+        cache::Lookup::Hit(kept) => {
+            let inlined = kept
+                .inlined
+                .iter()
+                .map(|&index| Inlined::of(ACCESSORS[index].0))
+                .collect();
+            cache::Lookup::Hit((inlined, kept.sites))
+        }
+        cache::Lookup::Miss => cache::Lookup::Miss,
+        cache::Lookup::Damaged(why) => cache::Lookup::Damaged(why),
+    }
+}
+
+impl Kept {
+    /// Whether every accessor it names is one of [`ACCESSORS`], and every site returns after
+    /// its call; why not.
+    fn check(&mut self) -> Result<(), String> {
+        let known = |index: usize| {
+            (index < ACCESSORS.len())
+                .then_some(())
+                .ok_or_else(|| format!("accessor {index}, of {}", ACCESSORS.len()))
+        };
+        for &index in &self.inlined {
+            known(index)?;
+        }
+        for site in &self.sites {
+            known(site.accessor)?;
+            if site.ret <= site.call {
+                return Err(format!(
+                    "{}+{:#x} returns before its call",
+                    site.function, site.call
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// [`survey`], the bus ops at `layout`.
@@ -447,9 +460,9 @@ ffffffff81001280 T _etext
             .iter()
             .flat_map(|w| w.to_le_bytes())
             .collect::<Vec<_>>();
-        assert!(branches_to(Isa::Aarch64, &code, 0x1000, 0x1100));
-        assert!(branches_to(Isa::Aarch64, &code, 0x1000, 0x1004 - 0x800));
-        assert!(!branches_to(Isa::Aarch64, &code, 0x1000, 0x1104));
+        assert!(Isa::Aarch64.branches_to(&code, 0x1000, 0x1100));
+        assert!(Isa::Aarch64.branches_to(&code, 0x1000, 0x1004 - 0x800));
+        assert!(!Isa::Aarch64.branches_to(&code, 0x1000, 0x1104));
     }
     /// `mdiobus_read` of our 7.3 (clang 19) at 0xffffffff813995b0: `__mdiobus_read` inlined.
     const MDIOBUS_READ_73: &[&str] = &[
@@ -498,7 +511,8 @@ ffffffff81001280 T _etext
 
     /// (op, call, return) of the bus-op calls the search finds in `code` at `address`.
     fn op_calls(code: &[u8], address: u64, thunks: &BTreeMap<u64, u32>) -> Vec<(usize, u32, u32)> {
-        x86::scan(code, address, &layout(), thunks)
+        Isa::X86_64
+            .scan(code, address, &layout(), thunks)
             .into_iter()
             .filter_map(|found| match found.ret {
                 Return::After(ret) => Some((usize::from(found.op), found.offset, ret)),
@@ -535,8 +549,10 @@ ffffffff81001280 T _etext
             &[0x89, 0xc3],
         ]
         .concat();
-        let thunks =
-            BTreeMap::from([(thunk, x86::pt_regs_offset(iced_x86::Register::R11).unwrap())]);
+        let thunks = BTreeMap::from([(
+            thunk,
+            crate::probe::callsites::x86::pt_regs_offset(iced_x86::Register::R11).unwrap(),
+        )]);
         assert_eq!(op_calls(&code, 0xffffffff81001000, &thunks), [(1, 4, 9)]);
         // The register overwritten between the load and the call: no site.
         let code = [
@@ -545,6 +561,34 @@ ffffffff81001280 T _etext
         ]
         .concat();
         assert_eq!(op_calls(&code, 0xffffffff81001000, &thunks), []);
+    }
+
+    #[test]
+    fn a_kept_survey_naming_an_unknown_accessor_is_refused() {
+        let site = OpSite {
+            function: "mdiobus_read".to_owned(),
+            call: 4,
+            ret: 6,
+            accessor: 3,
+        };
+        let mut kept = Kept {
+            inlined: vec![0, 3],
+            sites: vec![site.clone()],
+        };
+        assert_eq!(kept.check(), Ok(()));
+        kept.inlined.push(4);
+        assert_eq!(kept.check(), Err("accessor 4, of 4".to_owned()));
+        kept.inlined.pop();
+        kept.sites.push(OpSite {
+            accessor: usize::MAX,
+            ..site.clone()
+        });
+        assert!(kept.check().is_err());
+        kept.sites = vec![OpSite { ret: 4, ..site }];
+        assert_eq!(
+            kept.check(),
+            Err("mdiobus_read+0x4 returns before its call".to_owned())
+        );
     }
 
     #[test]
@@ -572,6 +616,20 @@ ffffffff81001280 T _etext
                 accessor: 0
             }]
         );
-        assert_eq!(op_sites(&symbols, &mut text, Isa::Aarch64, &layout()), []);
+        // arm64: ldr x8, [x0, #0x58]; blr x8; ret.
+        let code: Vec<u8> = [0xf940_2c08u32, 0xd63f_0100, 0xd65f_03c0]
+            .iter()
+            .flat_map(|word| word.to_le_bytes())
+            .collect();
+        let mut text = Text(vec![(0xffffffff81001100, code)]);
+        assert_eq!(
+            op_sites(&symbols, &mut text, Isa::Aarch64, &layout()),
+            [OpSite {
+                function: "mdiobus_read".to_owned(),
+                call: 4,
+                ret: 8,
+                accessor: 0
+            }]
+        );
     }
 }

@@ -20,6 +20,24 @@ use thiserror::Error;
 /// Where tracefs is mounted, in the order the kernel documents them.
 const TRACEFS_MOUNTS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
+/// Where tracefs is mounted: the first of [`TRACEFS_MOUNTS`] that holds `trace`.
+pub fn tracefs() -> Result<&'static Path, TraceEventError> {
+    for dir in TRACEFS_MOUNTS.iter().map(Path::new) {
+        match fs::metadata(dir.join("trace")) {
+            Ok(_) => return Ok(dir),
+            // Mounted, but root-only: not the same as absent.
+            Err(source) if source.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(TraceEventError::Tracefs {
+                    path: dir.to_owned(),
+                    source,
+                });
+            }
+            Err(_) => {}
+        }
+    }
+    Err(TraceEventError::NoTracefs)
+}
+
 /// Event group prefix: groups are `phytrace_PID`, so that a session's leftovers (after a
 /// SIGKILL) are told by a process that no longer exists.
 const GROUP_PREFIX: &str = "phytrace_";
@@ -93,24 +111,7 @@ impl EventGroup {
     /// The group of this process, after removing groups left by phytrace processes that are
     /// gone (a SIGKILL leaves its events defined).
     pub fn open() -> Result<Self, TraceEventError> {
-        let mut root = None;
-        for dir in TRACEFS_MOUNTS.iter().map(Path::new) {
-            match fs::metadata(dir.join("trace")) {
-                Ok(_) => {
-                    root = Some(dir);
-                    break;
-                }
-                // Mounted, but root-only: not the same as absent.
-                Err(source) if source.kind() == io::ErrorKind::PermissionDenied => {
-                    return Err(TraceEventError::Tracefs {
-                        path: dir.to_owned(),
-                        source,
-                    });
-                }
-                Err(_) => {}
-            }
-        }
-        let root = root.ok_or(TraceEventError::NoTracefs)?;
+        let root = tracefs()?;
         let kprobe_events = root.join("kprobe_events");
         if !kprobe_events.exists() {
             return Err(TraceEventError::NoKprobeEvents(kprobe_events));

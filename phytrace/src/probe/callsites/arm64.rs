@@ -24,6 +24,23 @@ pub fn may_touch(code: &[u8], marker: u32) -> bool {
     })
 }
 
+/// Whether `code`, a function at `address`, holds a direct call of or jump to `target` (`bl`,
+/// `b`).
+pub fn branches_to(code: &[u8], address: u64, target: u64) -> bool {
+    let decoder = InstDecoder::default();
+    code.chunks_exact(4).enumerate().any(|(at, word)| {
+        let Ok(instruction) = decoder.decode(&mut U8Reader::new(word)) else {
+            return false;
+        };
+        let (Opcode::B | Opcode::BL, Operand::PCOffset(offset)) =
+            (instruction.opcode, instruction.operands[0])
+        else {
+            return false;
+        };
+        (address + (at * 4) as u64).wrapping_add_signed(offset) == target
+    })
+}
+
 /// The call sites in `code`, one function's.
 pub fn scan(code: &[u8], layout: &Layout) -> Vec<Found> {
     let function = Function::decode(code);
@@ -145,7 +162,8 @@ impl Function {
     }
 
     /// Whether `xN` holds an ops struct (a PHY's driver) at `at` on every path, loaded from
-    /// its holder (copied at most `copies` times); the loads go to `holders`.
+    /// its holder (copied at most `copies` times); the loads go to `holders`. Where the ops
+    /// are the holder's own fields ([`Layout::holders`] empty), any register holds them.
     fn holds_ops(
         &self,
         at: usize,
@@ -154,6 +172,9 @@ impl Function {
         copies: u32,
         holders: &mut Vec<Loaded>,
     ) -> bool {
+        if layout.holders.is_empty() {
+            return true;
+        }
         let Some(defs) = self.writes_of(at, reg) else {
             return false;
         };

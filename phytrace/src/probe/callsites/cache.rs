@@ -5,8 +5,9 @@
 //!
 //! An entry is valid for one kernel build (its GNU build id), one boot (the text is patched at
 //! boot: alternatives, retpolines, static calls), one [`Layout`] and one phytrace version. A
-//! search that another tracer's kprobes may have disturbed is not kept. Every failure to read
-//! or write an entry is a miss: the sites are then found as without a cache.
+//! search that another tracer's kprobes may have disturbed is not kept. An entry that cannot be
+//! read, parsed or checked is damaged: the session says why, finds the sites as without a
+//! cache, and replaces it. An entry that cannot be written costs the next session the search.
 
 use std::{
     fs, io,
@@ -15,7 +16,7 @@ use std::{
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use super::{Discovery, Layout};
+use super::{Discovery, Layout, Return};
 
 /// Where the kernel exposes vmlinux's ELF notes.
 const NOTES: &str = "/sys/kernel/notes";
@@ -44,7 +45,8 @@ impl Key {
         Some(Self::new(build_id, boot_id, layout))
     }
 
-    fn new(build_id: String, boot_id: String, layout: &Layout) -> Self {
+    /// The key of kernel build `build_id` in boot `boot_id`, for `layout`.
+    pub fn new(build_id: String, boot_id: String, layout: &Layout) -> Self {
         Self {
             build_id,
             boot_id,
@@ -56,7 +58,7 @@ impl Key {
     }
 
     /// The file in `dir` of the entry of `kind`: one per kernel build and kind.
-    fn file(&self, dir: &Path, kind: &str) -> PathBuf {
+    pub fn file(&self, dir: &Path, kind: &str) -> PathBuf {
         dir.join(format!("{}-{kind}.json", self.build_id))
     }
 }
@@ -78,13 +80,83 @@ pub fn default_dir() -> Option<PathBuf> {
 }
 
 /// The kind of the PHY ops' call sites' entries.
-const PHY_OPS: &str = "phy-ops";
+pub const PHY_OPS: &str = "phy-ops";
 
-/// The entry of `kind` kept in `dir` for `key`, if any.
-pub fn read<D: DeserializeOwned>(dir: &Path, key: &Key, kind: &str) -> Option<D> {
-    let text = fs::read(key.file(dir, kind)).ok()?;
-    let entry: Entry<Key, D> = serde_json::from_slice(&text).ok()?;
-    (entry.key == *key).then_some(entry.discovery)
+/// What the cache holds for a key.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup<D> {
+    /// The discovery kept for it, checked.
+    Hit(D),
+    /// Nothing kept for it (no entry, or one of another boot, build, layout or phytrace).
+    Miss,
+    /// An entry that cannot be used, and why (its file named): the search runs again and
+    /// replaces it.
+    Damaged(String),
+}
+
+impl<D> Lookup<D> {
+    /// The hit that `check` finds sound; damaged, for the reason `check` gives, if not.
+    fn checked(self, check: impl FnOnce(&mut D) -> Result<(), String>) -> Self {
+        match self {
+            Self::Hit(mut discovery) => match check(&mut discovery) {
+                Ok(()) => Self::Hit(discovery),
+                Err(why) => Self::Damaged(why),
+            },
+            other => other,
+        }
+    }
+
+    /// The damage, as the note a session gives: what was wrong and what was done instead.
+    pub fn damage_note(&self) -> Option<String> {
+        match self {
+            Self::Damaged(why) => Some(format!(
+                "the call-site cache entry is damaged ({why}): the sites are searched \
+                 again in the kernel's code"
+            )),
+            _ => None,
+        }
+    }
+
+    /// The same lookup, its damage said of `file`.
+    fn of_file(self, file: &Path) -> Self {
+        match self {
+            Self::Damaged(why) => Self::Damaged(format!("{}: {why}", file.display())),
+            other => other,
+        }
+    }
+}
+
+/// The entry of `kind` kept in `dir` for `key`, if `check` finds it sound.
+pub fn read<D: DeserializeOwned>(
+    dir: &Path,
+    key: &Key,
+    kind: &str,
+    check: impl FnOnce(&mut D) -> Result<(), String>,
+) -> Lookup<D> {
+    let file = key.file(dir, kind);
+    let lookup = match fs::read(&file) {
+        Ok(bytes) => parse(&bytes, key).checked(check),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Lookup::Miss,
+        Err(err) => Lookup::Damaged(err.to_string()),
+    };
+    lookup.of_file(&file)
+}
+
+/// An entry's `bytes`: its discovery if it was kept for `key`. The key is read first: an
+/// entry another phytrace or boot kept is a miss whatever its discovery holds.
+fn parse<D: DeserializeOwned>(bytes: &[u8], key: &Key) -> Lookup<D> {
+    #[derive(Deserialize)]
+    struct Keyed {
+        key: Key,
+    }
+    match serde_json::from_slice::<Keyed>(bytes) {
+        Err(err) => Lookup::Damaged(err.to_string()),
+        Ok(keyed) if keyed.key != *key => Lookup::Miss,
+        Ok(_) => match serde_json::from_slice::<Entry<Key, D>>(bytes) {
+            Ok(entry) => Lookup::Hit(entry.discovery),
+            Err(err) => Lookup::Damaged(err.to_string()),
+        },
+    }
 }
 
 /// Keeps `discovery` in `dir` for `key` as the entry of `kind`. Written whole or not at all
@@ -100,13 +172,23 @@ pub fn write<D: Serialize>(dir: &Path, key: &Key, kind: &str, discovery: &D) -> 
     })
 }
 
-/// The sites kept in `dir` for `key` (made with `layout`), if any.
-pub fn load(dir: &Path, key: &Key, layout: &Layout) -> Option<Discovery> {
-    let mut discovery: Discovery = read(dir, key, PHY_OPS)?;
-    for site in &mut discovery.sites {
-        site.op_name = layout.names.get(usize::from(site.found.op))?;
-    }
-    Some(discovery)
+/// The sites kept in `dir` for `key` (made with `layout`), each checked: its op one of the
+/// layout's, its return after its call.
+pub fn load(dir: &Path, key: &Key, layout: &Layout) -> Lookup<Discovery> {
+    read(dir, key, PHY_OPS, |discovery: &mut Discovery| {
+        for site in &mut discovery.sites {
+            let op = usize::from(site.found.op);
+            site.op_name = layout.names.get(op).ok_or_else(|| {
+                format!("{} calls op {op}, of {}", site.place(), layout.names.len())
+            })?;
+            if let Return::After(ret) = site.found.ret
+                && ret <= site.found.offset
+            {
+                return Err(format!("{} returns before its call", site.place()));
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Keeps `discovery` in `dir` for `key`, unless another tracer's kprobes may have hidden a
@@ -204,28 +286,35 @@ mod tests {
             functions_decoded: 314,
             text_bytes: 18 << 20,
             rewritten: Vec::new(),
+            cache_damage: None,
+        }
+    }
+
+    /// A directory of its own for a test.
+    fn dir(test: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("phytrace-cache-{test}-{}", std::process::id()))
+    }
+
+    fn hit(lookup: Lookup<Discovery>) -> Option<Vec<CallSite>> {
+        match lookup {
+            Lookup::Hit(discovery) => Some(discovery.sites),
+            _ => None,
         }
     }
 
     #[test]
     fn an_entry_serves_only_its_own_key() {
-        let dir = std::env::temp_dir().join(format!("phytrace-cache-{}", std::process::id()));
+        let dir = dir("key");
         let key = Key::new("ab12".into(), "boot-1".into(), &layout());
-        assert!(load(&dir, &key, &layout()).is_none());
+        assert!(matches!(load(&dir, &key, &layout()), Lookup::Miss));
         store(&dir, &key, &discovery()).unwrap();
-        assert_eq!(
-            load(&dir, &key, &layout()).unwrap().sites,
-            discovery().sites
-        );
+        assert_eq!(hit(load(&dir, &key, &layout())), Some(discovery().sites));
         let other_boot = Key::new("ab12".into(), "boot-2".into(), &layout());
-        assert!(load(&dir, &other_boot, &layout()).is_none());
+        assert!(matches!(load(&dir, &other_boot, &layout()), Lookup::Miss));
         let mut other_layout = layout();
         other_layout.holders[0] = 0x358;
         let other = Key::new("ab12".into(), "boot-1".into(), &other_layout);
-        assert!(load(&dir, &other, &other_layout).is_none());
-        // A damaged entry is a miss.
-        fs::write(key.file(&dir, PHY_OPS), b"{\"key\":").unwrap();
-        assert!(load(&dir, &key, &layout()).is_none());
+        assert!(matches!(load(&dir, &other, &other_layout), Lookup::Miss));
         // A search another tracer disturbed is not kept.
         let disturbed = Discovery {
             rewritten: vec!["phy_init_hw".to_owned()],
@@ -233,7 +322,75 @@ mod tests {
         };
         fs::remove_file(key.file(&dir, PHY_OPS)).unwrap();
         store(&dir, &key, &disturbed).unwrap();
-        assert!(load(&dir, &key, &layout()).is_none());
+        assert!(matches!(load(&dir, &key, &layout()), Lookup::Miss));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The damage `load` finds in an entry for `key` whose JSON `edit` changed.
+    fn damage(key: &Key, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let dir = dir("damage");
+        store(&dir, key, &discovery()).unwrap();
+        let file = key.file(&dir, PHY_OPS);
+        let mut entry: serde_json::Value =
+            serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+        edit(&mut entry);
+        fs::write(&file, serde_json::to_vec(&entry).unwrap()).unwrap();
+        let lookup = load(&dir, key, &layout());
+        fs::remove_dir_all(&dir).unwrap();
+        let note = lookup.damage_note().unwrap_or_else(|| panic!("{lookup:?}"));
+        assert!(note.contains(&file.display().to_string()), "{note}");
+        note
+    }
+
+    #[test]
+    fn a_damaged_entry_says_why() {
+        let key = Key::new("ab12".into(), "boot-1".into(), &layout());
+        let site = "/discovery/sites/0/found";
+        let note = damage(&key, |entry| *entry.pointer_mut(site).unwrap() = "x".into());
+        assert!(note.contains("invalid type"), "{note}");
+        let note = damage(&key, |entry| {
+            *entry.pointer_mut(&format!("{site}/op")).unwrap() = 99.into();
+        });
+        assert!(note.contains("phy_init_hw+0x33 calls op 99"), "{note}");
+        let note = damage(&key, |entry| {
+            *entry.pointer_mut(&format!("{site}/ret")).unwrap() = serde_json::json!({"After": 2});
+        });
+        assert!(note.contains("returns before its call"), "{note}");
+        let note = damage(&key, |entry| *entry = serde_json::json!([1, 2]));
+        assert!(note.contains("damaged"), "{note}");
+    }
+
+    proptest::proptest! {
+        /// Whatever a damaged file holds, `load` never panics, says what is wrong when it
+        /// refuses it, and takes only sites whose op the layout names.
+        #[test]
+        fn a_damaged_file_is_refused_or_sound(
+            cut in 0usize..400,
+            flips in proptest::collection::vec((0usize..400, proptest::num::u8::ANY), 0..4),
+        ) {
+            let dir = dir(&format!("prop-{cut}"));
+            let key = Key::new("ab12".into(), "boot-1".into(), &layout());
+            store(&dir, &key, &discovery()).unwrap();
+            let file = key.file(&dir, PHY_OPS);
+            let mut bytes = fs::read(&file).unwrap();
+            for (at, byte) in flips {
+                if let Some(b) = bytes.get_mut(at) {
+                    *b = byte;
+                }
+            }
+            bytes.truncate(cut.max(1) * bytes.len() / 400);
+            fs::write(&file, &bytes).unwrap();
+            let lookup = load(&dir, &key, &layout());
+            fs::remove_dir_all(&dir).unwrap();
+            match lookup {
+                Lookup::Hit(discovery) => {
+                    for site in &discovery.sites {
+                        proptest::prop_assert!(usize::from(site.found.op) < layout().names.len());
+                    }
+                }
+                Lookup::Damaged(why) => proptest::prop_assert!(!why.trim().is_empty()),
+                Lookup::Miss => {}
+            }
+        }
     }
 }

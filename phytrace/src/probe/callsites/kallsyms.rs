@@ -50,6 +50,11 @@ impl TextSymbols {
         )
     }
 
+    /// Whether it holds no function.
+    pub fn is_empty(&self) -> bool {
+        self.core.is_empty() && self.modules.is_empty()
+    }
+
     /// Parses kallsyms text (addresses must be visible: root or CAP_SYSLOG).
     pub fn parse(text: &str) -> Self {
         Self::from_lines(kallsyms::lines(text))

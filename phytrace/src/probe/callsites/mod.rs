@@ -259,7 +259,7 @@ impl Isa {
     }
 
     /// The call sites in `code`, the function at `address`.
-    fn scan(
+    pub(crate) fn scan(
         self,
         code: &[u8],
         address: u64,
@@ -269,6 +269,14 @@ impl Isa {
         match self {
             Self::X86_64 => x86::scan(code, address, layout, thunks),
             Self::Aarch64 => arm64::scan(code, layout),
+        }
+    }
+
+    /// Whether `code`, the function at `address`, holds a direct call of or jump to `target`.
+    pub(crate) fn branches_to(self, code: &[u8], address: u64, target: u64) -> bool {
+        match self {
+            Self::X86_64 => x86::branches_to(code, address, target),
+            Self::Aarch64 => arm64::branches_to(code, address, target),
         }
     }
 
@@ -297,6 +305,9 @@ pub struct Discovery {
     /// Decoded functions whose code another tracer's kprobes had rewritten (a breakpoint or a
     /// jump over an instruction): a call site there may have been missed.
     pub rewritten: Vec<String>,
+    /// What was wrong with the cache entry this search replaced, if it was damaged.
+    #[serde(skip)]
+    pub cache_damage: Option<String>,
 }
 
 impl Discovery {

@@ -73,6 +73,17 @@ pub fn may_touch(code: &[u8], marker: u32) -> bool {
     marker < 0x80 || memmem::find(code, &marker.to_le_bytes()).is_some()
 }
 
+/// Whether `code`, a function at `address`, holds a direct call of or jump to `target`.
+pub fn branches_to(code: &[u8], address: u64, target: u64) -> bool {
+    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+    decoder.iter().any(|instruction| {
+        !instruction.is_invalid()
+            && instruction.op_count() == 1
+            && instruction.op0_kind() == OpKind::NearBranch64
+            && instruction.near_branch64() == target
+    })
+}
+
 /// The call sites in `code`, a function at `address`; `thunks` maps retpoline thunks to the
 /// register they call through.
 pub fn scan(code: &[u8], address: u64, layout: &Layout, thunks: &BTreeMap<u64, u32>) -> Vec<Found> {

@@ -240,6 +240,11 @@ impl Tracer {
     ) -> Result<()> {
         let module = c_string(&named.name);
         self.mac_module_changed(kind, &module);
+        if kind == RawKind::ModuleLoad
+            && let Some(sites) = &mut self.call_sites
+        {
+            sites.module_loaded();
+        }
         let at = (named.event.ts_ns, u32::from(named.event.cpu));
         let event = if kind == RawKind::ModuleFree {
             self.arming.freed(module, at)
