@@ -200,7 +200,7 @@ fn tell_notes(tracer: &mut Tracer, progress: &mut impl FnMut(Progress<'_>)) {
     for note in tracer.take_notes() {
         progress(Progress::Note(note));
     }
-    if let Some(sites) = tracer.take_newly_armed_mac_sites() {
+    if let Some(sites) = tracer.mac_mut().take_newly_armed() {
         progress(Progress::MacSitesArmed(sites));
     }
 }
@@ -320,7 +320,7 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
         stop,
         trailer,
         took: started.elapsed(),
-        mac_site_calls: tracer.mac_site_calls().to_vec(),
+        mac_site_calls: tracer.mac().calls().to_vec(),
     })
 }
 

@@ -478,7 +478,8 @@ const PIPELINE: &str = "pipeline self-test";
 fn find_call_sites(btf: Option<&btf::KernelBtf>) -> Result<Discovery> {
     let btf = btf.context("the kernel's BTF cannot be read")?;
     let layout = Layout::from_btf(btf)?;
-    let ((discovery, _), _) = call_site_probes::find(&layout, cache::default_dir().as_deref())?;
+    let ((discovery, _), _) =
+        call_site_probes::find(&layout, cache::default_dir().ok().as_deref())?;
     Ok(discovery)
 }
 

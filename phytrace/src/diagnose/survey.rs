@@ -63,7 +63,7 @@ impl Survey {
             .into_iter()
             .filter(|s| module.is_none_or(|m| s.module == m))
             .collect();
-        let cache = cache::default_dir();
+        let cache = cache::default_dir().ok();
         let btf = source.load();
         let btf = || btf.as_ref().map_err(|err| anyhow::anyhow!("{err:#}"));
         let call_sites = btf()

@@ -70,13 +70,49 @@ struct Entry<K, D> {
     discovery: D,
 }
 
-/// The cache's directory: `$XDG_CACHE_HOME/phytrace/call-sites`, else under `~/.cache`.
-pub fn default_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
+/// The cache's directory: the first of the home's (`$XDG_CACHE_HOME/phytrace/call-sites`,
+/// else under `~/.cache`), this boot's of the user (`$XDG_RUNTIME_DIR/phytrace/call-sites`) and
+/// this boot's of the machine (`/run/phytrace/call-sites`) that is, or can be made, writable:
+/// a read-only home or a service account's keeps its sites for the boot. None: why not, as
+/// the note a session gives.
+pub fn default_dir() -> Result<PathBuf, String> {
+    let home = std::env::var_os("XDG_CACHE_HOME")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-    Some(base.join("phytrace").join("call-sites"))
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")));
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from);
+    let candidates: Vec<PathBuf> = [home, runtime, Some(PathBuf::from("/run"))]
+        .into_iter()
+        .flatten()
+        .map(|base| base.join("phytrace").join("call-sites"))
+        .collect();
+    first_writable(&candidates)
+}
+
+/// The first of `candidates` that is, or can be made, writable; why none is.
+fn first_writable(candidates: &[PathBuf]) -> Result<PathBuf, String> {
+    let mut refused = Vec::new();
+    for dir in candidates {
+        match writable(dir) {
+            Ok(()) => return Ok(dir.clone()),
+            Err(err) => refused.push(format!("{}: {err}", dir.display())),
+        }
+    }
+    Err(format!(
+        "no directory for the call-site cache can be written ({}): every start searches the \
+         kernel's code; set XDG_CACHE_HOME to a writable directory to keep the sites",
+        refused.join("; ")
+    ))
+}
+
+/// Whether a file can be made in `dir`, made if missing.
+fn writable(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".writable.{}", std::process::id()));
+    fs::write(&probe, b"")?;
+    fs::remove_file(&probe)
 }
 
 /// The kind of the PHY ops' call sites' entries.
@@ -288,6 +324,21 @@ mod tests {
             rewritten: Vec::new(),
             cache_damage: None,
         }
+    }
+
+    #[test]
+    fn the_first_writable_directory_keeps_the_cache() {
+        let dir = dir("writable");
+        let unwritable = PathBuf::from("/dev/null/phytrace");
+        assert_eq!(
+            first_writable(&[unwritable.clone(), dir.clone()]),
+            Ok(dir.clone())
+        );
+        assert!(dir.is_dir());
+        let note = first_writable(std::slice::from_ref(&unwritable)).unwrap_err();
+        assert!(note.contains("/dev/null/phytrace: "), "{note}");
+        assert!(note.contains("every start searches"), "{note}");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A directory of its own for a test.

@@ -129,7 +129,7 @@ impl Tracer {
             if let Some(sites) = &mut self.call_sites {
                 sites.close_stranded();
             }
-            self.arm_found_mac_sites();
+            self.mac.arm_found(&mut self.ebpf, &mut self.notes);
             self.report_drops(out)?;
         }
         Ok(())
@@ -141,7 +141,7 @@ impl Tracer {
         if let Some(sites) = &mut self.call_sites {
             sites.disarm();
         }
-        self.disarm_mac_sites();
+        self.mac.disarm(&mut self.notes);
         self.probes.disarm_all();
         for (_, program) in self.ebpf.programs_mut() {
             // Unloading detaches its links; one that fails to unload is detached when the
@@ -239,7 +239,7 @@ impl Tracer {
         out: &mut impl Sink,
     ) -> Result<()> {
         let module = c_string(&named.name);
-        self.mac_module_changed(kind, &module);
+        self.mac.module_changed(kind, &module, &mut self.notes);
         if kind == RawKind::ModuleLoad
             && let Some(sites) = &mut self.call_sites
         {

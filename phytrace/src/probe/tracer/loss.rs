@@ -71,9 +71,7 @@ impl Tracer {
         if let Some(sites) = &mut self.call_sites {
             self.notes.extend(sites.newly_disabled()?);
         }
-        if let Some(sites) = &mut self.mac_sites {
-            self.notes.extend(sites.newly_disabled()?);
-        }
+        self.notes.extend(self.mac.newly_disabled()?);
         let lost = self.lost_by_cause()?;
         self.losses.report(lost, self.held.last_seen(), out);
         Ok(())

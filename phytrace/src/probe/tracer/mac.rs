@@ -1,15 +1,17 @@
 //! The MAC side of a session: phylink's MAC call sites while phylink is live ([`mac_sites`]),
 //! the AX88772's MAC ops by name, and `phylink_resolve` itself.
 
-use std::{collections::BTreeSet, sync::Arc};
+use std::{collections::BTreeSet, sync::Arc, thread::JoinHandle};
 
 use anyhow::anyhow;
+use aya::Ebpf;
 use phytrace_common::RawKind;
 
 use super::Tracer;
 use crate::probe::{
+    btf,
     callsites::{CallSite, MAC_OPS},
-    mac_sites::{self, Home, MacChoice, MacSiteCalls, MacSites},
+    mac_sites::{self, Home, MacSiteCalls, MacSites},
 };
 
 /// The MAC side of a phylink link: (module, function, program, on return). Armed before the
@@ -27,11 +29,45 @@ pub const MAC_BY_NAME: &[(&str, &str, &str, bool)] = &[
     ("asix", "ax88772_mac_link_down", "mac_link_down", false),
 ];
 
-impl Tracer {
+/// The MAC side of a session, as [`Arming`](super::arming::Arming) is its driver modules':
+/// the search for phylink's MAC call sites and the sites armed, with the calls each reported.
+#[derive(Default)]
+pub struct MacSide {
+    /// vmlinux's BTF, for phylink's on top when it goes live (`None`: MAC ops are probed by
+    /// name).
+    btf: Option<Arc<btf::KernelBtf>>,
+    /// The search for the live phylink's MAC call sites, while it runs.
+    finding: Option<JoinHandle<anyhow::Result<mac_sites::Found>>>,
+    /// phylink's MAC call sites, while it is live and they are armed.
+    sites: Option<MacSites>,
+    /// The MAC call sites armed and not said yet.
+    newly_armed: Option<Vec<String>>,
+    /// The calls of the MAC call sites disarmed so far.
+    calls: Vec<MacSiteCalls>,
+}
+
+impl MacSide {
+    /// phylink's MAC call sites, found with `btf` (vmlinux's): searched now at `home` if
+    /// phylink is live, else when it loads.
+    pub(super) fn at_call_sites(
+        btf: btf::KernelBtf,
+        home: Option<Home>,
+        notes: &mut Vec<String>,
+    ) -> Self {
+        let mut side = Self {
+            btf: Some(Arc::new(btf)),
+            ..Self::default()
+        };
+        if let Some(home) = home {
+            side.find(home, notes);
+        }
+        side
+    }
+
     /// Starts finding phylink's MAC call sites (at `home`) on another thread (seconds in a
     /// slow guest); asix's by-name probes report the calls meanwhile.
-    pub(super) fn find_mac_sites(&mut self, home: Home) {
-        let Some(btf) = &self.mac_btf else {
+    fn find(&mut self, home: Home, notes: &mut Vec<String>) {
+        let Some(btf) = &self.btf else {
             return;
         };
         let btf = Arc::clone(btf);
@@ -39,61 +75,99 @@ impl Tracer {
             .name("mac-sites".to_owned())
             .spawn(move || mac_sites::find(&btf, home))
         {
-            Ok(finding) => self.mac_finding = Some(finding),
-            Err(err) => self.notes.push(format!(
+            Ok(finding) => self.finding = Some(finding),
+            Err(err) => notes.push(format!(
                 "MAC ops are not traced at phylink's call sites (no thread to find them: {err}): asix's by name"
             )),
         }
     }
 
-    /// Arms the MAC call sites found, once the search is over; an op none of whose sites can
-    /// be armed is said (asix's by-name probes trace it). Either way the sites armed, none
-    /// included, are [`Self::take_newly_armed_mac_sites`]'s.
-    pub(super) fn arm_found_mac_sites(&mut self) {
-        let Some(finding) = self.mac_finding.take_if(|finding| finding.is_finished()) else {
+    /// Arms (with `ebpf`'s programs) the MAC call sites found, once the search is over; an op
+    /// none of whose sites can be armed is said (asix's by-name probes trace it). Either way
+    /// the sites armed, none included, are [`Self::take_newly_armed`]'s.
+    pub(super) fn arm_found(&mut self, ebpf: &mut Ebpf, notes: &mut Vec<String>) {
+        let Some(finding) = self.finding.take_if(|finding| finding.is_finished()) else {
             return;
         };
         let armed = finding
             .join()
             .unwrap_or_else(|_| Err(anyhow!("the search for them failed")))
-            .and_then(|found| MacSites::arm(&mut self.ebpf, found, &mut self.notes));
+            .and_then(|found| MacSites::arm(ebpf, found, notes));
         match armed {
             Ok(sites) => {
                 for op in MAC_OPS
                     .into_iter()
                     .filter(|op| !sites.sites().any(|site| site.op() == *op))
                 {
-                    self.notes.push(format!(
+                    notes.push(format!(
                         "phylink's calls of mac_ops->{op} are not traced at a call site: asix's by name"
                     ));
                 }
-                self.newly_armed_mac_sites = Some(sites.sites().map(CallSite::label).collect());
-                self.mac_sites = Some(sites);
+                self.newly_armed = Some(sites.sites().map(CallSite::label).collect());
+                self.sites = Some(sites);
             }
             Err(err) => {
-                self.notes.push(format!(
+                notes.push(format!(
                     "MAC ops are not traced at phylink's call sites ({err:#}): asix's by name"
                 ));
-                self.newly_armed_mac_sites = Some(Vec::new());
+                self.newly_armed = Some(Vec::new());
             }
         }
     }
 
     /// Disarms phylink's MAC call sites, keeping the count of calls each reported (a search
     /// still running is left to end unheard).
-    pub(super) fn disarm_mac_sites(&mut self) {
-        self.mac_finding = None;
-        let Some(mut sites) = self.mac_sites.take() else {
+    pub(super) fn disarm(&mut self, notes: &mut Vec<String>) {
+        self.finding = None;
+        let Some(mut sites) = self.sites.take() else {
             return;
         };
         match sites.disarm() {
-            Ok(calls) => self.mac_site_calls.extend(calls),
-            Err(err) => self.notes.push(format!(
+            Ok(calls) => self.calls.extend(calls),
+            Err(err) => notes.push(format!(
                 "the MAC call sites' counts could not be read: {err:#}"
             )),
         }
     }
 
+    /// Module `module` loaded or went away (`kind`): phylink's kprobes went with its code, and
+    /// a new phylink has its own sites.
+    pub(super) fn module_changed(&mut self, kind: RawKind, module: &str, notes: &mut Vec<String>) {
+        if module == mac_sites::MODULE && self.btf.is_some() {
+            self.disarm(notes);
+            if kind == RawKind::ModuleLoad {
+                self.find(Home::Module, notes);
+            }
+        }
+    }
+
+    /// The call sites the programs disabled since the last call, said once each.
+    pub(super) fn newly_disabled(&mut self) -> anyhow::Result<Vec<String>> {
+        match &mut self.sites {
+            Some(sites) => sites.newly_disabled(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// phylink's MAC call sites armed, if they are.
+    pub fn sites(&self) -> Option<&MacSites> {
+        self.sites.as_ref()
+    }
+
+    /// The MAC call sites armed by a search ended since the last call (`function+0xOFFSET
+    /// (op)`; empty if it could arm none), if one ended.
+    pub fn take_newly_armed(&mut self) -> Option<Vec<String>> {
+        self.newly_armed.take()
+    }
+
+    /// The calls each MAC call site reported, of the sites disarmed (all, once the session
+    /// is finished).
+    pub fn calls(&self) -> &[MacSiteCalls] {
+        &self.calls
+    }
+}
+
+impl Tracer {
     /// Arms MAC probes by name (`probes`); a MAC the kernel cannot probe is reported, not fatal
     /// (the PHY side is traced without it).
     pub(super) fn arm_mac(
@@ -113,31 +187,13 @@ impl Tracer {
         }
     }
 
-    /// Module `module` loaded or went away (`kind`): phylink's kprobes went with its code, and
-    /// a new phylink has its own sites.
-    pub(super) fn mac_module_changed(&mut self, kind: RawKind, module: &str) {
-        if module == mac_sites::MODULE && self.options.mac == MacChoice::Callsite {
-            self.disarm_mac_sites();
-            if kind == RawKind::ModuleLoad {
-                self.find_mac_sites(Home::Module);
-            }
-        }
+    /// The MAC side.
+    pub fn mac(&self) -> &MacSide {
+        &self.mac
     }
 
-    /// phylink's MAC call sites armed, if they are.
-    pub fn mac_sites(&self) -> Option<&MacSites> {
-        self.mac_sites.as_ref()
-    }
-
-    /// The MAC call sites armed by a search ended since the last call (`function+0xOFFSET
-    /// (op)`; empty if it could arm none), if one ended.
-    pub fn take_newly_armed_mac_sites(&mut self) -> Option<Vec<String>> {
-        self.newly_armed_mac_sites.take()
-    }
-
-    /// The calls each MAC call site reported, of the sites disarmed (all, once the session
-    /// is finished).
-    pub fn mac_site_calls(&self) -> &[MacSiteCalls] {
-        &self.mac_site_calls
+    /// The MAC side, to take what it has not said yet.
+    pub fn mac_mut(&mut self) -> &mut MacSide {
+        &mut self.mac
     }
 }

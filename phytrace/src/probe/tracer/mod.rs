@@ -12,7 +12,7 @@ mod mac;
 mod prefetch;
 mod start;
 
-use std::{path::PathBuf, sync::Arc, thread::JoinHandle, time::Instant};
+use std::{path::PathBuf, time::Instant};
 
 use aya::{
     Ebpf,
@@ -21,14 +21,15 @@ use aya::{
 use tokio::io::unix::AsyncFd;
 
 pub use drain::{POLL_INTERVAL, Sink};
+pub use mac::MacSide;
 pub use start::StartupTimings;
 
 use super::{
-    btf::{self, BtfSource},
+    btf::BtfSource,
     call_site_probes::{CallSiteProbes, CallbackChoice, CallbackProbes},
     driver_probes::DriverProbes,
     kmsg::{Kmsg, KmsgScope},
-    mac_sites::{self, MacChoice, MacSiteCalls, MacSites},
+    mac_sites::MacChoice,
     mdio_inlining::{self, OpSite},
     mdio_probes::MdioChoice,
     symbols::CallbackSymbol,
@@ -94,17 +95,8 @@ pub struct Tracer {
     mdio_copies: mdio_inlining::ArmedCopies,
     /// The call sites armed, when callbacks are probed there.
     call_sites: Option<CallSiteProbes>,
-    /// vmlinux's BTF, for phylink's on top when it goes live (`None`: MAC ops are probed by
-    /// name).
-    mac_btf: Option<Arc<btf::KernelBtf>>,
-    /// The search for the live phylink's MAC call sites, while it runs.
-    mac_finding: Option<JoinHandle<anyhow::Result<mac_sites::Found>>>,
-    /// phylink's MAC call sites, while it is live and they are armed.
-    mac_sites: Option<MacSites>,
-    /// The MAC call sites armed and not said yet.
-    newly_armed_mac_sites: Option<Vec<String>>,
-    /// The calls of the MAC call sites disarmed so far.
-    mac_site_calls: Vec<MacSiteCalls>,
+    /// phylink's MAC call sites.
+    mac: mac::MacSide,
     /// The kernel's log lines, waiting for their place in the stream.
     kmsg: Kmsg,
 }

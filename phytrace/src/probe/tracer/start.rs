@@ -3,10 +3,7 @@
 //! the call sites as the programs arrive, then arming the driver callbacks (or following the
 //! modules at the call sites) and the MAC side.
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use aya::{
@@ -20,7 +17,7 @@ use super::{
     arming::Arming,
     drain::{Held, Read},
     loss::Losses,
-    mac::{MAC_BY_NAME, MAC_PROBES},
+    mac::{MAC_BY_NAME, MAC_PROBES, MacSide},
     prefetch::Prefetched,
 };
 use crate::probe::{
@@ -148,17 +145,16 @@ impl Tracer {
         let types = kernel_btf.types()?;
         let states = kernel_btf.phy_states()?;
         // Whether the compiler inlined the MDIO accessors: kallsyms and the kernel text again.
-        let mdio_survey = mdio_inlining::Surveying::start(&kernel_btf, cache::default_dir())?;
+        let (cache_dir, cache_note) = match cache::default_dir() {
+            Ok(dir) => (Some(dir), None),
+            Err(note) => (None, Some(note)),
+        };
+        let mdio_survey = mdio_inlining::Surveying::start(&kernel_btf, cache_dir.clone())?;
         startup.btf = lap();
         let mut probes = DriverProbes::new(options.max_active)?;
         // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
         let finding = (options.callbacks != CallbackChoice::Symbol)
-            .then(|| {
-                call_site_probes::find_meanwhile(
-                    Layout::from_btf(&kernel_btf),
-                    cache::default_dir(),
-                )
-            })
+            .then(|| call_site_probes::find_meanwhile(Layout::from_btf(&kernel_btf), cache_dir))
             .transpose()?;
         let defaults = LoadOptions::new(options.ring_size, offsets);
         let mut ebpf = loader::load(&LoadOptions {
@@ -166,7 +162,7 @@ impl Tracer {
             callback_depth: options.callback_depth.unwrap_or(defaults.callback_depth),
             ..defaults
         })?;
-        let mut notes = Vec::new();
+        let mut notes = Vec::from_iter(cache_note);
         let mut attaching = Duration::ZERO;
         let mut arming = Duration::ZERO;
         let call_site_records = finding
@@ -229,11 +225,7 @@ impl Tracer {
             startup,
             mdio_copies,
             call_sites: None,
-            mac_btf: None,
-            mac_finding: None,
-            newly_armed_mac_sites: None,
-            mac_sites: None,
-            mac_site_calls: Vec::new(),
+            mac: MacSide::default(),
             kmsg,
         };
         let built_in = prefetched.built_in.clone();
@@ -241,10 +233,8 @@ impl Tracer {
         tracer.arm_mac(&built_in, MAC_PROBES);
         tracer.arm_mac(&built_in, MAC_BY_NAME);
         if tracer.options.mac == MacChoice::Callsite {
-            tracer.mac_btf = Some(Arc::new(kernel_btf));
-            if let Some(home) = mac_sites::home(built_in.contains(mac_sites::MODULE))? {
-                tracer.find_mac_sites(home);
-            }
+            let home = mac_sites::home(built_in.contains(mac_sites::MODULE))?;
+            tracer.mac = MacSide::at_call_sites(kernel_btf, home, &mut tracer.notes);
         }
         tracer.startup.modules = lap();
         Ok(tracer)
