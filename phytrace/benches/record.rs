@@ -159,6 +159,7 @@ fn record(c: &mut Criterion) {
                 let parsed = raw::parse(bytes).unwrap();
                 tee.record(&mut decoder, bytes, &parsed);
             }
+            tee.flush();
             capture.check().unwrap();
         })
     });

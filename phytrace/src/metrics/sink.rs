@@ -4,6 +4,8 @@
 //! MDIO accesses, most of a session's records, are counted from the ring's record itself
 //! once the first access of their PHY went through the model: they change nothing else the
 //! metrics show unless they carry a new `phy_state`, which sends them through the model again.
+//! They are counted in the sink and added to the metrics at the end of each read of the ring,
+//! before the scrapes served between reads.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +30,22 @@ const HISTORY_CAP: usize = 16;
 /// The `struct phy_device *`, `struct mii_bus *` and address of an MDIO access.
 type Accessor = (u64, u64, u8);
 
+/// Where one accessor's accesses count, as the model placed its first one, and those counted
+/// since the last [`Sink::flush`].
+#[derive(Debug)]
+struct Slot {
+    accessor: Accessor,
+    /// `None`: the PHY filter leaves them out.
+    series: Option<MdioSeries>,
+    /// The `phy_state` value the model holds for the accessor's PHY (`None`: an address
+    /// without a PHY, whose accesses carry none): an access that carries another goes through
+    /// the model.
+    state: Option<u32>,
+    /// Accesses and failed ones not counted in `series` yet, by [`MdioSeries::count`]'s op
+    /// index and failure.
+    pending: [[u64; 2]; 2],
+}
+
 /// The metrics of a live session, served over HTTP while it runs.
 pub struct MetricsSink {
     feed: Feed,
@@ -35,12 +53,13 @@ pub struct MetricsSink {
     filter: Option<PhyFilter>,
     address: SocketAddr,
     events: Counter,
-    /// Where each accessor's accesses count, as the model placed its first one (`None`: the
-    /// PHY filter leaves them out).
-    accessors: FastMap<Accessor, Option<MdioSeries>>,
-    /// The `phy_state` value the model holds for each `struct phy_device *`: an access that
-    /// carries another goes through the model.
-    states: FastMap<u64, u32>,
+    /// Events counted on the fast path since the last flush.
+    pending_events: u64,
+    slots: Vec<Slot>,
+    /// Each accessor's slot.
+    accessors: FastMap<Accessor, usize>,
+    /// The slot of the last access counted: most come from the same accessor as the last.
+    last: Option<(Accessor, usize)>,
 }
 
 impl MetricsSink {
@@ -62,8 +81,10 @@ impl MetricsSink {
             model: Model::with_history_cap(HISTORY_CAP),
             filter,
             address,
+            pending_events: 0,
+            slots: Vec::new(),
             accessors: FastMap::default(),
-            states: FastMap::default(),
+            last: None,
         })
     }
 
@@ -82,49 +103,85 @@ impl MetricsSink {
         Some(applied)
     }
 
-    /// Counts the MDIO access `raw` (`op`) where its accessor's accesses count, if the model
-    /// would learn nothing from it; false if it must go through the model.
-    fn count_known(&self, raw: &RawEvent, op: MdioOp) -> bool {
-        let Some(series) = self.accessors.get(&(raw.phydev, raw.bus, raw.addr)) else {
-            return false;
+    /// Counts the MDIO access `raw` (`op`) in its accessor's slot, if the model would learn
+    /// nothing from it; false if it must go through the model.
+    fn count_known(&mut self, raw: &RawEvent, op: MdioOp) -> bool {
+        let accessor = (raw.phydev, raw.bus, raw.addr);
+        let index = match self.last {
+            Some((last, index)) if last == accessor => index,
+            _ => match self.accessors.get(&accessor) {
+                Some(&index) => {
+                    self.last = Some((accessor, index));
+                    index
+                }
+                None => return false,
+            },
         };
-        let Some(series) = series else {
+        let slot = &mut self.slots[index];
+        if slot.series.is_none() {
             return true;
-        };
-        if raw.phydev != 0 && self.states.get(&raw.phydev) != Some(&u32::from(raw.state_before)) {
+        }
+        if slot
+            .state
+            .is_some_and(|state| state != u32::from(raw.state_before))
+        {
             return false;
         }
-        self.events.inc();
-        series.count(op, decode::mdio_error(raw).is_some());
+        let failed = decode::mdio_error(raw).is_some();
+        slot.pending[op_index(op)][usize::from(failed)] += 1;
+        self.pending_events += 1;
         true
     }
 
     /// After `raw` went through the model (`applied`, `None` if filtered out): where its
     /// accessor's accesses count if it is an MDIO access of a PHY, and the state the model
-    /// holds for its `struct phy_device *`.
+    /// holds for its `struct phy_device *` in every slot of it.
     fn learn(&mut self, raw: &RawEvent, is_mdio: bool, applied: Option<Applied>) {
         let key = applied.and_then(|applied| applied.key);
+        let state = key
+            .as_ref()
+            .and_then(|key| self.model.phy(key)?.state.as_ref())
+            .map(|state| state.value);
         if raw.phydev != 0 {
-            let state = key
-                .as_ref()
-                .and_then(|key| self.model.phy(key)?.state.as_ref());
-            match state {
-                Some(state) => self.states.insert(raw.phydev, state.value),
-                None => self.states.remove(&raw.phydev),
-            };
+            for slot in self.slots.iter_mut().filter(|s| s.accessor.0 == raw.phydev) {
+                slot.state = state;
+            }
         }
-        if is_mdio {
-            let series = match &key {
-                // An address on a bus not named yet: each access goes through the model.
-                Some(key) => match self.feed.mdio_series(key) {
-                    Some(series) => Some(series),
-                    None => return,
-                },
-                None => None,
-            };
-            self.accessors
-                .insert((raw.phydev, raw.bus, raw.addr), series);
+        let accessor = (raw.phydev, raw.bus, raw.addr);
+        if !is_mdio || self.accessors.contains_key(&accessor) {
+            return;
         }
+        let series = match &key {
+            // An address on a bus not named yet: each access goes through the model.
+            Some(key) => match self.feed.mdio_series(key) {
+                Some(series) => Some(series),
+                None => return,
+            },
+            None => None,
+        };
+        self.accessors.insert(accessor, self.slots.len());
+        self.slots.push(Slot {
+            accessor,
+            series,
+            state: if raw.phydev == 0 { None } else { state },
+            pending: [[0; 2]; 2],
+        });
+    }
+
+    /// Forgets every accessor, once what they counted is out: the PHYs were named anew.
+    fn forget_accessors(&mut self) {
+        self.flush();
+        self.slots.clear();
+        self.accessors.clear();
+        self.last = None;
+    }
+}
+
+/// Index of `op` in [`Slot::pending`].
+fn op_index(op: MdioOp) -> usize {
+    match op {
+        MdioOp::Read => 0,
+        MdioOp::Write => 1,
     }
 }
 
@@ -138,8 +195,7 @@ impl Sink for MetricsSink {
             Record::Event(raw) => &**raw,
             // A PHY named anew (another driver bound): its accessors are learnt again.
             Record::Identity(_) => {
-                self.accessors.clear();
-                self.states.clear();
+                self.forget_accessors();
                 decoder.decode(parsed);
                 return;
             }
@@ -164,6 +220,19 @@ impl Sink for MetricsSink {
         let applied = self.take(&event);
         self.learn(raw, op.is_some(), applied);
     }
+
+    fn flush(&mut self) {
+        self.events.inc_by(std::mem::take(&mut self.pending_events));
+        for slot in &mut self.slots {
+            let (Some(series), pending) = (&slot.series, &mut slot.pending) else {
+                continue;
+            };
+            for (op, counts) in [MdioOp::Read, MdioOp::Write].into_iter().zip(pending) {
+                let [ok, failed] = std::mem::take(counts);
+                series.count_many(op, ok + failed, failed);
+            }
+        }
+    }
 }
 
 /// Two sinks fed the same records and events, the second one when there is one.
@@ -181,6 +250,13 @@ impl<A: Sink, B: Sink> Sink for Tee<'_, A, B> {
         self.0.record(decoder, bytes, parsed);
         if let Some(second) = &mut self.1 {
             second.record(decoder, bytes, parsed);
+        }
+    }
+
+    fn flush(&mut self) {
+        self.0.flush();
+        if let Some(second) = &mut self.1 {
+            second.flush();
         }
     }
 }
@@ -287,6 +363,7 @@ mod tests {
         for bytes in session() {
             sink.record(&mut decoder, &bytes, &raw::parse(&bytes).unwrap());
         }
+        sink.flush();
         sink.feed.metrics().encode()
     }
 

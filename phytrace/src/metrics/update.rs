@@ -85,10 +85,17 @@ pub struct MdioSeries([(Counter, Counter); 2]);
 impl MdioSeries {
     /// An access `op`, `failed` or not.
     pub fn count(&self, op: MdioOp, failed: bool) {
-        let (accesses, errors) = &self.0[op_index(op)];
-        accesses.inc();
-        if failed {
-            errors.inc();
+        self.count_many(op, 1, u64::from(failed));
+    }
+
+    /// `accesses` accesses `op`, `failed` of them failed.
+    pub fn count_many(&self, op: MdioOp, accesses: u64, failed: u64) {
+        let (all, errors) = &self.0[op_index(op)];
+        if accesses > 0 {
+            all.inc_by(accesses);
+        }
+        if failed > 0 {
+            errors.inc_by(failed);
         }
     }
 }

@@ -46,6 +46,9 @@ pub trait Sink {
             self.event(event);
         }
     }
+
+    /// A read of the ring buffer ended: what the sink counted and kept back goes out.
+    fn flush(&mut self) {}
 }
 
 impl<F: FnMut(Event)> Sink for F {
@@ -179,6 +182,7 @@ impl Tracer {
                 // Every record stamped before now has been read.
                 self.held.release_all(out);
                 self.kmsg.release_all(out);
+                out.flush();
                 return Ok(if taken == 0 {
                     Read::Nothing
                 } else {
@@ -227,6 +231,7 @@ impl Tracer {
             }
             out.record(&mut self.decoder, &record, &parsed);
         }
+        out.flush();
         Ok(Read::Backlog)
     }
 
