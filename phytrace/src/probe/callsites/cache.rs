@@ -71,10 +71,11 @@ struct Entry<K, D> {
 }
 
 /// The cache's directory: the first of the home's (`$XDG_CACHE_HOME/phytrace/call-sites`,
-/// else under `~/.cache`), this boot's of the user (`$XDG_RUNTIME_DIR/phytrace/call-sites`) and
-/// this boot's of the machine (`/run/phytrace/call-sites`) that is, or can be made, writable:
-/// a read-only home or a service account's keeps its sites for the boot. None: why not, as
-/// the note a session gives.
+/// else under `~/.cache`), this boot's of the user (`$XDG_RUNTIME_DIR/phytrace/call-sites`)
+/// and, for root only, this boot's of the machine (`/run/phytrace/call-sites`) that is, or can
+/// be made, writable: a read-only home or a service account's keeps its sites for the boot.
+/// Another user's process never shares root's entries, whatever its capabilities (a site read
+/// from the cache is armed unsearched). None: why not, as the note a session gives.
 pub fn default_dir() -> Result<PathBuf, String> {
     let home = std::env::var_os("XDG_CACHE_HOME")
         .filter(|dir| !dir.is_empty())
@@ -83,7 +84,10 @@ pub fn default_dir() -> Result<PathBuf, String> {
     let runtime = std::env::var_os("XDG_RUNTIME_DIR")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from);
-    let candidates: Vec<PathBuf> = [home, runtime, Some(PathBuf::from("/run"))]
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let machine = root.then(|| PathBuf::from("/run"));
+    let candidates: Vec<PathBuf> = [home, runtime, machine]
         .into_iter()
         .flatten()
         .map(|base| base.join("phytrace").join("call-sites"))
