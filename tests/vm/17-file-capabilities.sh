@@ -34,6 +34,8 @@ rm -f "$cap" "$status_file"
 XDG_CACHE_HOME=/nonexistent setpriv --reuid=nobody --regid=nogroup --clear-groups "$bin" record \
     -o "$cap" --encoding jsonl --status "$status_file" 2>/tmp/caps.err &
 pid=$!
+# The clean-up kills it should the test fail: its probes must not reach the next test.
+RECORD_PID=$pid
 started() {
     grep -q '"type":"header"' "$cap" 2>/dev/null &&
         jq -e -n '[inputs | select(.status == "recording")] | length > 0' "$status_file" >/dev/null 2>&1
