@@ -14,7 +14,8 @@ use phytrace::probe::tracer::Sink;
 use phytrace::recording::CaptureSink;
 use phytrace::records::{decode::Decoder, raw, raw::Record, states::PhyStates};
 use phytrace::synth;
-use phytrace_common::{RawEvent, RawIdentity, RawKind};
+use phytrace::test_events;
+use phytrace_common::{RawEvent, RawKind};
 
 const EVENTS: usize = 100_000;
 const READ_STATUS: u64 = 0xffff_ffff_c000_1000;
@@ -22,15 +23,9 @@ const PHYDEV: u64 = 0xffff_8880_0000_1000;
 const BUS: u64 = 0xffff_8880_0001_0000;
 
 /// The identity record the kernel side sends before the PHY's first event.
-fn identity() -> Record<'static> {
-    let mut identity = RawIdentity::ZERO;
-    identity.phydev = PHYDEV;
-    identity.bus = BUS;
-    identity.phy_id = 0x003b_1861;
-    identity.addr = 1;
-    identity.bus_id[..9].copy_from_slice(b"phy_sim-0");
-    identity.driver[..25].copy_from_slice(b"Asix Electronics AX88772A");
-    Record::Identity(Cow::Owned(identity))
+fn identity() -> Vec<u8> {
+    let phy = test_events::phy("phy_sim-0", 1, 0x003b_1861, "Asix Electronics AX88772A");
+    test_events::identity_record(PHYDEV, BUS, &phy)
 }
 
 /// A busy PHY: mostly BMSR reads from `read_status`, between its entries and exits.
@@ -94,7 +89,7 @@ fn decoder() -> Decoder {
 fn record(c: &mut Criterion) {
     let raw = raw_events();
     let mut decoder = decoder();
-    decoder.decode(&identity());
+    decoder.decode(&raw::parse(&identity()).unwrap());
     let events: Vec<_> = raw.iter().filter_map(|r| decoder.decode(r)).collect();
     let mut group = c.benchmark_group("record");
     group.throughput(Throughput::Elements(EVENTS as u64));

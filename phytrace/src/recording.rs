@@ -328,7 +328,7 @@ async fn record(recording: &Recording, mut progress: impl FnMut(Progress<'_>)) -
 mod tests {
     use std::borrow::Cow;
 
-    use phytrace_common::{RawEvent, RawIdentity, RawNamed};
+    use phytrace_common::{RawEvent, RawNamed};
 
     use super::*;
     use crate::capture::{Capture, Problem, Reader};
@@ -351,17 +351,9 @@ mod tests {
         Own(Event),
     }
 
-    fn identity(phydev: u64, bus: u64, bus_id: &[u8], driver: &[u8]) -> Step {
-        let mut identity = RawIdentity::ZERO;
-        (
-            identity.phydev,
-            identity.bus,
-            identity.addr,
-            identity.phy_id,
-        ) = (phydev, bus, 16, 0x003b_1861);
-        identity.bus_id[..bus_id.len()].copy_from_slice(bus_id);
-        identity.driver[..driver.len()].copy_from_slice(driver);
-        Step::Ring(raw::Record::Identity(Cow::Owned(identity)).to_bytes())
+    fn identity(phydev: u64, bus: u64, bus_id: &str, driver: &str) -> Step {
+        let phy = test_events::phy(bus_id, 16, 0x003b_1861, driver);
+        Step::Ring(test_events::identity_record(phydev, bus, &phy))
     }
 
     fn ring(kind: RawKind, ts_ns: u64, fill: impl FnOnce(&mut RawEvent)) -> Step {
@@ -396,8 +388,8 @@ mod tests {
                     guarantee: Some(Guarantee::FirstCallback),
                 },
             ),
-            identity(PHY, BUS, b"phy_sim-0", b"Asix Electronics AX88772A"),
-            identity(0, EMPTY_BUS, b"usb-001:002", b""),
+            identity(PHY, BUS, "phy_sim-0", "Asix Electronics AX88772A"),
+            identity(0, EMPTY_BUS, "usb-001:002", ""),
             ring(RawKind::CallbackEnter, 100, |e| {
                 (e.key, e.depth) = (READ_STATUS, 1);
             }),
@@ -418,7 +410,7 @@ mod tests {
             Step::Teach(TAUGHT_LATER, "config_aneg"),
             ring(RawKind::CallbackEnter, 500, |e| e.key = TAUGHT_LATER),
             ring(RawKind::CallbackEnter, 550, |e| e.key = 1234),
-            identity(OTHER_PHY, BUS, b"phy_sim-0", b"Other PHY"),
+            identity(OTHER_PHY, BUS, "phy_sim-0", "Other PHY"),
             ring(RawKind::MdioWrite, 600, |e| {
                 (e.phydev, e.addr, e.regnum, e.value) = (OTHER_PHY, 17, 0, 0x1200);
             }),

@@ -16,7 +16,12 @@
 //! assert_eq!((lost.phy, read.ts_ns), (None, 6));
 //! ```
 
+use std::borrow::Cow;
+
+use phytrace_common::RawIdentity;
+
 use crate::event::{Callback, Event, EventKind, LinkState, MdioOp, PhyRef, PhyState};
+use crate::records::raw::Record;
 
 pub mod qt2025;
 
@@ -39,6 +44,17 @@ pub fn phy(bus: &str, addr: u8, phy_id: u32, driver: &str) -> PhyRef {
         phy_id,
         driver: driver.into(),
     }
+}
+
+/// The ring-buffer record that names `phy` as the `struct phy_device *` `phydev` (0: the bus
+/// alone) on the `struct mii_bus *` `bus`.
+pub fn identity_record(phydev: u64, bus: u64, phy: &PhyRef) -> Vec<u8> {
+    let mut identity = RawIdentity::ZERO;
+    (identity.phydev, identity.bus) = (phydev, bus);
+    (identity.addr, identity.phy_id) = (phy.addr, phy.phy_id);
+    identity.bus_id[..phy.bus.len()].copy_from_slice(phy.bus.as_bytes());
+    identity.driver[..phy.driver.len()].copy_from_slice(phy.driver.as_bytes());
+    Record::Identity(Cow::Owned(identity)).to_bytes()
 }
 
 /// The callback `name` of the Rust type `driver_type`.

@@ -21,12 +21,10 @@ use prometheus_client::registry::Registry;
 
 use crate::capture::{Capture, Header};
 use crate::model::Model;
+use crate::probe::call_site_probes::CallbackProbes;
 pub use families::Families;
 pub use sink::{MetricsSink, Tee};
 pub use update::Feed;
-
-/// The header's `callback_probes` of a session probed at phylib's call sites.
-const CALL_SITES: &str = "callsite";
 
 /// The media type of the exposition, as Prometheus negotiates it.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -74,7 +72,9 @@ impl Metrics {
                 .call_sites_refused
                 .set(live.call_sites_refused as i64);
         }
-        let symbol_probes = (header.callback_probes.as_deref() != Some(CALL_SITES)).then(|| {
+        let symbol_probes = (header.callback_probes.as_deref()
+            != Some(CallbackProbes::Callsite.name()))
+        .then(|| {
             let mut by_module = BTreeMap::new();
             for probe in &header.probes {
                 *by_module.entry(probe.module.clone()).or_default() += 1;

@@ -15,7 +15,7 @@ use foldhash::HashMap as FastMap;
 use phytrace_common::RawEvent;
 use prometheus_client::metrics::counter::Counter;
 
-use super::update::MdioSeries;
+use super::update::{MdioSeries, op_index};
 use super::{Feed, LiveHealth, Metrics, serve};
 use crate::capture::Header;
 use crate::event::{Event, MdioOp, PhyFilter};
@@ -41,8 +41,7 @@ struct Slot {
     /// without a PHY, whose accesses carry none): an access that carries another goes through
     /// the model.
     state: Option<u32>,
-    /// Accesses and failed ones not counted in `series` yet, by [`MdioSeries::count`]'s op
-    /// index and failure.
+    /// Accesses and failed ones not counted in `series` yet, by [`op_index`] and failure.
     pending: [[u64; 2]; 2],
 }
 
@@ -177,14 +176,6 @@ impl MetricsSink {
     }
 }
 
-/// Index of `op` in [`Slot::pending`].
-fn op_index(op: MdioOp) -> usize {
-    match op {
-        MdioOp::Read => 0,
-        MdioOp::Write => 1,
-    }
-}
-
 impl Sink for MetricsSink {
     fn event(&mut self, event: Event) {
         self.take(&event);
@@ -265,7 +256,7 @@ impl<A: Sink, B: Sink> Sink for Tee<'_, A, B> {
 mod tests {
     use std::borrow::Cow;
 
-    use phytrace_common::{RawIdentity, RawKind};
+    use phytrace_common::RawKind;
 
     use super::*;
     use crate::records::raw;
@@ -279,12 +270,8 @@ mod tests {
     const UNNAMED_BUS: u64 = 0xffff_8880_0003_0000;
     const READ_STATUS: u64 = 7;
 
-    fn identity(phydev: u64, bus: u64, addr: u8, bus_id: &[u8], driver: &[u8]) -> Vec<u8> {
-        let mut identity = RawIdentity::ZERO;
-        (identity.phydev, identity.bus, identity.addr) = (phydev, bus, addr);
-        identity.bus_id[..bus_id.len()].copy_from_slice(bus_id);
-        identity.driver[..driver.len()].copy_from_slice(driver);
-        raw::Record::Identity(Cow::Owned(identity)).to_bytes()
+    fn identity(phydev: u64, bus: u64, addr: u8, bus_id: &str, driver: &str) -> Vec<u8> {
+        test_events::identity_record(phydev, bus, &test_events::phy(bus_id, addr, 0, driver))
     }
 
     /// A record of `kind` of `PHY` at address 1 in `state`, changed by `fill`.
@@ -309,8 +296,8 @@ mod tests {
     /// PHY, addresses without a PHY on a named and an unnamed bus, callbacks between.
     fn session() -> Vec<Vec<u8>> {
         let mut records = vec![
-            identity(PHY, BUS, 1, b"phy_sim-0", b"Asix Electronics AX88772A"),
-            identity(0, OTHER_BUS, 0, b"usb-001:002", b""),
+            identity(PHY, BUS, 1, "phy_sim-0", "Asix Electronics AX88772A"),
+            identity(0, OTHER_BUS, 0, "usb-001:002", ""),
             ring(RawKind::CallbackEnter, 5, |_| {}),
         ];
         records.extend((0..3).map(|_| read(5)));
@@ -322,9 +309,9 @@ mod tests {
             (e.state_after, e.link, e.speed, e.duplex) = (4, 1, 100, 1);
         }));
         records.extend([read(4), read(5), read(5)]);
-        records.push(identity(PHY, BUS, 1, b"phy_sim-0", b"Generic PHY"));
+        records.push(identity(PHY, BUS, 1, "phy_sim-0", "Generic PHY"));
         records.extend([read(5), read(5)]);
-        records.push(identity(OTHER_PHY, BUS, 2, b"phy_sim-0", b"Other PHY"));
+        records.push(identity(OTHER_PHY, BUS, 2, "phy_sim-0", "Other PHY"));
         for _ in 0..2 {
             records.push(ring(RawKind::MdioWrite, 3, |e| {
                 (e.phydev, e.addr) = (OTHER_PHY, 2);

@@ -37,8 +37,8 @@ struct PhyHandles {
     callbacks: HashMap<String, CallbackHandles>,
 }
 
-/// Index of `op` in [`PhyHandles::mdio`].
-fn op_index(op: MdioOp) -> usize {
+/// Index of `op` in an [`MdioSeries`] and in what counts by op.
+pub(super) fn op_index(op: MdioOp) -> usize {
     match op {
         MdioOp::Read => 0,
         MdioOp::Write => 1,
