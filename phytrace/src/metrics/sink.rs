@@ -1,24 +1,25 @@
 //! A live session's events into the metrics: [`MetricsSink`] applies them to a model of its
 //! own and feeds the metrics; [`Tee`] hands a session's records to the capture and to it.
 //!
-//! MDIO accesses, most of a session's records, are counted from the ring's record itself
-//! once the first access of their PHY went through the model: they change nothing else the
-//! metrics show unless they carry a new `phy_state`, which sends them through the model again.
-//! They are counted in the sink and added to the metrics at the end of each read of the ring,
-//! before the scrapes served between reads.
+//! Most of a session's records are MDIO accesses and callbacks that change nothing the
+//! metrics show but their counts: the same `phy_state` as the model holds, and for a callback's
+//! return the same link and no error. Once a first record of their PHY went through the model,
+//! these are counted from the ring's record itself; any other goes through the model again.
+//! MDIO accesses are counted in the sink and added to the metrics at the end of each read of
+//! the ring, before the scrapes served between reads.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Result;
 use foldhash::HashMap as FastMap;
-use phytrace_common::RawEvent;
+use phytrace_common::{RawEvent, RawKind};
 use prometheus_client::metrics::counter::Counter;
 
-use super::update::{MdioSeries, op_index};
+use super::update::{CallbackSeries, MdioSeries, op_index};
 use super::{Feed, LiveHealth, Metrics, serve};
 use crate::capture::Header;
-use crate::event::{Event, MdioOp, PhyFilter};
+use crate::event::{Event, EventKind, LinkState, MdioOp, PhyFilter};
 use crate::model::{Applied, Model};
 use crate::probe::tracer::Sink;
 use crate::records::decode::{self, Decoder};
@@ -27,22 +28,33 @@ use crate::records::raw::Record;
 /// State and link changes the sink's model keeps per PHY: the metrics need only the latest.
 const HISTORY_CAP: usize = 16;
 
-/// The `struct phy_device *`, `struct mii_bus *` and address of an MDIO access.
+/// The `struct phy_device *`, `struct mii_bus *` and address of a record.
 type Accessor = (u64, u64, u8);
 
-/// Where one accessor's accesses count, as the model placed its first one, and those counted
-/// since the last [`Sink::flush`].
+/// Where one accessor's records count, as the model placed its first one, and the MDIO
+/// accesses counted since the last [`Sink::flush`].
 #[derive(Debug)]
 struct Slot {
     accessor: Accessor,
     /// `None`: the PHY filter leaves them out.
-    series: Option<MdioSeries>,
+    series: Option<PhySeries>,
     /// The `phy_state` value the model holds for the accessor's PHY (`None`: an address
-    /// without a PHY, whose accesses carry none): an access that carries another goes through
+    /// without a PHY, whose records carry none): a record that carries another goes through
     /// the model.
     state: Option<u32>,
-    /// Accesses and failed ones not counted in `series` yet, by [`op_index`] and failure.
+    /// The link the model holds for the accessor's PHY: a callback that returns another goes
+    /// through the model.
+    link: Option<LinkState>,
+    /// MDIO accesses and failed ones not counted in `series` yet, by [`op_index`] and failure.
     pending: [[u64; 2]; 2],
+}
+
+/// The series one accessor's records count in.
+#[derive(Debug)]
+struct PhySeries {
+    mdio: MdioSeries,
+    /// By probe key, the callbacks that returned through the model once.
+    callbacks: FastMap<u64, CallbackSeries>,
 }
 
 /// The metrics of a live session, served over HTTP while it runs.
@@ -52,13 +64,15 @@ pub struct MetricsSink {
     filter: Option<PhyFilter>,
     address: SocketAddr,
     events: Counter,
-    /// Events counted on the fast path since the last flush.
+    /// Events counted from their records since the last flush.
     pending_events: u64,
     slots: Vec<Slot>,
     /// Each accessor's slot.
     accessors: FastMap<Accessor, usize>,
-    /// The slot of the last access counted: most come from the same accessor as the last.
+    /// The slot of the last record counted: most come from the same accessor as the last.
     last: Option<(Accessor, usize)>,
+    /// Probe keys the decoder knew when the slots were made: a key named anew forgets them.
+    keys_known: usize,
 }
 
 impl MetricsSink {
@@ -84,6 +98,7 @@ impl MetricsSink {
             slots: Vec::new(),
             accessors: FastMap::default(),
             last: None,
+            keys_known: 0,
         })
     }
 
@@ -102,72 +117,112 @@ impl MetricsSink {
         Some(applied)
     }
 
-    /// Counts the MDIO access `raw` (`op`) in its accessor's slot, if the model would learn
-    /// nothing from it; false if it must go through the model.
-    fn count_known(&mut self, raw: &RawEvent, op: MdioOp) -> bool {
-        let accessor = (raw.phydev, raw.bus, raw.addr);
-        let index = match self.last {
-            Some((last, index)) if last == accessor => index,
-            _ => match self.accessors.get(&accessor) {
-                Some(&index) => {
-                    self.last = Some((accessor, index));
-                    index
-                }
-                None => return false,
-            },
+    /// The slot of `accessor`, if it has one.
+    fn slot_of(&mut self, accessor: Accessor) -> Option<usize> {
+        match self.last {
+            Some((last, index)) if last == accessor => Some(index),
+            _ => {
+                let index = *self.accessors.get(&accessor)?;
+                self.last = Some((accessor, index));
+                Some(index)
+            }
+        }
+    }
+
+    /// Counts `raw` (of `kind`) in its accessor's slot, if the model would learn nothing the
+    /// metrics show from it; false if it must go through the model.
+    fn count_known(&mut self, raw: &RawEvent, kind: RawKind) -> bool {
+        let Some(index) = self.slot_of((raw.phydev, raw.bus, raw.addr)) else {
+            return false;
         };
         let slot = &mut self.slots[index];
-        if slot.series.is_none() {
+        let Some(series) = &slot.series else {
             return true;
-        }
-        if slot
-            .state
-            .is_some_and(|state| state != u32::from(raw.state_before))
-        {
+        };
+        if slot.state != (raw.phydev != 0).then_some(u32::from(raw.state_before)) {
             return false;
         }
-        let failed = decode::mdio_error(raw).is_some();
-        slot.pending[op_index(op)][usize::from(failed)] += 1;
+        match kind {
+            RawKind::CallbackEnter => {}
+            RawKind::CallbackExit => {
+                let Some(callback) = series.callbacks.get(&raw.key) else {
+                    return false;
+                };
+                if raw.state_after != raw.state_before
+                    || raw.ret < 0
+                    || slot.link.as_ref() != Some(&decode::link(raw))
+                {
+                    return false;
+                }
+                callback.returned(raw.latency_ns);
+            }
+            _ => {
+                let Some(op) = decode::mdio_op(raw) else {
+                    return false;
+                };
+                let failed = decode::mdio_error(raw).is_some();
+                slot.pending[op_index(op)][usize::from(failed)] += 1;
+            }
+        }
         self.pending_events += 1;
         true
     }
 
-    /// After `raw` went through the model (`applied`, `None` if filtered out): where its
-    /// accessor's accesses count if it is an MDIO access of a PHY, and the state the model
-    /// holds for its `struct phy_device *` in every slot of it.
-    fn learn(&mut self, raw: &RawEvent, is_mdio: bool, applied: Option<Applied>) {
+    /// After `event` (of `raw`) went through the model (`applied`, `None` if filtered out):
+    /// where its accessor's records count, and the state and link the model holds for its
+    /// `struct phy_device *` in every slot of it.
+    fn learn(&mut self, raw: &RawEvent, event: &Event, applied: Option<Applied>) {
         let key = applied.and_then(|applied| applied.key);
-        let state = key
-            .as_ref()
-            .and_then(|key| self.model.phy(key)?.state.as_ref())
-            .map(|state| state.value);
+        let phy = key.as_ref().and_then(|key| self.model.phy(key));
+        let state = phy.and_then(|phy| phy.state.as_ref()).map(|s| s.value);
+        let link = phy.and_then(|phy| phy.link.clone());
         if raw.phydev != 0 {
             for slot in self.slots.iter_mut().filter(|s| s.accessor.0 == raw.phydev) {
                 slot.state = state;
+                slot.link.clone_from(&link);
             }
         }
         let accessor = (raw.phydev, raw.bus, raw.addr);
-        if !is_mdio || self.accessors.contains_key(&accessor) {
-            return;
-        }
-        let series = match &key {
-            // An address on a bus not named yet: each access goes through the model.
-            Some(key) => match self.feed.mdio_series(key) {
-                Some(series) => Some(series),
-                None => return,
-            },
-            None => None,
+        let index = match self.accessors.get(&accessor) {
+            Some(&index) => index,
+            None => {
+                let series = match &key {
+                    // An address on a bus not named yet: each record goes through the model.
+                    Some(key) => match self.feed.mdio_series(key) {
+                        Some(mdio) => Some(PhySeries {
+                            mdio,
+                            callbacks: FastMap::default(),
+                        }),
+                        None => return,
+                    },
+                    None => None,
+                };
+                self.accessors.insert(accessor, self.slots.len());
+                self.slots.push(Slot {
+                    accessor,
+                    series,
+                    state: if raw.phydev == 0 { None } else { state },
+                    link: if raw.phydev == 0 { None } else { link },
+                    pending: [[0; 2]; 2],
+                });
+                self.slots.len() - 1
+            }
         };
-        self.accessors.insert(accessor, self.slots.len());
-        self.slots.push(Slot {
-            accessor,
-            series,
-            state: if raw.phydev == 0 { None } else { state },
-            pending: [[0; 2]; 2],
-        });
+        let (Some(key), EventKind::CallbackExit { callback, .. }) = (&key, &event.kind) else {
+            return;
+        };
+        let Some(series) = &mut self.slots[index].series else {
+            return;
+        };
+        if !series.callbacks.contains_key(&raw.key) {
+            if let Some(callback) = self.feed.callback_series(key, &callback.name) {
+                series.callbacks.insert(raw.key, callback);
+            }
+        }
     }
 
-    /// Forgets every accessor, once what they counted is out: the PHYs were named anew.
+    /// Forgets every accessor, once what they counted is out: the PHYs or callbacks were
+    /// named anew.
     fn forget_accessors(&mut self) {
         self.flush();
         self.slots.clear();
@@ -197,8 +252,11 @@ impl Sink for MetricsSink {
                 return;
             }
         };
-        let op = decode::mdio_op(raw);
-        if op.is_some_and(|op| self.count_known(raw, op)) {
+        if decoder.key_count() != self.keys_known {
+            self.forget_accessors();
+            self.keys_known = decoder.key_count();
+        }
+        if RawKind::from_u8(raw.kind).is_some_and(|kind| self.count_known(raw, kind)) {
             return;
         }
         let Some(event) = decoder.decode(parsed) else {
@@ -209,7 +267,7 @@ impl Sink for MetricsSink {
             return;
         }
         let applied = self.take(&event);
-        self.learn(raw, op.is_some(), applied);
+        self.learn(raw, &event, applied);
     }
 
     fn flush(&mut self) {
@@ -220,7 +278,7 @@ impl Sink for MetricsSink {
             };
             for (op, counts) in [MdioOp::Read, MdioOp::Write].into_iter().zip(pending) {
                 let [ok, failed] = std::mem::take(counts);
-                series.count_many(op, ok + failed, failed);
+                series.mdio.count_many(op, ok + failed, failed);
             }
         }
     }
@@ -269,6 +327,7 @@ mod tests {
     const OTHER_BUS: u64 = 0xffff_8880_0002_0000;
     const UNNAMED_BUS: u64 = 0xffff_8880_0003_0000;
     const READ_STATUS: u64 = 7;
+    const CONFIG_ANEG: u64 = 8;
 
     fn identity(phydev: u64, bus: u64, addr: u8, bus_id: &str, driver: &str) -> Vec<u8> {
         test_events::identity_record(phydev, bus, &test_events::phy(bus_id, addr, 0, driver))
@@ -309,6 +368,31 @@ mod tests {
             (e.state_after, e.link, e.speed, e.duplex) = (4, 1, 100, 1);
         }));
         records.extend([read(4), read(5), read(5)]);
+        // Calls that change nothing but their counts, then one that fails, one that takes
+        // the link down, one of another op and one that moves the state.
+        let exit = |ret, link, (before, after), key| {
+            ring(RawKind::CallbackExit, before, move |e| {
+                (e.state_after, e.ret, e.key) = (after, ret, key);
+                (e.link, e.speed, e.duplex, e.latency_ns) =
+                    (link, 100, 1, 1500 + u64::from(ret.unsigned_abs()));
+            })
+        };
+        for (ret, link, states, key) in [
+            (0, 1, (5, 5), READ_STATUS),
+            (0, 1, (5, 5), READ_STATUS),
+            (0, 1, (5, 5), READ_STATUS),
+            (-5, 1, (5, 5), READ_STATUS),
+            (0, 0, (5, 5), READ_STATUS),
+            (0, 0, (5, 5), READ_STATUS),
+            (0, 0, (5, 5), CONFIG_ANEG),
+            (0, 0, (5, 5), CONFIG_ANEG),
+            (0, 0, (5, 6), READ_STATUS),
+            (0, 0, (6, 6), READ_STATUS),
+        ] {
+            records.push(ring(RawKind::CallbackEnter, states.0, |e| e.key = key));
+            records.push(read(states.0));
+            records.push(exit(ret, link, states, key));
+        }
         records.push(identity(PHY, BUS, 1, "phy_sim-0", "Generic PHY"));
         records.extend([read(5), read(5)]);
         records.push(identity(OTHER_PHY, BUS, 2, "phy_sim-0", "Other PHY"));
@@ -329,11 +413,14 @@ mod tests {
         let mut decoder = Decoder::new(PhyStates::from_list(&synth::header().phy_states));
         let read_status = test_events::callback("read_status", "ax88796b_rust::PhyAX88772A");
         decoder.add_callback(READ_STATUS, read_status);
+        let config_aneg = test_events::callback("config_aneg", "ax88796b_rust::PhyAX88772A");
+        decoder.add_callback(CONFIG_ANEG, config_aneg);
         decoder
     }
 
-    /// The exposition of `session()` through a live sink keeping what `filter` keeps.
-    fn live(filter: Option<&str>) -> String {
+    /// The exposition of `session()` through a live sink keeping what `filter` keeps, and the
+    /// events its model applied.
+    fn live(filter: Option<&str>) -> (String, u64) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -351,7 +438,7 @@ mod tests {
             sink.record(&mut decoder, &bytes, &raw::parse(&bytes).unwrap());
         }
         sink.flush();
-        sink.feed.metrics().encode()
+        (sink.feed.metrics().encode(), sink.model.totals().events)
     }
 
     /// The exposition of `session()` with every record decoded and taken through a model.
@@ -384,11 +471,28 @@ mod tests {
     }
 
     #[test]
-    fn accesses_counted_from_their_records_count_as_through_the_model() {
+    fn records_counted_from_the_ring_count_as_through_the_model() {
         for filter in [None, Some("phy_sim-0:01"), Some("Other")] {
-            let (live, whole) = (live(filter), through_the_model(filter));
+            let ((live, _), whole) = (live(filter), through_the_model(filter));
             assert_eq!(sorted(&live), sorted(&whole), "filter {filter:?}");
             assert!(live.contains("phytrace_mdio_accesses_total"), "{live}");
         }
+        let (live, through_model) = live(None);
+        for line in [
+            r#"phytrace_callbacks_total{phy="phy_sim-0:01",driver="Asix Electronics AX88772A",op="read_status"} 9"#,
+            r#"phytrace_callbacks_total{phy="phy_sim-0:01",driver="Asix Electronics AX88772A",op="config_aneg"} 2"#,
+            r#"op="read_status",errno="EIO"} 1"#,
+            r#"phytrace_link_changes_total{phy="phy_sim-0:01",driver="Asix Electronics AX88772A",to="down"} 1"#,
+        ] {
+            assert!(live.contains(line), "{line} in {live}");
+        }
+        let events = session()
+            .iter()
+            .filter(|r| matches!(raw::parse(r), Some(raw::Record::Event(_))))
+            .count() as u64;
+        assert!(
+            through_model * 2 < events,
+            "{through_model} of {events} through the model"
+        );
     }
 }

@@ -19,11 +19,19 @@ use crate::event::{Duplex, Event, EventKind, KmsgLevel, LinkState, MacChange, Md
 use crate::model::{Applied, ClosedCallback, Model, StateTransition};
 use crate::render;
 
-/// The series of one callback op of one PHY.
-#[derive(Debug)]
-struct CallbackHandles {
+/// The series of one callback op of one PHY. A clone counts in the same series.
+#[derive(Clone, Debug)]
+pub struct CallbackSeries {
     calls: Counter,
     latency: Histogram,
+}
+
+impl CallbackSeries {
+    /// A call that returned after `latency_ns`: counted, its latency observed.
+    pub fn returned(&self, latency_ns: u64) {
+        self.calls.inc();
+        self.latency.observe(latency_ns as f64 / 1e9);
+    }
 }
 
 /// The frequent series of one PHY, for its labels.
@@ -34,7 +42,7 @@ struct PhyHandles {
     link_up: Gauge,
     link_speed: Gauge,
     link_full_duplex: Gauge,
-    callbacks: HashMap<String, CallbackHandles>,
+    callbacks: HashMap<String, CallbackSeries>,
 }
 
 /// Index of `op` in an [`MdioSeries`] and in what counts by op.
@@ -64,10 +72,10 @@ impl PhyHandles {
         }
     }
 
-    fn callback(&mut self, f: &Families, op: &str) -> &CallbackHandles {
+    fn callback(&mut self, f: &Families, op: &str) -> &CallbackSeries {
         if !self.callbacks.contains_key(op) {
             let labels = with_op(&self.labels, op);
-            let handles = CallbackHandles {
+            let handles = CallbackSeries {
                 calls: f.callbacks.get_or_create_owned(&labels),
                 latency: f.callback_latency.get_or_create_owned(&labels),
             };
@@ -141,6 +149,13 @@ impl Feed {
     /// The MDIO series of the PHY `key`, once an event of it was taken in.
     pub fn mdio_series(&self, key: &str) -> Option<MdioSeries> {
         self.phys.get(key).map(|handles| handles.mdio.clone())
+    }
+
+    /// The series of the PHY `key`'s callback `op`, once an event of the PHY was taken in.
+    pub fn callback_series(&mut self, key: &str, op: &str) -> Option<CallbackSeries> {
+        let f = &self.metrics.families;
+        let handles = self.phys.get_mut(key)?;
+        Some(handles.callback(f, op).clone())
     }
 
     /// Takes in `event`, which `model` just applied with the result `applied`.
@@ -244,9 +259,7 @@ fn symbol_probes_armed(
 /// A completed call: counted, its latency observed, its error counted.
 fn callback_returned(f: &Families, handles: &mut PhyHandles, closed: &ClosedCallback) {
     let op = &*closed.callback.name;
-    let series = handles.callback(f, op);
-    series.calls.inc();
-    series.latency.observe(closed.latency_ns as f64 / 1e9);
+    handles.callback(f, op).returned(closed.latency_ns);
     if closed.ret < 0 {
         let errno =
             render::errno_name(closed.ret).map_or_else(|| closed.ret.to_string(), str::to_owned);

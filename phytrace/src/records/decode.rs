@@ -39,6 +39,15 @@ pub fn mdio_error(raw: &RawEvent) -> Option<i32> {
     (raw.ret < 0).then_some(raw.ret)
 }
 
+/// The link a callback exit or an MDIO access `raw` read from its `struct phy_device`.
+pub fn link(raw: &RawEvent) -> LinkState {
+    LinkState {
+        up: raw.link != 0,
+        speed: raw.speed,
+        duplex: Duplex::from_kernel(raw.duplex),
+    }
+}
+
 /// Most PHYs or buses remembered, which bounds memory should the stream carry garbage.
 const MAX_NAMED: usize = 4096;
 
@@ -159,14 +168,6 @@ impl Decoder {
         self.states.state(u32::from(value))
     }
 
-    fn link(raw: &RawEvent) -> LinkState {
-        LinkState {
-            up: raw.link != 0,
-            speed: raw.speed,
-            duplex: Duplex::from_kernel(raw.duplex),
-        }
-    }
-
     /// Decodes one record; `None` for records that are not driver events (identities, which
     /// it learns; the self-test; module loads, which the tracer handles).
     pub fn decode(&mut self, record: &Record<'_>) -> Option<Event> {
@@ -226,7 +227,7 @@ impl Decoder {
                     latency_ns: raw.latency_ns,
                     state_before: self.state(raw.state_before),
                     state_after: self.state(raw.state_after),
-                    link: Self::link(raw),
+                    link: link(raw),
                 }
             }
             kind @ (RawKind::MdioRead
@@ -242,7 +243,7 @@ impl Decoder {
                 latency_ns: raw.latency_ns,
                 caller: (raw.key != 0).then(|| self.callback(raw.key)),
                 state: (raw.phydev != 0).then(|| self.state(raw.state_before)),
-                link: (raw.phydev != 0).then(|| Self::link(raw)),
+                link: (raw.phydev != 0).then(|| link(raw)),
             },
             RawKind::MacLinkUp => EventKind::Mac {
                 change: MacChange::LinkUp {
