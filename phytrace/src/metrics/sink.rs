@@ -214,10 +214,10 @@ impl MetricsSink {
         let Some(series) = &mut self.slots[index].series else {
             return;
         };
-        if !series.callbacks.contains_key(&raw.key) {
-            if let Some(callback) = self.feed.callback_series(key, &callback.name) {
-                series.callbacks.insert(raw.key, callback);
-            }
+        if let std::collections::hash_map::Entry::Vacant(entry) = series.callbacks.entry(raw.key)
+            && let Some(callback) = self.feed.callback_series(key, &callback.name)
+        {
+            entry.insert(callback);
         }
     }
 
