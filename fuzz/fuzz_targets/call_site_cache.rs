@@ -16,9 +16,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use phytrace::probe::callsites::cache::{self, Key, Lookup};
-use phytrace::probe::callsites::{Layout, OPS};
-use phytrace::probe::mdio_inlining;
+use phytrace::kernel::code::cache::{self, Key, Lookup};
+use phytrace::kernel::code::{Layout, OPS};
+use phytrace::kernel::code::mdio_inlining;
 
 /// The layout the seeds were kept for: every op at 0xd0, the driver at 0x360.
 fn layout() -> Layout {

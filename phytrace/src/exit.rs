@@ -3,7 +3,7 @@
 
 use std::{fmt, fmt::Write as _, process::ExitCode};
 
-use crate::probe::error::{ProbeError, ProbeErrorKind};
+use crate::kernel::error::{ProbeError, ProbeErrorKind};
 
 /// An outcome phytrace exits with, and its exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,11 +20,11 @@ use crate::event::{Event, PhyFilter};
 use crate::exit::{Failure, FailureKind};
 use crate::metrics::{LiveHealth, MetricsSink, Tee};
 use crate::output::Target;
-use crate::probe::mac_sites::MacSiteCalls;
-use crate::probe::tracer::{Sink, Tracer, TracerOptions};
+use crate::probe::mac_site_probes::MacSiteCalls;
 use crate::records::clock::{clock_now, monotonic_ns};
 use crate::records::decode::Decoder;
 use crate::records::raw::Record;
+use crate::session::{Sink, Tracer, TracerOptions};
 
 /// How `record` (and `check --record`) store captures unless told otherwise: binary, which
 /// keeps up with MDIO accesses back to back.

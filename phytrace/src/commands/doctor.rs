@@ -9,8 +9,8 @@ use crate::{
     commands::BtfArgs,
     diagnose::checks::{self, Report, Status as CheckStatus},
     exit::{self, Status},
+    kernel::module_files,
     output,
-    probe::module_files,
 };
 
 /// How `doctor` prints its report.

@@ -9,8 +9,8 @@ use clap::CommandFactory as _;
 use crate::{
     cli::Cli,
     exit::{Failure, FailureKind},
+    kernel::privileges,
     output,
-    probe::privileges,
 };
 
 /// What to generate.

@@ -13,10 +13,11 @@ pub mod tui;
 
 use std::path::PathBuf;
 
+use crate::kernel::btf::BtfSource;
 use crate::probe::{
-    btf::BtfSource, call_site_probes::CallbackChoice, kmsg::KmsgScope, mac_sites::MacChoice,
-    mdio_probes::MdioChoice, tracer::TracerOptions,
+    mac_site_probes::MacChoice, mdio_probes::MdioChoice, phy_site_probes::CallbackChoice,
 };
+use crate::session::{TracerOptions, kmsg::KmsgScope};
 
 /// Which driver modules a live session follows and where their callbacks are read before the
 /// modules load (see docs/plug-in.md).

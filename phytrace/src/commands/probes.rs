@@ -10,11 +10,11 @@ use super::{BtfArgs, Format};
 use crate::{
     diagnose::survey::{MDIO_BUS_DEVICES, Survey},
     exit::{self, Failure, FailureKind, Status},
-    output,
-    probe::{
-        callsites::{Discovery, MAC_OPS, OPS},
-        mac_sites, symbols,
+    kernel::{
+        code::{Discovery, MAC_OPS, OPS, mac_sites},
+        symbols,
     },
+    output,
 };
 
 mod json;

@@ -17,9 +17,10 @@ use crate::{
     exit::{self, Failure, FailureKind, Status},
     metrics::serve,
     output::Target,
-    probe::{call_site_probes::CallbackProbes, mac_sites::MacSiteCalls, tracer::Tracer},
+    probe::{mac_site_probes::MacSiteCalls, phy_site_probes::CallbackProbes},
     recording::{self, DEFAULT_ENCODING, Progress, Recorded, Recording, Stop},
     records::session::{ArmingEntry, MdioProbes},
+    session::Tracer,
 };
 
 /// `record --help`'s examples.

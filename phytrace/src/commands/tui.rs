@@ -14,8 +14,8 @@ use crate::event::PhyFilter;
 use crate::exit::{self, Failure, FailureKind, Status};
 use crate::metrics::{Feed, LiveHealth, Metrics, serve};
 use crate::probe::loader::DEFAULT_RING_SIZE;
-use crate::probe::tracer::Tracer;
 use crate::records::clock::clock_now;
+use crate::session::Tracer;
 use crate::tui::{
     self,
     app::{App, DEFAULT_KEEP},

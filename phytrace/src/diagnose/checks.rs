@@ -12,15 +12,20 @@ use serde::Serialize;
 
 use super::drivers::{self, DriverOps};
 use super::survey;
-use crate::probe::{
-    attach, btf, call_site_probes,
-    callsites::{Discovery, Layout, OPS, cache},
+use crate::kernel::{
+    btf,
+    code::{Discovery, Layout, OPS, cache, mdio_inlining, phy_sites},
     driver_tables::DriverLayout,
     error::{Cause, ProbeError},
-    loader, mdio_inlining,
-    mdio_probes::{self, MdioChoice},
     module_files::ModuleTree,
-    privileges, selftest, support, symbols, trace_events,
+    privileges, support, symbols, tracefs,
+};
+use crate::probe::{
+    attach,
+    bpf_memory::BpfMemory,
+    loader,
+    mdio_probes::{self, MdioChoice},
+    phy_site_probes, selftest,
 };
 
 /// What a check found.
@@ -295,7 +300,12 @@ fn privileges(caps: u64) -> Check {
     let names: Vec<&str> = missing.iter().map(|cap| cap.name).collect();
     let items = missing
         .iter()
-        .map(|cap| format!("without {}: {}", cap.name, cap.lost_without))
+        .map(|cap| {
+            format!(
+                "without {} ({}): {}",
+                cap.name, cap.used_for, cap.lost_without
+            )
+        })
         .collect();
     // Without these nothing is traced or record stops; without the others the callbacks
     // fall back to the Rust drivers' symbols.
@@ -383,7 +393,7 @@ fn btf_check(source: &btf::BtfSource, btf: &Result<btf::KernelBtf>) -> Check {
 
 fn tracefs() -> Check {
     const NAME: &str = "tracefs";
-    if let Ok(dir) = trace_events::tracefs()
+    if let Ok(dir) = tracefs::tracefs()
         && dir.join("kprobe_events").exists()
     {
         return Check::ok(NAME, format!("{} (kprobe_events present)", dir.display()));
@@ -478,8 +488,11 @@ const PIPELINE: &str = "pipeline self-test";
 fn find_call_sites(btf: Option<&btf::KernelBtf>) -> Result<Discovery> {
     let btf = btf.context("the kernel's BTF cannot be read")?;
     let layout = Layout::from_btf(btf)?;
-    let ((discovery, _), _) =
-        call_site_probes::find(&layout, cache::default_dir().ok().as_deref())?;
+    let ((discovery, _), _) = phy_sites::find(
+        &layout,
+        cache::default_dir().ok().as_deref(),
+        BpfMemory::reader,
+    )?;
     Ok(discovery)
 }
 
@@ -493,7 +506,7 @@ fn callbacks(discovery: &Result<Discovery>, btf: Option<&btf::KernelBtf>) -> Che
             let first = found.sites.first().context("no call site")?;
             let offsets = btf.context("the kernel's BTF cannot be read")?.offsets()?;
             let mut ebpf = loader::load(&loader::LoadOptions::new(4096, offsets))?;
-            attach::loaded_kprobe(&mut ebpf, call_site_probes::PROGRAMS[0])?
+            attach::loaded_kprobe(&mut ebpf, phy_site_probes::PROGRAMS[0])?
                 .attach(&first.function, u64::from(first.found.offset))
                 .with_context(|| format!("attaching a kprobe at {}", first.place()))?;
             Ok(found)
@@ -580,7 +593,7 @@ fn mdio_attach(btf: Option<&btf::KernelBtf>) -> Check {
             );
             let survey = btf
                 .context("the kernel's types cannot be read")
-                .and_then(mdio_inlining::survey);
+                .and_then(|btf| mdio_inlining::survey(btf, BpfMemory::reader));
             match survey {
                 Ok((inlined, sites)) if !sites.is_empty() => Check::ok(
                     MDIO_PROBES,
@@ -869,7 +882,7 @@ mod tests {
         let without_symbols = privileges(!(1 << 34));
         assert!(without_symbols.status == Status::Warn);
         assert_eq!(without_symbols.items.len(), 1);
-        assert!(without_symbols.items[0].starts_with("without CAP_SYSLOG: "));
+        assert!(without_symbols.items[0].starts_with("without CAP_SYSLOG (read kallsyms"));
         assert!(
             without_symbols
                 .fix

@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use crate::probe::{
-    callsites::Discovery,
+use crate::kernel::{
+    code::Discovery,
     driver_tables::{self, DriverLayout, DriverTable},
     module_files::{self, ModuleTree},
 };

@@ -7,14 +7,15 @@ use std::{fs, path::Path};
 use anyhow::{Context as _, Result};
 use phytrace_common::KernelOffsets;
 
-use crate::probe::{
-    btf, call_site_probes,
-    callsites::{Discovery, Layout, cache},
-    mac_sites, mdio_probes,
+use crate::kernel::{
+    btf,
+    code::{Discovery, Layout, cache, mac_sites, phy_sites},
+    mdio::ACCESSORS,
     module_files::{self, ModuleTree},
     symbols,
     symbols::CallbackSymbol,
 };
+use crate::probe::bpf_memory::BpfMemory;
 use crate::records::states::PhyStates;
 
 /// Where sysfs lists the devices on MDIO buses.
@@ -29,7 +30,7 @@ pub struct Survey {
     pub call_sites: Result<(Discovery, bool)>,
     /// phylink's call sites of the MAC ops, or why they cannot be found.
     pub mac_sites: Result<mac_sites::Found>,
-    /// The MDIO accessors, in [`mdio_probes::ACCESSORS`]' order.
+    /// The MDIO accessors, in [`ACCESSORS`]' order.
     pub accessors: Vec<Accessor>,
     /// The PHY devices on MDIO buses, by name.
     pub phys: Vec<BoundPhy>,
@@ -69,7 +70,7 @@ impl Survey {
         let call_sites = btf()
             .and_then(|btf| {
                 let layout = Layout::from_btf(btf)?;
-                call_site_probes::find_with(&layout, cache.as_deref(), Some(kallsyms))
+                phy_sites::find_with(&layout, cache.as_deref(), Some(kallsyms), BpfMemory::reader)
             })
             .map(|((discovery, _), reader)| (discovery, reader.is_none()));
         let built_in =
@@ -77,9 +78,9 @@ impl Survey {
         let mac_sites = btf().and_then(|btf| {
             let home = mac_sites::home(built_in)?
                 .context("phylink is not loaded: its MAC call sites are found when it loads")?;
-            mac_sites::find(btf, home)
+            mac_sites::find(btf, home, BpfMemory::reader)
         });
-        let accessors = mdio_probes::ACCESSORS
+        let accessors = ACCESSORS
             .iter()
             .map(|&(name, _, required)| Accessor {
                 name,
@@ -102,7 +103,7 @@ impl Survey {
 
 /// Whether kallsyms text `kallsyms` names the function `name`.
 fn in_kallsyms(kallsyms: &str, name: &str) -> bool {
-    crate::probe::kallsyms::lines(kallsyms).any(|line| line.name == name)
+    crate::kernel::kallsyms::lines(kallsyms).any(|line| line.name == name)
 }
 
 /// The name of the file a symbolic link at `path` points to.

@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 
 use crate::capture::{Capture, Header};
 use crate::model::Model;
-use crate::probe::call_site_probes::CallbackProbes;
+use crate::probe::phy_site_probes::CallbackProbes;
 pub use families::Families;
 pub use sink::{MetricsSink, Tee};
 pub use update::Feed;

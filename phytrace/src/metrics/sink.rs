@@ -21,9 +21,9 @@ use super::{Feed, LiveHealth, Metrics, serve};
 use crate::capture::Header;
 use crate::event::{Event, EventKind, LinkState, MdioOp, PhyFilter};
 use crate::model::{Applied, Model};
-use crate::probe::tracer::Sink;
 use crate::records::decode::{self, Decoder};
 use crate::records::raw::Record;
+use crate::session::Sink;
 
 /// State and link changes the sink's model keeps per PHY: the metrics need only the latest.
 const HISTORY_CAP: usize = 16;

@@ -6,9 +6,9 @@ use aya::{
     programs::{KProbe, Program, ProgramError, kprobe::KProbeLinkId},
 };
 
-use super::error::{Cause, ProbeError, Stage};
 use super::loader::explain_refusal;
-use super::symbols::CallbackSymbol;
+use crate::kernel::error::{Cause, ProbeError, Stage};
+use crate::kernel::symbols::CallbackSymbol;
 
 /// The kprobe PMU, there when the kernel has kprobes.
 pub const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe";
@@ -88,7 +88,7 @@ fn explain(err: &ProgramError, program: &str, symbol: &str) -> ProbeError {
     let stage = Stage::AttachKprobe {
         rust_symbol: symbol.starts_with("_R"),
     };
-    let cause = Cause::of(stage, super::os_error(err))
+    let cause = Cause::of(stage, crate::kernel::error::os_error(err))
         .or_else(|| (!std::path::Path::new(KPROBE_PMU).exists()).then_some(Cause::NoKprobes));
     let hint = cause.map_or_else(
         || "run `phytrace doctor` for a diagnosis".to_owned(),

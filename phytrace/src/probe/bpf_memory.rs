@@ -25,7 +25,8 @@ use aya::{
 };
 use phytrace_common::{KERNEL_READ_CHUNK, KernelOffsets, KernelReadAnswer, KernelReadRequest};
 
-use super::{attach::attach, callsites::text::KernelMemory, loader};
+use super::{attach::attach, loader};
+use crate::kernel::code::text::KernelMemory;
 
 /// The program.
 const PROGRAM: &str = "kernel_read";
@@ -138,6 +139,12 @@ impl BpfMemory {
         }));
         *reader = Arc::downgrade(&shared);
         Ok(Self(shared))
+    }
+
+    /// [`Self::open`], as the kernel room's searches take a reader
+    /// ([`crate::kernel::code::text::BpfReader`]).
+    pub fn reader() -> Result<Box<dyn KernelMemory>> {
+        Ok(Box::new(Self::open()?))
     }
 }
 

@@ -10,13 +10,12 @@ use std::{collections::BTreeMap, os::fd::AsFd as _};
 use anyhow::Result;
 use aya::Ebpf;
 
-use super::error::ProbeError;
 use super::{
     attach::{ArmCallbacks, Armed, Programs, loaded_kprobe},
-    symbols::CallbackSymbol,
     trace_events::{self, EventGroup, EventLink, Probe, TraceEventError},
 };
 use crate::event::Callback;
+use crate::kernel::{error::ProbeError, symbols::CallbackSymbol};
 use crate::records::{clock::monotonic_ns, decode::Decoder};
 
 /// A module's callbacks, armed.
@@ -259,7 +258,7 @@ fn refused(err: TraceEventError) -> anyhow::Error {
     let hint = match err.os_error() {
         Some(libc::EPERM | libc::EACCES) => format!(
             ": not permitted: phytrace defines kprobe events in tracefs, a root-only file: {}",
-            super::privileges::fix()
+            crate::kernel::privileges::fix()
         ),
         _ => String::new(),
     };

@@ -3,10 +3,10 @@
 use aya::{Ebpf, EbpfLoader};
 use phytrace_common::{KernelOffsets, MAX_CALLBACK_DEPTH};
 
-use super::{
+use super::kfunc_calls;
+use crate::kernel::{
     btf::KernelTypes,
     error::{Cause, ProbeError, Stage},
-    kfunc_calls,
 };
 
 /// The eBPF object built by `build.rs` from phytrace-ebpf.
@@ -133,7 +133,7 @@ pub fn explain_refusal(
     // aya words some refusals without keeping the error number.
     let worded_as_permission =
         text.contains("Operation not permitted") || text.contains("Permission denied");
-    let cause = Cause::of(stage, super::os_error(err))
+    let cause = Cause::of(stage, crate::kernel::error::os_error(err))
         .or(worded_as_permission.then_some(Cause::NotPermitted));
     let message = match cause {
         Some(cause) => format!("{what} was refused ({text}): {}", cause.fix()),

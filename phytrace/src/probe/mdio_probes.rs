@@ -11,22 +11,11 @@ use aya::programs::{FEntry, FExit};
 
 use super::{
     attach::{Programs, attach},
-    btf::KernelBtf,
-    error::Stage,
     loader::explain_refusal,
     preload::Planned,
 };
+use crate::kernel::{btf::KernelBtf, error::Stage, mdio::ACCESSORS};
 use crate::records::session::MdioProbes;
-
-/// The accessors every phylib register access goes through (`phy_modify` included), with the
-/// stem of their programs' names and whether tracing cannot do without them (the Clause-45
-/// ones are optional: older kernels have none).
-pub const ACCESSORS: &[(&str, &str, bool)] = &[
-    ("__mdiobus_read", "mdio_read", true),
-    ("__mdiobus_write", "mdio_write", true),
-    ("__mdiobus_c45_read", "mdio_c45_read", false),
-    ("__mdiobus_c45_write", "mdio_c45_write", false),
-];
 
 /// How the MDIO accessors are to be probed (`--mdio-probes`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

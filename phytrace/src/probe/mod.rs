@@ -1,44 +1,18 @@
-//! The kernel side: finding what to probe, loading and attaching the eBPF programs, and
-//! turning their records into events.
+//! Loading phytrace's eBPF programs and attaching them: the loader, the programs' kfunc calls,
+//! the probes on the MDIO accessors, on driver callbacks (by symbol, through tracefs) and on
+//! the call sites the kernel room found (phylib's, phylink's, the inlined MDIO copies'), the
+//! programs' site table, and the self-test of the whole pipeline.
 
-pub mod attach;
-pub mod bpf_memory;
-pub mod btf;
-pub mod call_site_probes;
-pub mod callsites;
-pub mod driver_probes;
-pub mod driver_tables;
-pub mod error;
-pub mod kallsyms;
-pub mod kfunc_calls;
-pub mod kmsg;
-pub mod loader;
-pub mod mac_sites;
-pub mod mdio_inlining;
-pub mod mdio_probes;
-pub mod module_files;
-pub mod modules;
-pub mod preload;
-pub mod privileges;
-pub mod selftest;
-pub mod session;
-pub mod site_table;
-pub mod support;
-pub mod symbols;
-pub mod trace_events;
-pub mod tracer;
-
-/// The OS error code somewhere in `err`'s chain of causes, if any.
-pub fn os_error(err: &(dyn std::error::Error + 'static)) -> Option<i32> {
-    let mut cause = Some(err);
-    while let Some(current) = cause {
-        if let Some(code) = current
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::raw_os_error)
-        {
-            return Some(code);
-        }
-        cause = current.source();
-    }
-    None
-}
+pub(crate) mod attach;
+pub(crate) mod bpf_memory;
+pub(crate) mod driver_probes;
+pub(crate) mod kfunc_calls;
+pub(crate) mod loader;
+pub(crate) mod mac_site_probes;
+pub(crate) mod mdio_copy_probes;
+pub(crate) mod mdio_probes;
+pub(crate) mod phy_site_probes;
+pub(crate) mod preload;
+pub(crate) mod selftest;
+pub(crate) mod site_table;
+pub(crate) mod trace_events;

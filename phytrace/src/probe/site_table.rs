@@ -12,10 +12,8 @@ use aya::{
 };
 use phytrace_common::{CallSite as SiteRecord, SITE_DISABLED};
 
-use super::{
-    callsites::{CallSite, Target},
-    trace_events::TraceEventError,
-};
+use super::trace_events::TraceEventError;
+use crate::kernel::code::{CallSite, Target};
 
 /// A site map, through a handle of its own.
 pub type Records = Array<MapData, SiteRecord>;

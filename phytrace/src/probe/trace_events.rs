@@ -17,26 +17,7 @@ use std::{
 
 use thiserror::Error;
 
-/// Where tracefs is mounted, in the order the kernel documents them.
-const TRACEFS_MOUNTS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
-/// Where tracefs is mounted: the first of [`TRACEFS_MOUNTS`] that holds `trace`.
-pub fn tracefs() -> Result<&'static Path, TraceEventError> {
-    for dir in TRACEFS_MOUNTS.iter().map(Path::new) {
-        match fs::metadata(dir.join("trace")) {
-            Ok(_) => return Ok(dir),
-            // Mounted, but root-only: not the same as absent.
-            Err(source) if source.kind() == io::ErrorKind::PermissionDenied => {
-                return Err(TraceEventError::Tracefs {
-                    path: dir.to_owned(),
-                    source,
-                });
-            }
-            Err(_) => {}
-        }
-    }
-    Err(TraceEventError::NoTracefs)
-}
+use crate::kernel::tracefs::{TracefsError, tracefs};
 
 /// Event group prefix: groups are `phytrace_PID`, so that a session's leftovers (after a
 /// SIGKILL) are told by a process that no longer exists.
@@ -48,13 +29,8 @@ const MAX_NAME: usize = 63;
 /// What went wrong with a trace event.
 #[derive(Debug, Error)]
 pub enum TraceEventError {
-    #[error(
-        "tracefs is not mounted (looked in {}): mount it with `mount -t tracefs nodev /sys/kernel/tracing`",
-        TRACEFS_MOUNTS.join(", ")
-    )]
-    NoTracefs,
-    #[error("reading tracefs at {path}: {source}")]
-    Tracefs { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Tracefs(#[from] TracefsError),
     #[error("this kernel has no kprobe events ({0} is missing): it needs CONFIG_KPROBE_EVENTS=y")]
     NoKprobeEvents(PathBuf),
     #[error("defining the kprobe event `{definition}` in {file} failed: {source}")]
@@ -78,9 +54,9 @@ impl TraceEventError {
             Self::Define { source, .. }
             | Self::Id { source, .. }
             | Self::PerfOpen { source, .. }
-            | Self::Tracefs { source, .. }
             | Self::Link { source, .. } => source.raw_os_error(),
-            Self::NoTracefs | Self::NoKprobeEvents(_) => None,
+            Self::Tracefs(err) => err.os_error(),
+            Self::NoKprobeEvents(_) => None,
         }
     }
 }

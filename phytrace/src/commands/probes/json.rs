@@ -6,8 +6,7 @@ use serde::Serialize;
 
 use crate::diagnose::survey::Survey;
 use crate::event::PhyState;
-use crate::probe::callsites::{CallSite, Discovery, MAC_OPS, OPS};
-use crate::probe::mac_sites;
+use crate::kernel::code::{CallSite, Discovery, MAC_OPS, OPS, mac_sites};
 
 /// The document's schema: a field's change of meaning or removal bumps it.
 pub const SCHEMA: &str = "phytrace-probes/1";
@@ -304,8 +303,8 @@ mod tests {
 
     use super::*;
     use crate::diagnose::survey::{Accessor as SurveyAccessor, BoundPhy};
-    use crate::probe::callsites::{Found, Owner, Return, Target};
-    use crate::probe::symbols::CallbackSymbol;
+    use crate::kernel::code::{Found, Owner, Return, Target};
+    use crate::kernel::symbols::CallbackSymbol;
     use crate::records::states::PhyStates;
 
     fn site(function: &str, offset: u32, op: &'static str, ret: Return) -> CallSite {

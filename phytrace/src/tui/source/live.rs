@@ -8,7 +8,7 @@ use super::SourceStatus;
 use crate::capture::Header;
 use crate::event::Event;
 use crate::event::Guarantee;
-use crate::probe::tracer::Tracer;
+use crate::session::Tracer;
 
 /// The running tracer and the events held while paused.
 pub struct LiveSource {

@@ -273,7 +273,7 @@ impl Tracer {
 mod tests {
     use super::*;
     use crate::event::EventKind;
-    use crate::probe::tracer::own_event_at;
+    use crate::session::own_event_at;
 
     /// An event phytrace stamped `ts_ns` on `cpu`.
     fn own(ts_ns: u64, cpu: u32) -> Event {

@@ -137,6 +137,21 @@ impl fmt::Display for ProbeError {
 
 impl std::error::Error for ProbeError {}
 
+/// The OS error code somewhere in `err`'s chain of causes, if any.
+pub fn os_error(err: &(dyn std::error::Error + 'static)) -> Option<i32> {
+    let mut cause = Some(err);
+    while let Some(current) = cause {
+        if let Some(code) = current
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(code);
+        }
+        cause = current.source();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 use phytrace_common::RawIdentity;
 
-use super::trace_events;
-use super::tracer::Sink;
+use super::Sink;
 use crate::event::{Event, EventKind, MacChange, PhyRef};
+use crate::kernel::tracefs::tracefs;
 use crate::records::{decode::c_string, session::KmsgHeader};
 
 /// The kernel's log, one record per read.
@@ -129,11 +129,9 @@ impl Kmsg {
         }
         // The tracepoint first: a line printed between the two openings has its time, and its
         // record is read as soon as it is stored.
-        let instance = trace_events::tracefs()
-            .map_err(|err| err.to_string())
-            .and_then(|root| {
-                Instance::create(root).map_err(|err| format!("{}: {err}", root.display()))
-            });
+        let instance = tracefs().map_err(|err| err.to_string()).and_then(|root| {
+            Instance::create(root).map_err(|err| format!("{}: {err}", root.display()))
+        });
         match instance {
             Ok(instance) => kmsg.instance = Some(instance),
             Err(err) => {

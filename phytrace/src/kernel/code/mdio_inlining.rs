@@ -14,36 +14,31 @@
 //!
 //! Every copy still calls the bus's op through its function pointer (`bus->read(bus, addr,
 //! regnum)`, a load from `mii_bus.read` then an indirect call): [`op_sites`] finds those calls
-//! in the `mdio_bus.c` functions (named `*mdiobus*`) other than the accessors, and
-//! [`arm_sites`] puts the accessors' kprobe programs there, the entry one on the call (the
-//! op's arguments are the accessor's, in the same registers) and the return one on the
-//! instruction the call returns to (the op's return value is the accessor's). The probes on
-//! the accessors stay: the calls made from other files go through them, and a copy's call is
+//! in the `mdio_bus.c` functions (named `*mdiobus*`) other than the accessors, where the
+//! probe side puts the accessors' kprobe programs (`crate::probe::mdio_copy_probes`). The
+//! probes on the accessors stay: the calls made from other files go through them, and a copy's call is
 //! no call of the accessor, so no access is seen twice. A kernel that calls its accessors has
 //! no such site: nothing more is armed.
 
 use std::{
     fs,
-    os::fd::AsFd as _,
     path::{Path, PathBuf},
 };
 
 use anyhow::{Context as _, Result};
-use aya::Ebpf;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    attach::loaded_kprobe,
-    btf::KernelBtf,
-    call_site_probes,
-    callsites::{Isa, Layout, Return, cache, kallsyms::TextSymbols, text::KernelMemory},
-    mdio_probes::ACCESSORS,
-    symbols::KALLSYMS,
-    trace_events::{self, EventLink},
+    Isa, Layout, Return, cache,
+    text::{self, BpfReader, KernelMemory},
+    text_symbols::TextSymbols,
 };
-
-/// The `struct mii_bus` ops the accessors of [`ACCESSORS`] call, in the same order.
-const BUS_OPS: [&str; 4] = ["read", "write", "read_c45", "write_c45"];
+use crate::kernel::{
+    btf::KernelBtf,
+    kprobes,
+    mdio::{ACCESSORS, BUS_OPS},
+    symbols::KALLSYMS,
+};
 
 /// A call of a bus op in an inlined copy of an accessor.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,27 +92,6 @@ fn op_sites(
     sites
 }
 
-/// Arms the accessors' kprobe programs at `sites` (each return before its entry: a return
-/// without its entry finds no access begun and reports nothing); the links live as long as
-/// the returned vector.
-fn arm_sites(ebpf: &mut Ebpf, sites: &[OpSite]) -> Result<Vec<EventLink>> {
-    let mut links = Vec::new();
-    for site in sites {
-        let (_, stem, _) = ACCESSORS[site.accessor];
-        for (end, offset) in [("exit", site.ret), ("enter", site.call)] {
-            let program = format!("{stem}_{end}_kprobe");
-            let fd = loaded_kprobe(ebpf, &program)?.fd()?.try_clone()?;
-            let link =
-                trace_events::attach_kprobe(fd.as_fd(), &site.function, u64::from(offset), 0)
-                    .with_context(|| {
-                        format!("attaching `{program}` at {}+{offset:#x}", site.function)
-                    })?;
-            links.push(link);
-        }
-    }
-    Ok(links)
-}
-
 /// The survey of the running kernel ([`survey`]) under way on another thread: reading kallsyms
 /// and the kernel text takes a slow guest over 100 ms, as long as verifying the programs.
 pub struct Surveying(std::thread::JoinHandle<Result<(Survey, Option<String>)>>);
@@ -127,68 +101,23 @@ pub type Survey = (Vec<Inlined>, Vec<OpSite>);
 
 impl Surveying {
     /// Starts [`survey`] of the running kernel, whose BTF is `btf`, on another thread, or
-    /// takes this boot's from `cache` (a directory, see [`cache`]), where it keeps it.
-    pub fn start(btf: &KernelBtf, cache: Option<PathBuf>) -> Result<Self> {
+    /// takes this boot's from `cache` (a directory, see [`cache`]), where it keeps it; the
+    /// kernel's code is read through kcore or `bpf`.
+    pub fn start(btf: &KernelBtf, cache: Option<PathBuf>, bpf: BpfReader) -> Result<Self> {
         let layout = Layout::mii_bus(btf, &BUS_OPS);
         std::thread::Builder::new()
             .name("phytrace-mdio".into())
-            .spawn(move || survey_cached(&layout, cache.as_deref()))
+            .spawn(move || survey_cached(&layout, cache.as_deref(), bpf))
             .map(Self)
             .context("starting a thread")
     }
 
-    /// Waits for the survey; arms the bus-op calls it found of inlined accessors; what the
-    /// user should know goes to `notes`, including that the kernel's text could not be read
-    /// (the copies, if any, are then missed). Nothing is armed where the text holds no such
-    /// call.
-    pub fn arm(self, ebpf: &mut Ebpf, notes: &mut Vec<String>) -> ArmedCopies {
-        let surveyed = self
-            .0
+    /// The survey, with what was wrong with a damaged cache entry it replaced.
+    pub fn join(self) -> Result<(Survey, Option<String>)> {
+        self.0
             .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the survey stopped")));
-        let (inlined, sites) = match surveyed {
-            Ok((survey, cache_damage)) => {
-                notes.extend(cache_damage);
-                survey
-            }
-            Err(err) => {
-                notes.push(unchecked(&err));
-                return ArmedCopies::default();
-            }
-        };
-        if sites.is_empty() {
-            notes.extend(describe(&inlined));
-            return ArmedCopies::default();
-        }
-        match arm_sites(ebpf, &sites) {
-            Ok(links) => {
-                notes.push(format!(
-                    "this kernel's compiler inlined MDIO accessors into {}: their {} bus-op \
-                     calls are probed there with kprobes",
-                    functions(&sites),
-                    sites.len()
-                ));
-                ArmedCopies {
-                    sites,
-                    _links: links,
-                }
-            }
-            Err(err) => {
-                notes.extend(describe(&inlined));
-                notes.push(format!(
-                    "the inlined accessors' bus-op calls could not be probed: {err:#}"
-                ));
-                ArmedCopies::default()
-            }
-        }
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the survey stopped")))
     }
-}
-
-/// The inlined accessors' bus-op calls armed, and their kprobes (dropped, they are gone).
-#[derive(Default)]
-pub struct ArmedCopies {
-    pub sites: Vec<OpSite>,
-    _links: Vec<EventLink>,
 }
 
 impl OpSite {
@@ -242,8 +171,8 @@ pub fn find(symbols: &TextSymbols, text: &mut impl KernelMemory, isa: Isa) -> Ve
 
 /// The running kernel's inlined accessors and their copies' bus-op calls; an error if its
 /// text cannot be read (kallsyms without addresses, neither `/proc/kcore` nor BPF allowed).
-pub fn survey(btf: &KernelBtf) -> Result<Survey> {
-    survey_at(&Layout::mii_bus(btf, &BUS_OPS))
+pub fn survey(btf: &KernelBtf, bpf: BpfReader) -> Result<Survey> {
+    survey_at(&Layout::mii_bus(btf, &BUS_OPS), bpf)
 }
 
 /// The kind of the survey's cache entries.
@@ -259,7 +188,11 @@ struct Kept {
 /// [`survey_at`], or this boot's survey kept in `cache`; keeps a survey there unless another
 /// tracer's kprobes may have hidden a call from it. With the survey, what was wrong with a
 /// damaged entry it replaced.
-fn survey_cached(layout: &Layout, cache: Option<&Path>) -> Result<(Survey, Option<String>)> {
+fn survey_cached(
+    layout: &Layout,
+    cache: Option<&Path>,
+    bpf: BpfReader,
+) -> Result<(Survey, Option<String>)> {
     let key = cache.and_then(|_| cache::Key::running(layout));
     let lookup = match (cache, &key) {
         (Some(dir), Some(key)) => cached(dir, key),
@@ -268,9 +201,9 @@ fn survey_cached(layout: &Layout, cache: Option<&Path>) -> Result<(Survey, Optio
     if let cache::Lookup::Hit(survey) = lookup {
         return Ok((survey, None));
     }
-    let (inlined, sites) = survey_at(layout)?;
+    let (inlined, sites) = survey_at(layout, bpf)?;
     if let (Some(dir), Some(key)) = (cache, &key)
-        && call_site_probes::probed_addresses().is_empty()
+        && kprobes::probed_addresses().is_empty()
     {
         let kept = Kept {
             inlined: inlined
@@ -327,10 +260,10 @@ impl Kept {
 }
 
 /// [`survey`], the bus ops at `layout`.
-fn survey_at(layout: &Layout) -> Result<Survey> {
+fn survey_at(layout: &Layout, bpf: BpfReader) -> Result<Survey> {
     let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
     let symbols = TextSymbols::parse(&kallsyms);
-    let mut text = call_site_probes::open_kernel_text()?;
+    let mut text = text::open(bpf)?;
     let inlined = find(&symbols, &mut text, Isa::native());
     let sites = op_sites(&symbols, &mut text, Isa::native(), layout);
     Ok((inlined, sites))
@@ -551,7 +484,7 @@ ffffffff81001280 T _etext
         .concat();
         let thunks = BTreeMap::from([(
             thunk,
-            crate::probe::callsites::x86::pt_regs_offset(iced_x86::Register::R11).unwrap(),
+            crate::kernel::code::x86::pt_regs_offset(iced_x86::Register::R11).unwrap(),
         )]);
         assert_eq!(op_calls(&code, 0xffffffff81001000, &thunks), [(1, 4, 9)]);
         // The register overwritten between the load and the call: no site.

@@ -521,7 +521,7 @@ mod tests {
 #[cfg(test)]
 mod mac_tests {
     use super::*;
-    use crate::probe::callsites::phylink_6_12_layout as layout;
+    use crate::kernel::code::phylink_6_12_layout as layout;
 
     const BASE: u64 = 0xffff_ffff_c000_0000;
 

@@ -7,6 +7,8 @@
 
 mod arming;
 mod drain;
+mod header;
+pub(crate) mod kmsg;
 mod loss;
 mod mac;
 mod prefetch;
@@ -24,22 +26,21 @@ pub use drain::{POLL_INTERVAL, Sink};
 pub use mac::MacSide;
 pub use start::StartupTimings;
 
-use super::{
-    btf::BtfSource,
-    call_site_probes::{CallSiteProbes, CallbackChoice, CallbackProbes},
-    driver_probes::DriverProbes,
-    kmsg::{Kmsg, KmsgScope},
-    mac_sites::MacChoice,
-    mdio_inlining::{self, OpSite},
-    mdio_probes::MdioChoice,
-    symbols::CallbackSymbol,
-};
 use crate::event::{Event, EventKind};
+use crate::kernel::{btf::BtfSource, code::mdio_inlining::OpSite, symbols::CallbackSymbol};
+use crate::probe::{
+    driver_probes::DriverProbes,
+    mac_site_probes::MacChoice,
+    mdio_copy_probes::ArmedCopies,
+    mdio_probes::MdioChoice,
+    phy_site_probes::{CallSiteProbes, CallbackChoice, CallbackProbes},
+};
 use crate::records::{
     decode::Decoder,
     session::{ArmingEntry, KmsgHeader, MdioProbes},
     states::PhyStates,
 };
+use kmsg::{Kmsg, KmsgScope};
 
 /// What to trace.
 #[derive(Clone, Debug, Default)]
@@ -92,7 +93,7 @@ pub struct Tracer {
     states: PhyStates,
     startup: StartupTimings,
     /// The bus-op calls of MDIO accessors inlined into other functions, armed.
-    mdio_copies: mdio_inlining::ArmedCopies,
+    mdio_copies: ArmedCopies,
     /// The call sites armed, when callbacks are probed there.
     call_sites: Option<CallSiteProbes>,
     /// phylink's MAC call sites.

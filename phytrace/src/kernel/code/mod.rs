@@ -12,20 +12,23 @@
 //! checked again at every hit by the programs (the called address must be the PHY's driver's
 //! op), so a misread site reports nothing rather than something wrong.
 
-pub mod arm64;
+pub(crate) mod arm64;
 pub mod cache;
 mod flow;
-pub mod kallsyms;
-pub mod text;
-pub mod x86;
+pub(crate) mod mac_sites;
+pub mod mdio_inlining;
+pub(crate) mod phy_sites;
+pub(crate) mod text;
+pub(crate) mod text_symbols;
+pub(crate) mod x86;
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::probe::btf::KernelBtf;
-use kallsyms::{Function, TextSymbols};
+use crate::kernel::btf::KernelBtf;
+use text_symbols::{Function, TextSymbols};
 
 /// The `struct phy_driver` operations traced at their call sites: the eleven the Rust
 /// abstractions implement, then those C drivers use on the same paths. A key's op is its index
@@ -323,7 +326,7 @@ impl Discovery {
     /// Decodes `function` (its code `body`) if it may hold sites, adding those it holds.
     fn search(
         &mut self,
-        function: kallsyms::Function<'_>,
+        function: text_symbols::Function<'_>,
         body: &[u8],
         (layout, isa, symbols, probed): (&Layout, Isa, &TextSymbols, &[u64]),
     ) {

@@ -264,7 +264,7 @@ fn build_id(notes: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::callsites::{CallSite, Found, Return, Target};
+    use crate::kernel::code::{CallSite, Found, Return, Target};
 
     fn note(kind: u32, name: &[u8], desc: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -298,10 +298,10 @@ mod tests {
     }
 
     fn layout() -> Layout {
-        let mut ops = vec![None; crate::probe::callsites::OPS.len()];
+        let mut ops = vec![None; crate::kernel::code::OPS.len()];
         ops[2] = Some(0xd0);
         Layout {
-            names: &crate::probe::callsites::OPS,
+            names: &crate::kernel::code::OPS,
             ops,
             holders: vec![0x360, 0x68],
             marker: Some(0x360),

@@ -435,7 +435,7 @@ mod tests {
 #[cfg(test)]
 mod mac_tests {
     use super::*;
-    use crate::probe::callsites::phylink_6_12_layout as layout;
+    use crate::kernel::code::phylink_6_12_layout as layout;
 
     fn code(name: &str) -> Vec<u8> {
         let path = format!(

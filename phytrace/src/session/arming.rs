@@ -9,9 +9,8 @@ use anyhow::Result;
 
 use super::{Sink, current_cpu, own_event_at, prefetch::Prefetched};
 use crate::event::{Event, EventKind, Guarantee};
-use crate::probe::{
-    attach::ArmCallbacks, call_site_probes::CallbackProbes, modules, symbols::CallbackSymbol,
-};
+use crate::kernel::{modules, symbols::CallbackSymbol};
+use crate::probe::{attach::ArmCallbacks, phy_site_probes::CallbackProbes};
 use crate::records::{clock::monotonic_ns, session::ArmingEntry};
 
 /// The followed modules: which are live, and how each is armed.
@@ -311,7 +310,8 @@ mod tests {
     use anyhow::bail;
 
     use super::*;
-    use crate::probe::{attach::Armed, tracer::testing::symbol};
+    use crate::probe::attach::Armed;
+    use crate::session::testing::symbol;
 
     /// Arms nothing in any kernel: remembers what it was asked to arm, and when (`now`).
     #[derive(Default)]

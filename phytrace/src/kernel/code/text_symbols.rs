@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::x86;
-use crate::probe::kallsyms::{self, Line};
+use crate::kernel::kallsyms::{self, Line};
 
 /// The most bytes of a module function decoded.
 const MAX_MODULE_FUNCTION: u64 = 64 * 1024;

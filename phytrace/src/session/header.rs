@@ -1,7 +1,7 @@
 //! A live tracing session described as a capture's header tells it: the clocks read at its
 //! start, the probes attached and the kernel's `phy_state` names.
 
-use super::tracer::Tracer;
+use super::Tracer;
 use crate::records::{
     clock::ClockRef,
     session::{CallSiteEntry, MdioSiteEntry, ProbeEntry, Session},

@@ -12,6 +12,7 @@ use aya::{
 };
 use tokio::io::unix::AsyncFd;
 
+use super::kmsg::Kmsg;
 use super::{
     Tracer, TracerOptions,
     arming::Arming,
@@ -20,21 +21,26 @@ use super::{
     mac::{MAC_BY_NAME, MAC_PROBES, MacSide},
     prefetch::Prefetched,
 };
+use crate::kernel::{
+    btf,
+    code::{
+        Layout, cache, mac_sites, mdio_inlining,
+        phy_sites::{self, Sourcing},
+    },
+    error::{ProbeError, Stage},
+    modules, support,
+};
 use crate::probe::{
     attach::{Programs, attach},
-    btf,
-    call_site_probes::{self, CallSiteProbes, CallbackChoice, Sourcing},
-    callsites::{Layout, cache},
+    bpf_memory::BpfMemory,
     driver_probes::{self, DriverProbes, SymbolArmer},
-    error::{ProbeError, Stage},
-    kmsg::Kmsg,
     loader::{self, LoadOptions, explain_refusal},
-    mac_sites::{self, MacChoice},
-    mdio_inlining,
+    mac_site_probes::{self, MacChoice},
+    mdio_copy_probes::ArmedCopies,
     mdio_probes::{self, MdioChoice},
-    modules,
+    phy_site_probes::{self, CallSiteProbes, CallbackChoice},
     preload::{self, Planned},
-    site_table, support,
+    site_table,
 };
 use crate::records::{decode::Decoder, session::MdioProbes};
 
@@ -74,7 +80,7 @@ fn planned_programs(
     let mut planned = mdio_probes::planned(mdio, btf);
     let callback_programs: &[&str] = match callbacks {
         CallbackChoice::Symbol => &driver_probes::PROGRAMS,
-        CallbackChoice::Auto | CallbackChoice::Callsite => &call_site_probes::PROGRAMS,
+        CallbackChoice::Auto | CallbackChoice::Callsite => &phy_site_probes::PROGRAMS,
     };
     let others = [DEVICE_CHANGE_PROGRAM]
         .iter()
@@ -83,7 +89,7 @@ fn planned_programs(
         .chain(callback_programs)
         .chain(MAC_PROBES.iter().map(|(_, _, program, _)| program))
         .chain(MAC_BY_NAME.iter().map(|(_, _, program, _)| program))
-        .chain(mac_sites::PROGRAMS.iter());
+        .chain(mac_site_probes::PROGRAMS.iter());
     planned.extend(others.map(|program| Planned::program(program)));
     planned
 }
@@ -149,12 +155,19 @@ impl Tracer {
             Ok(dir) => (Some(dir), None),
             Err(note) => (None, Some(note)),
         };
-        let mdio_survey = mdio_inlining::Surveying::start(&kernel_btf, cache_dir.clone())?;
+        let mdio_survey =
+            mdio_inlining::Surveying::start(&kernel_btf, cache_dir.clone(), BpfMemory::reader)?;
         startup.btf = lap();
         let mut probes = DriverProbes::new(options.max_active)?;
         // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
         let finding = (options.callbacks != CallbackChoice::Symbol)
-            .then(|| call_site_probes::find_meanwhile(Layout::from_btf(&kernel_btf), cache_dir))
+            .then(|| {
+                phy_sites::find_meanwhile(
+                    Layout::from_btf(&kernel_btf),
+                    cache_dir,
+                    BpfMemory::reader,
+                )
+            })
             .transpose()?;
         let defaults = LoadOptions::new(options.ring_size, offsets);
         let mut ebpf = loader::load(&LoadOptions {
@@ -191,7 +204,7 @@ impl Tracer {
         let mdio = mdio?;
         // The accessors' copies a compiler inlined, at their bus-op calls (after the load: the
         // kprobe twins of the MDIO programs are loaded for them here).
-        let mdio_copies = mdio_survey.arm(&mut ebpf, &mut notes);
+        let mdio_copies = ArmedCopies::arm(&mut ebpf, mdio_survey.join(), &mut notes);
         startup.load = lap();
         startup.mdio = attaching;
         startup.call_sites_armed = arming;

@@ -10,7 +10,7 @@ use object::{
     Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget, SymbolKind, SymbolSection,
 };
 
-use super::{btf::KernelBtf, callsites::OPS};
+use super::{btf::KernelBtf, code::OPS};
 
 /// Where `struct phy_driver` keeps what is read here, from the kernel's BTF.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,10 +8,16 @@ use aya::Ebpf;
 use phytrace_common::RawKind;
 
 use super::Tracer;
-use crate::probe::{
+use crate::kernel::{
     btf,
-    callsites::{CallSite, MAC_OPS},
-    mac_sites::{self, Home, MacSiteCalls, MacSites},
+    code::{
+        CallSite, MAC_OPS,
+        mac_sites::{self, Home},
+    },
+};
+use crate::probe::{
+    bpf_memory::BpfMemory,
+    mac_site_probes::{MacSiteCalls, MacSites},
 };
 
 /// The MAC side of a phylink link: (module, function, program, on return). Armed before the
@@ -73,7 +79,7 @@ impl MacSide {
         let btf = Arc::clone(btf);
         match std::thread::Builder::new()
             .name("mac-sites".to_owned())
-            .spawn(move || mac_sites::find(&btf, home))
+            .spawn(move || mac_sites::find(&btf, home, BpfMemory::reader))
         {
             Ok(finding) => self.finding = Some(finding),
             Err(err) => notes.push(format!(

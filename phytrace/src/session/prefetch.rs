@@ -10,12 +10,12 @@ use std::{
 use anyhow::{Context as _, Result};
 
 use super::{TracerOptions, mac::MAC_PROBES};
-use crate::probe::{
-    call_site_probes::CallbackChoice,
+use crate::kernel::{
     module_files::{self, ModuleTree},
     modules,
     symbols::{self, CallbackSymbol},
 };
+use crate::probe::phy_site_probes::CallbackChoice;
 
 /// A followed module's file and the callbacks it defines, or why it could not be read.
 pub type ModuleFileRead = Result<(PathBuf, Vec<CallbackSymbol>), String>;
@@ -164,7 +164,7 @@ pub fn read_callbacks() -> Result<Vec<CallbackSymbol>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::tracer::testing;
+    use crate::session::testing;
 
     fn symbol(module: &str, callback: &str) -> CallbackSymbol {
         testing::symbol(module, callback, "a")

@@ -1,14 +1,11 @@
-//! phylink's calls of a MAC driver's operations (`pl->mac_ops->mac_link_up/down`) as call
-//! sites ([`super::callsites`], [`Layout::mac`]): every MAC's link handling is traced, not
-//! only the ones probed by name. phylink as a module: its sites are found when it is live, from
-//! its code (`open_kernel_text`) and its BTF (`struct phylink` is private to it), and armed as
-//! kprobes of the kprobe PMU, which go with it when it unloads. phylink built in: at the start,
-//! in vmlinux's functions named `phylink_*` (phylink.c's, static ones included) with vmlinux's
-//! BTF; a site is still only what the decoding proves.
+//! The probes at phylink's calls of a MAC driver's operations
+//! ([`crate::kernel::code::mac_sites`]): every MAC's link handling is traced, not only the ones
+//! probed by name. The sites are armed as kprobes of the kprobe PMU, which go with phylink when
+//! it unloads as a module.
 
-use std::{fs, os::fd::AsFd as _};
+use std::os::fd::AsFd as _;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use aya::Ebpf;
 use phytrace_common::{
     CallSite as SiteRecord, MAX_MAC_SITES, SITE_CHECK_HOLDER, SITE_TAIL_CALL, SITE_TARGET_IN_MEMORY,
@@ -16,13 +13,12 @@ use phytrace_common::{
 
 use super::{
     attach::loaded_kprobe,
-    btf::KernelBtf,
-    call_site_probes,
-    callsites::{self, CallSite, Discovery, Isa, Layout, Return, Target, kallsyms::TextSymbols},
-    modules,
     site_table::{self, SiteTable},
-    symbols::KALLSYMS,
     trace_events::{self, EventLink},
+};
+use crate::kernel::code::{
+    self, CallSite, Return, Target,
+    mac_sites::{Found, unarmable},
 };
 
 /// How the MAC side's link changes are probed (`--mac-probes`).
@@ -45,95 +41,8 @@ pub struct MacSiteCalls {
     pub calls: u64,
 }
 
-/// The module whose calls are traced.
-pub const MODULE: &str = "phylink";
-
-/// The programs, by op of [`callsites::MAC_OPS`].
+/// The programs, by op of [`code::MAC_OPS`].
 pub const PROGRAMS: [&str; 2] = ["mac_site_link_up", "mac_site_link_down"];
-
-/// The MAC call sites of the live phylink, and how the programs check them.
-pub struct Found {
-    pub discovery: Discovery,
-    /// From the register holding a `struct phylink`'s `mac_ops` to its `config`, which phylink
-    /// passes every MAC op first.
-    pub config_from_ops: i32,
-}
-
-/// Where phylink's code is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Home {
-    /// The module [`MODULE`], live.
-    Module,
-    /// vmlinux.
-    BuiltIn,
-}
-
-/// Where the running kernel's phylink is: built in (`built_in`, as the module tree says), a live
-/// module, or not loaded (`None`).
-pub fn home(built_in: bool) -> Result<Option<Home>> {
-    if built_in {
-        return Ok(Some(Home::BuiltIn));
-    }
-    Ok(modules::read()?
-        .contains_key(MODULE)
-        .then_some(Home::Module))
-}
-
-/// Finds phylink's MAC call sites: `btf` is vmlinux's (with phylink as a module, its own is
-/// read on top).
-pub fn find(btf: &KernelBtf, home: Home) -> Result<Found> {
-    let module_btf;
-    let btf = match home {
-        Home::Module => {
-            module_btf = btf.with_module(MODULE)?;
-            &module_btf
-        }
-        Home::BuiltIn => btf,
-    };
-    let layout = Layout::mac(btf).context("phylink's BTF")?;
-    let config_from_ops = layout
-        .first_argument
-        .context("phylink's MAC ops are checked through their first argument")?;
-    let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-    let mut kcore = call_site_probes::open_kernel_text()?;
-    let probed = call_site_probes::probed_addresses();
-    let isa = Isa::native();
-    let discovery = match home {
-        Home::Module => {
-            let symbols = TextSymbols::parse_module(&kallsyms, MODULE);
-            callsites::discover_module(&symbols, &mut kcore, &layout, isa, &probed, MODULE)?
-        }
-        Home::BuiltIn => {
-            let symbols = TextSymbols::parse(&kallsyms);
-            callsites::discover_named(&symbols, &mut kcore, &layout, isa, &probed, "phylink_")?
-        }
-    };
-    if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
-        bail!(
-            "no call through pl->mac_ops->mac_link_up/down found: kprobes of a running tracer \
-             (another phytrace session?) rewrote {}, where the calls are",
-            discovery.rewritten.join(", ")
-        );
-    }
-    if discovery.sites.is_empty() {
-        bail!(
-            "no call through pl->mac_ops->mac_link_up/down found in {} bytes of phylink's code",
-            discovery.text_bytes
-        );
-    }
-    Ok(Found {
-        discovery,
-        config_from_ops: i32::try_from(config_from_ops).context("struct phylink's layout")?,
-    })
-}
-
-/// Why `site` cannot be armed, if it cannot.
-pub fn unarmable(site: &CallSite) -> Option<&'static str> {
-    site.found.owner.is_none().then_some(
-        "the register holding its struct phylink is not proven to hold it at the call, \
-         so the call cannot be checked",
-    )
-}
 
 /// The MAC call sites armed.
 pub struct MacSites {
@@ -237,7 +146,7 @@ fn by_reason(refused: &[(&CallSite, String)]) -> String {
 
 /// The programs' record of `site` (which has an owner); `config_from_ops` as in [`Found`].
 fn record(site: &CallSite, config_from_ops: i32) -> SiteRecord {
-    let owner = site.found.owner.unwrap_or(callsites::Owner {
+    let owner = site.found.owner.unwrap_or(code::Owner {
         register: 0,
         displacement: 0,
     });
@@ -270,12 +179,12 @@ mod tests {
     fn a_site_is_checked_through_its_phylink() {
         let site = CallSite {
             function: "phylink_resolve".to_owned(),
-            found: callsites::Found {
+            found: code::Found {
                 offset: 0x644,
                 op: 0,
                 target: Target::Memory(56),
                 ret: Return::After(0x648),
-                owner: Some(callsites::Owner {
+                owner: Some(code::Owner {
                     register: 8,
                     displacement: -0x128,
                 }),
@@ -302,7 +211,7 @@ mod tests {
             )
         );
         let unproven = CallSite {
-            found: callsites::Found {
+            found: code::Found {
                 owner: None,
                 ..site.found
             },

@@ -1,0 +1,147 @@
+//! The search for phylib's call sites of driver operations ([`super`]): this boot's kept in
+//! the cache, or found in the kernel's code, on the session's behalf or on a thread of its own.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result};
+
+use super::{
+    Discovery, Isa, Layout, cache,
+    text::{self, BpfReader, TextReader},
+    text_symbols::TextSymbols,
+};
+use crate::kernel::{error::ProbeError, kprobes, symbols::KALLSYMS};
+
+/// The call sites found, with the text symbols that name what they call.
+pub type Found = (Discovery, TextSymbols);
+
+/// Finds the running kernel's call sites of the ops at `layout` (kallsyms and the kernel's
+/// code, read through kcore or `bpf`), or takes them from `cache` (a directory, see
+/// [`cache`]) where this boot's were kept; keeps them there. Returns the reader of the kernel's
+/// code, `None` if they came from the cache.
+pub fn find(
+    layout: &Layout,
+    cache: Option<&Path>,
+    bpf: BpfReader,
+) -> Result<(Found, Option<TextReader>)> {
+    find_with(layout, cache, None, bpf)
+}
+
+/// [`find`], with kallsyms if already read (`kallsyms`, for a search: not read again). The
+/// sites taken from the cache come without symbols: they are named when a callback is first
+/// seen (the session reads kallsyms then).
+pub fn find_with(
+    layout: &Layout,
+    cache: Option<&Path>,
+    kallsyms: Option<&str>,
+    bpf: BpfReader,
+) -> Result<(Found, Option<TextReader>)> {
+    let key = cache.and_then(|_| cache::Key::running(layout));
+    let lookup = match (cache, &key) {
+        (Some(dir), Some(key)) => cache::load(dir, key, layout),
+        _ => cache::Lookup::Miss,
+    };
+    if let cache::Lookup::Hit(discovery) = lookup {
+        return Ok(((discovery, TextSymbols::default()), None));
+    }
+    let read;
+    let kallsyms = match kallsyms {
+        Some(kallsyms) => kallsyms,
+        None => {
+            read = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
+            &read
+        }
+    };
+    let (mut found, reader) = discover(layout, kallsyms, bpf)?;
+    found.0.cache_damage = lookup.damage_note();
+    if let (Some(dir), Some(key)) = (cache, &key) {
+        // A cache that cannot be written costs the next session the search, nothing else.
+        let _ = cache::store(dir, key, &found.0);
+    }
+    Ok((found, Some(reader)))
+}
+
+/// [`find`] on the call sites in kallsyms text `kallsyms`, with the reader of the kernel's
+/// code.
+fn discover(layout: &Layout, kallsyms: &str, bpf: BpfReader) -> Result<(Found, TextReader)> {
+    let symbols = TextSymbols::parse(kallsyms);
+    let mut text = text::open(bpf)?;
+    let probed = kprobes::probed_addresses();
+    let discovery = super::discover(&symbols, &mut text, layout, Isa::native(), &probed)
+        .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
+    if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
+        return Err(ProbeError::unavailable(format!(
+            "no call site of a phy_driver operation found: kprobes of a running tracer (another \
+             phytrace session?) rewrote the code of {} of the {} functions decoded ({}), where \
+             the sites are; try again when it stops",
+            discovery.rewritten.len(),
+            discovery.functions_decoded,
+            discovery.rewritten.join(", ")
+        ))
+        .into());
+    }
+    if discovery.sites.is_empty() {
+        return Err(ProbeError::unavailable(format!(
+            "no call site of a phy_driver operation found in {} bytes of kernel text \
+             ({} functions decoded): is phylib built in (CONFIG_PHYLIB=y)?",
+            discovery.text_bytes, discovery.functions_decoded
+        ))
+        .into());
+    }
+    Ok(((discovery, symbols), text.reader()))
+}
+
+/// Call sites being found on another thread (reading the kernel text takes about as long as
+/// loading the programs in a slow guest).
+pub struct Finding(std::thread::JoinHandle<Result<(Found, Sourcing)>>);
+
+/// How a session had its call sites.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sourcing {
+    /// Finding them (or reading them from the cache) took this long.
+    pub took: Duration,
+    /// They were this boot's, kept in the cache by an earlier session.
+    pub cached: bool,
+    /// Otherwise, the reader of the kernel's code they were found in.
+    pub reader: Option<TextReader>,
+}
+
+impl Finding {
+    /// The call sites, and how they were had.
+    pub fn join(self) -> Result<(Found, Sourcing)> {
+        self.0
+            .join()
+            .map_err(|_| anyhow::anyhow!("the call-site reader stopped"))?
+    }
+}
+
+/// Starts [`find`] on another thread, for the ops at `layout`, with the cache in `cache` (an
+/// error in it is returned by [`Finding::join`]).
+pub fn find_meanwhile(
+    layout: Result<Layout>,
+    cache: Option<PathBuf>,
+    bpf: BpfReader,
+) -> Result<Finding> {
+    std::thread::Builder::new()
+        .name("phytrace-sites".into())
+        .spawn(move || {
+            let started = Instant::now();
+            let (found, reader) = find(&layout?, cache.as_deref(), bpf)?;
+            let took = started.elapsed();
+            let cached = reader.is_none();
+            Ok((
+                found,
+                Sourcing {
+                    took,
+                    cached,
+                    reader,
+                },
+            ))
+        })
+        .map(Finding)
+        .context("starting a thread")
+}
