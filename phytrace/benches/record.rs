@@ -12,7 +12,7 @@ use phytrace::event::Callback;
 use phytrace::metrics::{self, LiveHealth, MetricsSink, Tee};
 use phytrace::recording::CaptureSink;
 use phytrace::records::{decode::Decoder, raw, raw::Record, states::PhyStates};
-use phytrace::session::Sink;
+use phytrace::session::{Received, Sink};
 use phytrace::synth;
 use phytrace::test_events;
 use phytrace_common::{RawEvent, RawKind};
@@ -124,7 +124,7 @@ fn record(c: &mut Criterion) {
                 let mut capture = CaptureSink::new(&mut w, None);
                 for bytes in &ring {
                     let parsed = raw::parse(bytes).unwrap();
-                    capture.record(&mut decoder, bytes, &parsed);
+                    capture.record(&Received::new(&mut decoder, bytes, &parsed));
                 }
                 capture.check().unwrap();
             })
@@ -152,7 +152,7 @@ fn record(c: &mut Criterion) {
             let mut tee = Tee(&mut capture, Some(&mut metrics));
             for bytes in &ring {
                 let parsed = raw::parse(bytes).unwrap();
-                tee.record(&mut decoder, bytes, &parsed);
+                tee.record(&Received::new(&mut decoder, bytes, &parsed));
             }
             tee.flush();
             capture.check().unwrap();

@@ -22,9 +22,7 @@ use crate::metrics::{LiveHealth, MetricsSink, Tee};
 use crate::output::Target;
 use crate::probe::mac_site_probes::MacSiteCalls;
 use crate::records::clock::{clock_now, monotonic_ns};
-use crate::records::decode::Decoder;
-use crate::records::raw::Record;
-use crate::session::{Sink, Tracer, TracerOptions};
+use crate::session::{Received, Sink, Tracer, TracerOptions};
 
 /// How `record` (and `check --record`) store captures unless told otherwise: binary, which
 /// keeps up with MDIO accesses back to back.
@@ -152,31 +150,37 @@ impl<'a, W: Write> CaptureSink<'a, W> {
         }
     }
 
-    /// Defines the keys `decoder` learnt since the last call.
-    fn define_keys(&mut self, decoder: &Decoder) {
-        for (key, callback) in decoder.keys_after(self.keys_defined) {
+    /// Defines the keys the session named since the last call.
+    fn define_keys(&mut self, record: &Received<'_>) {
+        for (key, callback) in record.keys_after(self.keys_defined) {
             self.keys_defined += 1;
             self.attempt(|writer| writer.define_probe(key, callback));
+        }
+    }
+
+    /// Writes `event` if the filter keeps it.
+    fn keep(&mut self, event: &Event) {
+        if self.filter.is_none_or(|f| f.keeps(event)) {
+            self.attempt(|writer| writer.write(event));
         }
     }
 }
 
 impl<W: Write> Sink for CaptureSink<'_, W> {
     fn event(&mut self, event: Event) {
-        if self.filter.is_none_or(|f| f.keeps(&event)) {
-            self.attempt(|writer| writer.write(&event));
-        }
+        self.keep(&event);
     }
 
-    fn record(&mut self, decoder: &mut Decoder, bytes: &[u8], parsed: &Record<'_>) {
+    fn record(&mut self, record: &Received<'_>) {
         if self.writer.encoding() == Encoding::Jsonl {
-            if let Some(event) = decoder.decode(parsed) {
-                self.event(event);
+            if let Some(event) = record.event() {
+                self.keep(event);
             }
             return;
         }
         // Binary: the record as it is, once the keys it may use are defined; decoded only to
         // be filtered.
+        let bytes = record.bytes();
         let Some(kind) = bytes.first().copied().and_then(RawKind::from_u8) else {
             return;
         };
@@ -184,13 +188,11 @@ impl<W: Write> Sink for CaptureSink<'_, W> {
             return;
         }
         if let Some(filter) = self.filter
-            && decoder
-                .decode(parsed)
-                .is_some_and(|event| !filter.keeps(&event))
+            && record.event().is_some_and(|event| !filter.keeps(event))
         {
             return;
         }
-        self.define_keys(decoder);
+        self.define_keys(record);
         self.attempt(|writer| writer.write_ring(kind, bytes));
     }
 }
@@ -333,6 +335,7 @@ mod tests {
     use super::*;
     use crate::capture::{Capture, Problem, Reader};
     use crate::event::{EventKind, Guarantee, LossCause};
+    use crate::records::decode::Decoder;
     use crate::records::raw;
     use crate::records::states::PhyStates;
     use crate::{synth, test_events};
@@ -451,7 +454,7 @@ mod tests {
                 Step::Teach(key, name) => decoder.add_callback(key, callback(name)),
                 Step::Ring(bytes) => {
                     let parsed = raw::parse(&bytes).unwrap();
-                    sink.record(&mut decoder, &bytes, &parsed);
+                    sink.record(&Received::new(&mut decoder, &bytes, &parsed));
                 }
                 Step::Own(event) => sink.event(event),
             }

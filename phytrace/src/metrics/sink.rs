@@ -21,9 +21,9 @@ use super::{Feed, LiveHealth, Metrics, serve};
 use crate::capture::Header;
 use crate::event::{Event, EventKind, LinkState, MdioOp, PhyFilter};
 use crate::model::{Applied, Model};
-use crate::records::decode::{self, Decoder};
+use crate::records::decode;
 use crate::records::raw::Record;
-use crate::session::Sink;
+use crate::session::{Received, Sink};
 
 /// State and link changes the sink's model keeps per PHY: the metrics need only the latest.
 const HISTORY_CAP: usize = 16;
@@ -236,38 +236,37 @@ impl Sink for MetricsSink {
         self.take(&event);
     }
 
-    fn record(&mut self, decoder: &mut Decoder, _bytes: &[u8], parsed: &Record<'_>) {
-        let raw = match parsed {
+    fn record(&mut self, record: &Received<'_>) {
+        let raw = match record.parsed() {
             Record::Event(raw) => &**raw,
             // A PHY named anew (another driver bound): its accessors are learnt again.
             Record::Identity(_) => {
                 self.forget_accessors();
-                decoder.decode(parsed);
                 return;
             }
             Record::Named(_) => {
-                if let Some(event) = decoder.decode(parsed) {
-                    self.take(&event);
+                if let Some(event) = record.event() {
+                    self.take(event);
                 }
                 return;
             }
         };
-        if decoder.key_count() != self.keys_known {
+        if record.keys_named() != self.keys_known {
             self.forget_accessors();
-            self.keys_known = decoder.key_count();
+            self.keys_known = record.keys_named();
         }
         if RawKind::from_u8(raw.kind).is_some_and(|kind| self.count_known(raw, kind)) {
             return;
         }
-        let Some(event) = decoder.decode(parsed) else {
+        let Some(event) = record.event() else {
             return;
         };
         if event.phy.is_none() {
-            self.take(&event);
+            self.take(event);
             return;
         }
-        let applied = self.take(&event);
-        self.learn(raw, &event, applied);
+        let applied = self.take(event);
+        self.learn(raw, event, applied);
     }
 
     fn flush(&mut self) {
@@ -295,10 +294,10 @@ impl<A: Sink, B: Sink> Sink for Tee<'_, A, B> {
         self.0.event(event);
     }
 
-    fn record(&mut self, decoder: &mut Decoder, bytes: &[u8], parsed: &Record<'_>) {
-        self.0.record(decoder, bytes, parsed);
+    fn record(&mut self, record: &Received<'_>) {
+        self.0.record(record);
         if let Some(second) = &mut self.1 {
-            second.record(decoder, bytes, parsed);
+            second.record(record);
         }
     }
 
@@ -317,6 +316,7 @@ mod tests {
     use phytrace_common::RawKind;
 
     use super::*;
+    use crate::records::decode::Decoder;
     use crate::records::raw;
     use crate::records::states::PhyStates;
     use crate::{synth, test_events};
@@ -435,7 +435,8 @@ mod tests {
         let mut sink = MetricsSink::serve(listener, &synth::header(), health, filter).unwrap();
         let mut decoder = decoder();
         for bytes in session() {
-            sink.record(&mut decoder, &bytes, &raw::parse(&bytes).unwrap());
+            let parsed = raw::parse(&bytes).unwrap();
+            sink.record(&Received::new(&mut decoder, &bytes, &parsed));
         }
         sink.flush();
         (sink.feed.metrics().encode(), sink.model.totals().events)

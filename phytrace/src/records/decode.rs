@@ -171,12 +171,18 @@ impl Decoder {
     /// Decodes one record; `None` for records that are not driver events (identities, which
     /// it learns; the self-test; module loads, which the tracer handles).
     pub fn decode(&mut self, record: &Record<'_>) -> Option<Event> {
+        if let Record::Identity(identity) = record {
+            self.learn(identity);
+        }
+        self.decode_known(record)
+    }
+
+    /// Decodes one record without learning from it: an identity gives nothing (see
+    /// [`Decoder::decode`], which learns it).
+    pub fn decode_known(&self, record: &Record<'_>) -> Option<Event> {
         match record {
             Record::Event(raw) => self.decode_event(raw),
-            Record::Identity(identity) => {
-                self.learn(identity);
-                None
-            }
+            Record::Identity(_) => None,
             Record::Named(named) => self.decode_named(named),
         }
     }

@@ -3,6 +3,7 @@
 //! in their place among them, and module loads and unloads acted on where they happen.
 
 use std::{
+    cell::OnceCell,
     collections::VecDeque,
     time::{Duration, Instant},
 };
@@ -12,7 +13,7 @@ use aya::programs::Program;
 use phytrace_common::{RawEvent, RawKind, RawNamed};
 
 use super::{Tracer, prefetch::read_callbacks};
-use crate::event::Event;
+use crate::event::{Callback, Event};
 use crate::probe::driver_probes::SymbolArmer;
 use crate::records::{
     decode::{Decoder, c_string},
@@ -34,16 +35,67 @@ const MAX_BATCH: usize = 4096;
 /// highest rate one CPU produces them).
 const GATHER_PAUSE: Duration = Duration::from_millis(1);
 
+/// A ring-buffer record handed to the sinks: its bytes as the ring held them, parsed, and its
+/// event, decoded once, when a sink first asks.
+pub struct Received<'a> {
+    bytes: &'a [u8],
+    parsed: &'a Record<'a>,
+    decoder: &'a Decoder,
+    event: OnceCell<Option<Event>>,
+}
+
+impl<'a> Received<'a> {
+    /// The record `bytes`, parsed as `parsed`, which `decoder` names: the PHY or bus an
+    /// identity names is learnt here, before any sink sees the record.
+    pub fn new(decoder: &'a mut Decoder, bytes: &'a [u8], parsed: &'a Record<'a>) -> Self {
+        if let Record::Identity(_) = parsed {
+            decoder.decode(parsed);
+        }
+        Self {
+            bytes,
+            parsed,
+            decoder,
+            event: OnceCell::new(),
+        }
+    }
+
+    /// The record as the ring held it.
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+
+    /// The record, parsed.
+    pub fn parsed(&self) -> &Record<'a> {
+        self.parsed
+    }
+
+    /// Its event; none for records that are not driver events (identities, the self-test).
+    pub fn event(&self) -> Option<&Event> {
+        self.event
+            .get_or_init(|| self.decoder.decode_known(self.parsed))
+            .as_ref()
+    }
+
+    /// How many probe keys the session named so far.
+    pub fn keys_named(&self) -> usize {
+        self.decoder.key_count()
+    }
+
+    /// The probe keys named after the first `known`, with their callbacks.
+    pub fn keys_after(&self, known: usize) -> impl Iterator<Item = (u64, &Callback)> {
+        self.decoder.keys_after(known)
+    }
+}
+
 /// Where a session's records go: decoded into events, or kept as the ring buffer held them.
 pub trait Sink {
     /// An event phytrace itself made (a module attached or detached, events lost).
     fn event(&mut self, event: Event);
 
-    /// A ring-buffer record (`bytes`, `parsed`), which `decoder` decodes; by default decoded
-    /// and handed to [`Sink::event`].
-    fn record(&mut self, decoder: &mut Decoder, _bytes: &[u8], parsed: &Record<'_>) {
-        if let Some(event) = decoder.decode(parsed) {
-            self.event(event);
+    /// A ring-buffer record; by default its event is handed to [`Sink::event`].
+    fn record(&mut self, record: &Received<'_>) {
+        if let Some(event) = record.event() {
+            self.event(event.clone());
         }
     }
 
@@ -202,21 +254,6 @@ impl Tracer {
                 self.held.seen(raw.ts_ns, u32::from(raw.cpu), out);
                 self.kmsg.release(raw.ts_ns, u32::from(raw.cpu), out);
             }
-            // The PHYs and the network devices they are attached to, for the kernel's lines
-            // naming them. The decoder learns the identities here too: a binary capture's
-            // sink does not decode them, and a carrier change names its PHY by them.
-            match &parsed {
-                Record::Identity(identity) => {
-                    self.decoder.decode(&parsed);
-                    self.kmsg.learn_phy(identity);
-                }
-                Record::Named(_) => {
-                    if let Some(event) = self.decoder.decode(&parsed) {
-                        self.kmsg.learn(&event);
-                    }
-                }
-                Record::Event(_) => {}
-            }
             if let Record::Named(named) = &parsed
                 && let Some(kind @ (RawKind::ModuleLoad | RawKind::ModuleFree)) =
                     RawKind::from_u8(named.event.kind)
@@ -229,7 +266,19 @@ impl Tracer {
             if let Some(sites) = &mut self.call_sites {
                 sites.teach(&mut self.decoder, &parsed);
             }
-            out.record(&mut self.decoder, &record, &parsed);
+            let received = Received::new(&mut self.decoder, &record, &parsed);
+            // The PHYs and the network devices they are attached to, for the kernel's lines
+            // naming them.
+            match &parsed {
+                Record::Identity(identity) => self.kmsg.learn_phy(identity),
+                Record::Named(_) => {
+                    if let Some(event) = received.event() {
+                        self.kmsg.learn(event);
+                    }
+                }
+                Record::Event(_) => {}
+            }
+            out.record(&received);
         }
         out.flush();
         Ok(Read::Backlog)

@@ -22,7 +22,7 @@ use aya::{
 };
 use tokio::io::unix::AsyncFd;
 
-pub use drain::{POLL_INTERVAL, Sink};
+pub use drain::{POLL_INTERVAL, Received, Sink};
 pub use mac::MacSide;
 pub use start::StartupTimings;
 
