@@ -2,7 +2,7 @@
 //! Prints the [`Survey`] section by section, or as one JSON document ([`json`]).
 
 use std::fmt::Write as _;
-use std::{collections::BTreeMap, fs, process::ExitCode};
+use std::{collections::BTreeMap, process::ExitCode};
 
 use anyhow::Result;
 
@@ -12,9 +12,11 @@ use crate::{
     exit::{self, Failure, FailureKind, Status},
     kernel::{
         code::{Discovery, MAC_OPS, OPS, mac_sites},
+        snapshot::Snapshot,
         symbols,
     },
     output,
+    probe::bpf_memory::BpfMemory,
 };
 
 mod json;
@@ -146,13 +148,11 @@ pub struct ProbesArgs {
 
 /// Runs `phytrace probes`.
 pub fn run(args: &ProbesArgs) -> Result<ExitCode> {
-    let kallsyms = fs::read_to_string(symbols::KALLSYMS).map_err(|err| {
-        Failure::new(
-            FailureKind::TracingUnavailable,
-            format!("reading {}: {err}", symbols::KALLSYMS),
-        )
-    })?;
-    let survey = Survey::take(&kallsyms, &args.btf.source(), args.module.as_deref());
+    let kernel = Snapshot::new(BpfMemory::reader);
+    kernel
+        .kallsyms()
+        .map_err(|err| Failure::new(FailureKind::TracingUnavailable, format!("{err:#}")))?;
+    let survey = Survey::take(&kernel, &args.btf.source(), args.module.as_deref());
     let out = match args.format {
         Format::Text => text(&survey, args.module.as_deref())?,
         Format::Json => {

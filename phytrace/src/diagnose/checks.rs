@@ -18,7 +18,9 @@ use crate::kernel::{
     driver_tables::DriverLayout,
     error::{Cause, ProbeError},
     module_files::ModuleTree,
-    privileges, support, symbols, tracefs,
+    privileges,
+    snapshot::Snapshot,
+    support, symbols, tracefs,
 };
 use crate::probe::{
     attach,
@@ -168,7 +170,9 @@ pub fn run_all(options: &Options) -> Report {
     let perf = perf_events(caps, privileges::perf_event_paranoid());
     let bpf = bpf_syscall();
     let kprobes = kprobe_pmu();
-    let events = bpf_events();
+    // What the checks read of the kernel, read once.
+    let kernel = Snapshot::new(BpfMemory::reader);
+    let events = bpf_events_check(kernel.kallsyms());
     let load_blocked = blocker(&[
         (&privileged, "needs privileges"),
         (&bpf, "no bpf() system call"),
@@ -191,13 +195,13 @@ pub fn run_all(options: &Options) -> Report {
         events,
     ];
     let btf = btf.ok();
-    let discovery = find_call_sites(btf.as_ref());
+    let discovery = find_call_sites(btf.as_ref(), &kernel);
     checks.push(match kprobe_blocked {
         Some(why) => Check::skipped(CALLBACKS, why),
-        None => callbacks(&discovery, btf.as_ref()),
+        None => callbacks(&discovery, btf.as_ref(), &kernel),
     });
     checks.push(unless(load_blocked, MDIO_PROBES, || {
-        mdio_attach(btf.as_ref())
+        mdio_attach(btf.as_ref(), &kernel)
     }));
     let layout = btf
         .as_ref()
@@ -436,15 +440,11 @@ fn bpf_syscall_check(answer: Option<i32>) -> Check {
     }
 }
 
-fn bpf_events() -> Check {
-    bpf_events_check(fs::read_to_string(symbols::KALLSYMS))
-}
-
 /// The check for BPF programs on kprobes, from the text of kallsyms.
-fn bpf_events_check(kallsyms: std::io::Result<String>) -> Check {
+fn bpf_events_check(kallsyms: Result<&str>) -> Check {
     const NAME: &str = "BPF on kprobes";
     match kallsyms {
-        Ok(text) if support::defines(&text, support::BPF_EVENTS_SYMBOL) => Check::ok(
+        Ok(text) if support::defines(text, support::BPF_EVENTS_SYMBOL) => Check::ok(
             NAME,
             format!(
                 "present (CONFIG_BPF_EVENTS: {} in {})",
@@ -461,18 +461,13 @@ fn bpf_events_check(kallsyms: std::io::Result<String>) -> Check {
             ),
             Cause::NoBpfEvents.fix(),
         ),
-        Err(err) => Check::warn(
-            NAME,
-            format!("unknown (reading {}: {err})", symbols::KALLSYMS),
-            "is /proc mounted?",
-        ),
+        Err(err) => Check::warn(NAME, format!("unknown ({err:#})"), "is /proc mounted?"),
     }
 }
 
-/// A Rust function of the kernel crate, to try a kprobe on.
-fn any_rust_symbol() -> Option<String> {
-    let file = fs::File::open(symbols::KALLSYMS).ok()?;
-    symbols::first_rust_function(std::io::BufReader::new(file))
+/// A Rust function of the kernel crate in `kernel`, to try a kprobe on.
+fn any_rust_symbol(kernel: &Snapshot) -> Option<String> {
+    symbols::first_rust_function(kernel.kallsyms().ok()?.as_bytes())
         .ok()
         .flatten()
 }
@@ -485,20 +480,21 @@ const MDIO_PROBES: &str = "MDIO probes";
 const PIPELINE: &str = "pipeline self-test";
 
 /// phylib's call sites of the driver ops, as a session finds them (this boot's cache first).
-fn find_call_sites(btf: Option<&btf::KernelBtf>) -> Result<Discovery> {
+fn find_call_sites(btf: Option<&btf::KernelBtf>, kernel: &Snapshot) -> Result<Discovery> {
     let btf = btf.context("the kernel's BTF cannot be read")?;
     let layout = Layout::from_btf(btf)?;
-    let ((discovery, _), _) = phy_sites::find(
-        &layout,
-        cache::default_dir().ok().as_deref(),
-        BpfMemory::reader,
-    )?;
+    let ((discovery, _), _) =
+        phy_sites::find(&layout, cache::default_dir().ok().as_deref(), kernel)?;
     Ok(discovery)
 }
 
 /// How callbacks are traced: at phylib's call sites (every driver), else on the Rust drivers'
 /// symbols (those only), else not at all; `btf`: the kernel's, which found `discovery`.
-fn callbacks(discovery: &Result<Discovery>, btf: Option<&btf::KernelBtf>) -> Check {
+fn callbacks(
+    discovery: &Result<Discovery>,
+    btf: Option<&btf::KernelBtf>,
+    kernel: &Snapshot,
+) -> Check {
     let at_sites = discovery
         .as_ref()
         .map_err(|err| anyhow::anyhow!("{err:#}"))
@@ -535,7 +531,7 @@ fn callbacks(discovery: &Result<Discovery>, btf: Option<&btf::KernelBtf>) -> Che
         &sites_err,
         "`phytrace probes` says why the call sites cannot be found",
     );
-    let Some(symbol) = any_rust_symbol() else {
+    let Some(symbol) = any_rust_symbol(kernel) else {
         return Check::fail(
             CALLBACKS,
             format!(
@@ -569,7 +565,7 @@ fn callbacks(discovery: &Result<Discovery>, btf: Option<&btf::KernelBtf>) -> Che
 
 /// Which attach the MDIO accessors get: fentry/fexit, or the kprobe fallback and why; `btf`:
 /// the kernel's types, as a session reads them.
-fn mdio_attach(btf: Option<&btf::KernelBtf>) -> Check {
+fn mdio_attach(btf: Option<&btf::KernelBtf>, kernel: &Snapshot) -> Check {
     let mut notes = Vec::new();
     let outcome = btf
         .context("the kernel's types cannot be read")
@@ -593,7 +589,7 @@ fn mdio_attach(btf: Option<&btf::KernelBtf>) -> Check {
             );
             let survey = btf
                 .context("the kernel's types cannot be read")
-                .and_then(|btf| mdio_inlining::survey(btf, BpfMemory::reader));
+                .and_then(|btf| mdio_inlining::survey(btf, kernel));
             match survey {
                 Ok((inlined, sites)) if !sites.is_empty() => Check::ok(
                     MDIO_PROBES,
@@ -916,12 +912,12 @@ mod tests {
 
     #[test]
     fn bpf_on_kprobes_is_read_from_kallsyms() {
-        let with = "ffffffff81123c10 T trace_call_bpf\n".to_owned();
+        let with = "ffffffff81123c10 T trace_call_bpf\n";
         assert!(bpf_events_check(Ok(with)).status == Status::Ok);
-        let without = bpf_events_check(Ok("ffffffff81123c10 T other\n".to_owned()));
+        let without = bpf_events_check(Ok("ffffffff81123c10 T other\n"));
         assert!(without.status == Status::Fail);
         assert!(without.fix.unwrap().contains("CONFIG_BPF_EVENTS=y"));
-        let unread = bpf_events_check(Err(std::io::ErrorKind::NotFound.into()));
+        let unread = bpf_events_check(Err(anyhow::anyhow!("reading /proc/kallsyms: gone")));
         assert!(unread.status == Status::Warn);
     }
 }

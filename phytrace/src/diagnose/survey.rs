@@ -12,10 +12,10 @@ use crate::kernel::{
     code::{Discovery, Layout, cache, mac_sites, phy_sites},
     mdio::ACCESSORS,
     module_files::{self, ModuleTree},
+    snapshot::Snapshot,
     symbols,
     symbols::CallbackSymbol,
 };
-use crate::probe::bpf_memory::BpfMemory;
 use crate::records::states::PhyStates;
 
 /// Where sysfs lists the devices on MDIO buses.
@@ -57,9 +57,10 @@ pub struct BoundPhy {
 }
 
 impl Survey {
-    /// Surveys this kernel, given the text of its kallsyms and where its types come from;
-    /// `module`: only that driver module's callbacks.
-    pub fn take(kallsyms: &str, source: &btf::BtfSource, module: Option<&str>) -> Self {
+    /// Surveys this kernel (`kernel`, whose kallsyms were read), given where its types come
+    /// from; `module`: only that driver module's callbacks.
+    pub fn take(kernel: &Snapshot, source: &btf::BtfSource, module: Option<&str>) -> Self {
+        let kallsyms = kernel.kallsyms().unwrap_or_default();
         let callbacks = symbols::parse_kallsyms(kallsyms)
             .into_iter()
             .filter(|s| module.is_none_or(|m| s.module == m))
@@ -70,7 +71,7 @@ impl Survey {
         let call_sites = btf()
             .and_then(|btf| {
                 let layout = Layout::from_btf(btf)?;
-                phy_sites::find_with(&layout, cache.as_deref(), Some(kallsyms), BpfMemory::reader)
+                phy_sites::find(&layout, cache.as_deref(), kernel)
             })
             .map(|((discovery, _), reader)| (discovery, reader.is_none()));
         let built_in =
@@ -78,7 +79,7 @@ impl Survey {
         let mac_sites = btf().and_then(|btf| {
             let home = mac_sites::home(built_in)?
                 .context("phylink is not loaded: its MAC call sites are found when it loads")?;
-            mac_sites::find(btf, home, BpfMemory::reader)
+            mac_sites::find(btf, home, kernel)
         });
         let accessors = ACCESSORS
             .iter()

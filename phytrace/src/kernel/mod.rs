@@ -13,6 +13,7 @@ pub(crate) mod mdio;
 pub(crate) mod module_files;
 pub(crate) mod modules;
 pub(crate) mod privileges;
+pub(crate) mod snapshot;
 pub(crate) mod support;
 pub(crate) mod symbols;
 pub(crate) mod tracefs;

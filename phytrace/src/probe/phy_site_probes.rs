@@ -6,7 +6,7 @@
 //! A hit names its callback by op and called address (`phytrace_common::call_site_key`);
 //! the address is named here, through kallsyms, the first time it is seen.
 
-use std::{fs, os::fd::AsFd as _};
+use std::{fs, os::fd::AsFd as _, sync::Arc};
 
 use anyhow::Result;
 use phytrace_common::{
@@ -63,7 +63,7 @@ pub const PROGRAMS: [&str; 3] = ["call_site_enter", "call_site_exit", "call_site
 pub struct CallSiteProbes {
     table: SiteTable,
     /// The kernel's functions, to name what a site called.
-    symbols: TextSymbols,
+    symbols: Arc<TextSymbols>,
     /// Whether `symbols` were read since the last module loaded (not when the sites came
     /// from the cache).
     symbols_current: bool,
@@ -175,7 +175,7 @@ impl CallSiteProbes {
             && !self.symbols_current
             && let Ok(text) = fs::read_to_string(KALLSYMS)
         {
-            self.symbols = TextSymbols::parse(&text);
+            self.symbols = Arc::new(TextSymbols::parse(&text));
             self.symbols_current = true;
         }
         let op = code::OPS.get(usize::from(op)).copied().unwrap_or("unknown");

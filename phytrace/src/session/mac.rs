@@ -14,6 +14,7 @@ use crate::kernel::{
         CallSite, MAC_OPS,
         mac_sites::{self, Home},
     },
+    snapshot::Snapshot,
 };
 use crate::probe::{
     bpf_memory::BpfMemory,
@@ -55,9 +56,11 @@ pub struct MacSide {
 impl MacSide {
     /// phylink's MAC call sites, found with `btf` (vmlinux's): searched now at `home` if
     /// phylink is live, else when it loads.
+    /// `kernel`: the kernel as the session started, where a live phylink is searched.
     pub(super) fn at_call_sites(
         btf: btf::KernelBtf,
         home: Option<Home>,
+        kernel: Arc<Snapshot>,
         notes: &mut Vec<String>,
     ) -> Self {
         let mut side = Self {
@@ -65,21 +68,21 @@ impl MacSide {
             ..Self::default()
         };
         if let Some(home) = home {
-            side.find(home, notes);
+            side.find(home, kernel, notes);
         }
         side
     }
 
     /// Starts finding phylink's MAC call sites (at `home`) on another thread (seconds in a
-    /// slow guest); asix's by-name probes report the calls meanwhile.
-    fn find(&mut self, home: Home, notes: &mut Vec<String>) {
+    /// slow guest), in `kernel`; asix's by-name probes report the calls meanwhile.
+    fn find(&mut self, home: Home, kernel: Arc<Snapshot>, notes: &mut Vec<String>) {
         let Some(btf) = &self.btf else {
             return;
         };
         let btf = Arc::clone(btf);
         match std::thread::Builder::new()
             .name("mac-sites".to_owned())
-            .spawn(move || mac_sites::find(&btf, home, BpfMemory::reader))
+            .spawn(move || mac_sites::find(&btf, home, &kernel))
         {
             Ok(finding) => self.finding = Some(finding),
             Err(err) => notes.push(format!(
@@ -142,7 +145,9 @@ impl MacSide {
         if module == mac_sites::MODULE && self.btf.is_some() {
             self.disarm(notes);
             if kind == RawKind::ModuleLoad {
-                self.find(Home::Module, notes);
+                // The kernel as phylink loaded.
+                let kernel = Arc::new(Snapshot::new(BpfMemory::reader));
+                self.find(Home::Module, kernel, notes);
             }
         }
     }

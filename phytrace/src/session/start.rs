@@ -3,6 +3,7 @@
 //! the call sites as the programs arrive, then arming the driver callbacks (or following the
 //! modules at the call sites) and the MAC side.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -28,7 +29,9 @@ use crate::kernel::{
         phy_sites::{self, Sourcing},
     },
     error::{ProbeError, Stage},
-    modules, support,
+    modules,
+    snapshot::Snapshot,
+    support,
 };
 use crate::probe::{
     attach::{Programs, attach},
@@ -155,8 +158,10 @@ impl Tracer {
             Ok(dir) => (Some(dir), None),
             Err(note) => (None, Some(note)),
         };
+        // What the searches read of the kernel, read once for all of them.
+        let kernel = Arc::new(Snapshot::new(BpfMemory::reader));
         let mdio_survey =
-            mdio_inlining::Surveying::start(&kernel_btf, cache_dir.clone(), BpfMemory::reader)?;
+            mdio_inlining::Surveying::start(&kernel_btf, cache_dir.clone(), Arc::clone(&kernel))?;
         startup.btf = lap();
         let mut probes = DriverProbes::new(options.max_active)?;
         // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
@@ -165,7 +170,7 @@ impl Tracer {
                 phy_sites::find_meanwhile(
                     Layout::from_btf(&kernel_btf),
                     cache_dir,
-                    BpfMemory::reader,
+                    Arc::clone(&kernel),
                 )
             })
             .transpose()?;
@@ -247,7 +252,7 @@ impl Tracer {
         tracer.arm_mac(&built_in, MAC_BY_NAME);
         if tracer.options.mac == MacChoice::Callsite {
             let home = mac_sites::home(built_in.contains(mac_sites::MODULE))?;
-            tracer.mac = MacSide::at_call_sites(kernel_btf, home, &mut tracer.notes);
+            tracer.mac = MacSide::at_call_sites(kernel_btf, home, kernel, &mut tracer.notes);
         }
         tracer.startup.modules = lap();
         Ok(tracer)

@@ -4,16 +4,10 @@
 //! functions named `phylink_*` (phylink.c's, static ones included) with vmlinux's BTF. A site is
 //! only what the decoding proves.
 
-use std::fs;
-
 use anyhow::{Context as _, Result, bail};
 
-use super::{
-    CallSite, Discovery, Isa, Layout,
-    text::{self, BpfReader},
-    text_symbols::TextSymbols,
-};
-use crate::kernel::{btf::KernelBtf, kprobes, modules, symbols::KALLSYMS};
+use super::{CallSite, Discovery, Isa, Layout, text_symbols::TextSymbols};
+use crate::kernel::{btf::KernelBtf, modules, snapshot::Snapshot};
 
 /// The module whose calls are traced.
 pub const MODULE: &str = "phylink";
@@ -47,8 +41,8 @@ pub fn home(built_in: bool) -> Result<Option<Home>> {
 }
 
 /// Finds phylink's MAC call sites: `btf` is vmlinux's (with phylink as a module, its own is
-/// read on top); its code is read through kcore or `bpf`.
-pub fn find(btf: &KernelBtf, home: Home, bpf: BpfReader) -> Result<Found> {
+/// read on top), in `kernel`.
+pub fn find(btf: &KernelBtf, home: Home, kernel: &Snapshot) -> Result<Found> {
     let module_btf;
     let btf = match home {
         Home::Module => {
@@ -61,18 +55,16 @@ pub fn find(btf: &KernelBtf, home: Home, bpf: BpfReader) -> Result<Found> {
     let config_from_ops = layout
         .first_argument
         .context("phylink's MAC ops are checked through their first argument")?;
-    let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-    let mut kcore = text::open(bpf)?;
-    let probed = kprobes::probed_addresses();
-    let isa = Isa::native();
+    let mut text = kernel.text()?;
+    let (probed, isa) = (kernel.probed(), Isa::native());
     let discovery = match home {
         Home::Module => {
-            let symbols = TextSymbols::parse_module(&kallsyms, MODULE);
-            super::discover_module(&symbols, &mut kcore, &layout, isa, &probed, MODULE)?
+            let symbols = TextSymbols::parse_module(kernel.kallsyms()?, MODULE);
+            super::discover_module(&symbols, &mut text, &layout, isa, probed, MODULE)?
         }
         Home::BuiltIn => {
-            let symbols = TextSymbols::parse(&kallsyms);
-            super::discover_named(&symbols, &mut kcore, &layout, isa, &probed, "phylink_")?
+            let symbols = kernel.functions()?;
+            super::discover_named(&symbols, &mut text, &layout, isa, probed, "phylink_")?
         }
     };
     if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {

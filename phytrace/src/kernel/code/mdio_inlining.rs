@@ -21,23 +21,18 @@
 //! no such site: nothing more is armed.
 
 use std::{
-    fs,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Isa, Layout, Return, cache,
-    text::{self, BpfReader, KernelMemory},
-    text_symbols::TextSymbols,
-};
+use super::{Isa, Layout, Return, cache, text::KernelMemory, text_symbols::TextSymbols};
 use crate::kernel::{
     btf::KernelBtf,
-    kprobes,
     mdio::{ACCESSORS, BUS_OPS},
-    symbols::KALLSYMS,
+    snapshot::Snapshot,
 };
 
 /// A call of a bus op in an inlined copy of an accessor.
@@ -101,13 +96,12 @@ pub type Survey = (Vec<Inlined>, Vec<OpSite>);
 
 impl Surveying {
     /// Starts [`survey`] of the running kernel, whose BTF is `btf`, on another thread, or
-    /// takes this boot's from `cache` (a directory, see [`cache`]), where it keeps it; the
-    /// kernel's code is read through kcore or `bpf`.
-    pub fn start(btf: &KernelBtf, cache: Option<PathBuf>, bpf: BpfReader) -> Result<Self> {
+    /// takes this boot's from `cache` (a directory, see [`cache`]), where it keeps it.
+    pub fn start(btf: &KernelBtf, cache: Option<PathBuf>, kernel: Arc<Snapshot>) -> Result<Self> {
         let layout = Layout::mii_bus(btf, &BUS_OPS);
         std::thread::Builder::new()
             .name("phytrace-mdio".into())
-            .spawn(move || survey_cached(&layout, cache.as_deref(), bpf))
+            .spawn(move || survey_cached(&layout, cache.as_deref(), &kernel))
             .map(Self)
             .context("starting a thread")
     }
@@ -171,8 +165,8 @@ pub fn find(symbols: &TextSymbols, text: &mut impl KernelMemory, isa: Isa) -> Ve
 
 /// The running kernel's inlined accessors and their copies' bus-op calls; an error if its
 /// text cannot be read (kallsyms without addresses, neither `/proc/kcore` nor BPF allowed).
-pub fn survey(btf: &KernelBtf, bpf: BpfReader) -> Result<Survey> {
-    survey_at(&Layout::mii_bus(btf, &BUS_OPS), bpf)
+pub fn survey(btf: &KernelBtf, kernel: &Snapshot) -> Result<Survey> {
+    survey_at(&Layout::mii_bus(btf, &BUS_OPS), kernel)
 }
 
 /// The kind of the survey's cache entries.
@@ -191,7 +185,7 @@ struct Kept {
 fn survey_cached(
     layout: &Layout,
     cache: Option<&Path>,
-    bpf: BpfReader,
+    kernel: &Snapshot,
 ) -> Result<(Survey, Option<String>)> {
     let key = cache.and_then(|_| cache::Key::running(layout));
     let lookup = match (cache, &key) {
@@ -201,9 +195,9 @@ fn survey_cached(
     if let cache::Lookup::Hit(survey) = lookup {
         return Ok((survey, None));
     }
-    let (inlined, sites) = survey_at(layout, bpf)?;
+    let (inlined, sites) = survey_at(layout, kernel)?;
     if let (Some(dir), Some(key)) = (cache, &key)
-        && kprobes::probed_addresses().is_empty()
+        && kernel.probed().is_empty()
     {
         let kept = Kept {
             inlined: inlined
@@ -260,10 +254,9 @@ impl Kept {
 }
 
 /// [`survey`], the bus ops at `layout`.
-fn survey_at(layout: &Layout, bpf: BpfReader) -> Result<Survey> {
-    let kallsyms = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-    let symbols = TextSymbols::parse(&kallsyms);
-    let mut text = text::open(bpf)?;
+fn survey_at(layout: &Layout, kernel: &Snapshot) -> Result<Survey> {
+    let symbols = kernel.functions()?;
+    let mut text = kernel.text()?;
     let inlined = find(&symbols, &mut text, Isa::native());
     let sites = op_sites(&symbols, &mut text, Isa::native(), layout);
     Ok((inlined, sites))

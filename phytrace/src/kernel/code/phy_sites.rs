@@ -2,43 +2,28 @@
 //! the cache, or found in the kernel's code, on the session's behalf or on a thread of its own.
 
 use std::{
-    fs,
     path::{Path, PathBuf},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context as _, Result};
 
-use super::{
-    Discovery, Isa, Layout, cache,
-    text::{self, BpfReader, TextReader},
-    text_symbols::TextSymbols,
-};
-use crate::kernel::{error::ProbeError, kprobes, symbols::KALLSYMS};
+use super::{Discovery, Isa, Layout, cache, text::TextReader, text_symbols::TextSymbols};
+use crate::kernel::{error::ProbeError, snapshot::Snapshot};
 
 /// The call sites found, with the text symbols that name what they call.
-pub type Found = (Discovery, TextSymbols);
+pub type Found = (Discovery, Arc<TextSymbols>);
 
-/// Finds the running kernel's call sites of the ops at `layout` (kallsyms and the kernel's
-/// code, read through kcore or `bpf`), or takes them from `cache` (a directory, see
-/// [`cache`]) where this boot's were kept; keeps them there. Returns the reader of the kernel's
-/// code, `None` if they came from the cache.
+/// Finds the running kernel's call sites of the ops at `layout` (in `kernel`'s functions and
+/// code), or takes them from `cache` (a directory, see [`cache`]) where this boot's were kept;
+/// keeps them there. Returns the reader of the kernel's code, `None` if they came from the
+/// cache. The sites taken from the cache come without symbols: they are named when a
+/// callback is first seen (the session reads kallsyms then).
 pub fn find(
     layout: &Layout,
     cache: Option<&Path>,
-    bpf: BpfReader,
-) -> Result<(Found, Option<TextReader>)> {
-    find_with(layout, cache, None, bpf)
-}
-
-/// [`find`], with kallsyms if already read (`kallsyms`, for a search: not read again). The
-/// sites taken from the cache come without symbols: they are named when a callback is first
-/// seen (the session reads kallsyms then).
-pub fn find_with(
-    layout: &Layout,
-    cache: Option<&Path>,
-    kallsyms: Option<&str>,
-    bpf: BpfReader,
+    kernel: &Snapshot,
 ) -> Result<(Found, Option<TextReader>)> {
     let key = cache.and_then(|_| cache::Key::running(layout));
     let lookup = match (cache, &key) {
@@ -46,17 +31,9 @@ pub fn find_with(
         _ => cache::Lookup::Miss,
     };
     if let cache::Lookup::Hit(discovery) = lookup {
-        return Ok(((discovery, TextSymbols::default()), None));
+        return Ok(((discovery, Arc::default()), None));
     }
-    let read;
-    let kallsyms = match kallsyms {
-        Some(kallsyms) => kallsyms,
-        None => {
-            read = fs::read_to_string(KALLSYMS).with_context(|| format!("reading {KALLSYMS}"))?;
-            &read
-        }
-    };
-    let (mut found, reader) = discover(layout, kallsyms, bpf)?;
+    let (mut found, reader) = discover(layout, kernel)?;
     found.0.cache_damage = lookup.damage_note();
     if let (Some(dir), Some(key)) = (cache, &key) {
         // A cache that cannot be written costs the next session the search, nothing else.
@@ -65,13 +42,11 @@ pub fn find_with(
     Ok((found, Some(reader)))
 }
 
-/// [`find`] on the call sites in kallsyms text `kallsyms`, with the reader of the kernel's
-/// code.
-fn discover(layout: &Layout, kallsyms: &str, bpf: BpfReader) -> Result<(Found, TextReader)> {
-    let symbols = TextSymbols::parse(kallsyms);
-    let mut text = text::open(bpf)?;
-    let probed = kprobes::probed_addresses();
-    let discovery = super::discover(&symbols, &mut text, layout, Isa::native(), &probed)
+/// [`find`] in `kernel`, with the reader of the kernel's code.
+fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
+    let symbols = kernel.functions()?;
+    let mut text = kernel.text()?;
+    let discovery = super::discover(&symbols, &mut text, layout, Isa::native(), kernel.probed())
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
     if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
         return Err(ProbeError::unavailable(format!(
@@ -124,13 +99,13 @@ impl Finding {
 pub fn find_meanwhile(
     layout: Result<Layout>,
     cache: Option<PathBuf>,
-    bpf: BpfReader,
+    kernel: Arc<Snapshot>,
 ) -> Result<Finding> {
     std::thread::Builder::new()
         .name("phytrace-sites".into())
         .spawn(move || {
             let started = Instant::now();
-            let (found, reader) = find(&layout?, cache.as_deref(), bpf)?;
+            let (found, reader) = find(&layout?, cache.as_deref(), &kernel)?;
             let took = started.elapsed();
             let cached = reader.is_none();
             Ok((
