@@ -166,6 +166,20 @@ impl<D> Lookup<D> {
     }
 }
 
+/// Where a search at `layout` keeps its result: the cache directory `dir` if there is one, with
+/// this boot's key; and what `read` finds kept there.
+pub fn lookup<'a, D>(
+    dir: Option<&'a Path>,
+    layout: &Layout,
+    read: impl FnOnce(&Path, &Key) -> Lookup<D>,
+) -> (Option<(&'a Path, Key)>, Lookup<D>) {
+    let place = dir.zip(dir.and_then(|_| Key::running(layout)));
+    let lookup = place
+        .as_ref()
+        .map_or(Lookup::Miss, |(dir, key)| read(dir, key));
+    (place, lookup)
+}
+
 /// The entry of `kind` kept in `dir` for `key`, if `check` finds it sound.
 pub fn read<D: DeserializeOwned>(
     dir: &Path,

@@ -187,16 +187,12 @@ fn survey_cached(
     cache: Option<&Path>,
     kernel: &Snapshot,
 ) -> Result<(Survey, Option<String>)> {
-    let key = cache.and_then(|_| cache::Key::running(layout));
-    let lookup = match (cache, &key) {
-        (Some(dir), Some(key)) => cached(dir, key),
-        _ => cache::Lookup::Miss,
-    };
+    let (place, lookup) = cache::lookup(cache, layout, cached);
     if let cache::Lookup::Hit(survey) = lookup {
         return Ok((survey, None));
     }
     let (inlined, sites) = survey_at(layout, kernel)?;
-    if let (Some(dir), Some(key)) = (cache, &key)
+    if let Some((dir, key)) = &place
         && kernel.probed().is_empty()
     {
         let kept = Kept {

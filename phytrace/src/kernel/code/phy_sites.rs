@@ -25,17 +25,13 @@ pub fn find(
     cache: Option<&Path>,
     kernel: &Snapshot,
 ) -> Result<(Found, Option<TextReader>)> {
-    let key = cache.and_then(|_| cache::Key::running(layout));
-    let lookup = match (cache, &key) {
-        (Some(dir), Some(key)) => cache::load(dir, key, layout),
-        _ => cache::Lookup::Miss,
-    };
+    let (place, lookup) = cache::lookup(cache, layout, |dir, key| cache::load(dir, key, layout));
     if let cache::Lookup::Hit(discovery) = lookup {
         return Ok(((discovery, Arc::default()), None));
     }
     let (mut found, reader) = discover(layout, kernel)?;
     found.0.cache_damage = lookup.damage_note();
-    if let (Some(dir), Some(key)) = (cache, &key) {
+    if let Some((dir, key)) = &place {
         // A cache that cannot be written costs the next session the search, nothing else.
         let _ = cache::store(dir, key, &found.0);
     }
