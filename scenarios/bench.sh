@@ -4,19 +4,21 @@
 #   P1 cost per MDIO access: N synchronous mdiobus_read()s untraced; with `phytrace record`
 #      (MDIO accessors on fentry/fexit, and with --mdio-probes kprobe); with the strongest
 #      bpftrace peer (scenarios/bench-kfunc.bt: kfunc+kretfunc on the accessors, the same
-#      fields); with bpftrace copying phytrace's kprobe design (scenarios/bench.bt); and with
+#      fields), as bookworm's bpftrace 0.17 runs it on the callbacks' symbols and as forky's
+#      0.27 runs it on phylib's call sites by offset (it refuses the symbols); with bpftrace
+#      copying phytrace's kprobe design (scenarios/bench.bt); and with
 #      empty programs on the same attach points (the floors: bench-floor-fentry.bt,
 #      bench-floor-kprobe.bt);
 #   P2 start-to-attached: process start until the first event can be recorded, in STARTS rounds
 #      of their own (each starts and stops every tracer once, after one warm-up start each):
 #      phytrace on the same probes as bpftrace (the callbacks' symbols), phytrace on phylib's
-#      call sites from the boot's cache (the default), bpftrace's kfunc script; and the boot's
-#      first call-site start, which searches the kernel text;
+#      call sites from the boot's cache (the default), both bpftraces' kfunc scripts; and the
+#      boot's first call-site start, which searches the kernel text;
 #   C1 cost per driver callback: N synchronous phy_resume() calls (each runs the Rust driver's
 #      resume through phylib, and its MDIO read of BMCR) untraced; with `phytrace record` probing
 #      callbacks at phylib's call sites and on the Rust symbols; with an empty kprobe+kretprobe
 #      on the driver's resume callback (bpftrace), and an empty program on every call site
-#      phytrace probes (scenarios/kprobe_floor.py: Debian's bpftrace has no kprobe offsets);
+#      phytrace probes (scenarios/kprobe_floor.py: bookworm's bpftrace has no kprobe offsets);
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture, and with `--metrics` served and scraped every second;
@@ -30,7 +32,7 @@
 #      each traced round the capture's count of them and its lost events.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
 #   REPEATS=5 STARTS=9 READS=20000 CALLS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
-#   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN
+#   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN BPFTRACE27_ROOT=(forky's root, from `cargo xtask bench`)
 # (the last rate is beyond what a CPU can issue: the simulator then reads back to back)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -40,6 +42,7 @@ REPEATS=${REPEATS:-5} STARTS=${STARTS:-9} READS=${READS:-20000} CALLS=${CALLS:-2
 RATES=${RATES:-10000 20000 50000 100000 200000 2000000}
 SAMPLE_READS=${SAMPLE_READS:-2000000}
 BIN=${BIN:-$PHYTRACE_BIN}
+: "${BPFTRACE27_ROOT:?the Debian forky root with bpftrace 0.27, which cargo xtask bench passes}"
 OUT=$PHYTRACE_OUT/bench.jsonl
 work=$(mktemp -d)
 : >"$OUT"
