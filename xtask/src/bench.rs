@@ -3,6 +3,7 @@
 //! written to `docs/benchmarks.json` and `docs/benchmarks.md`.
 //! This runs the guest; [`rows`] reads what it wrote, [`report`] makes the figures of it.
 
+mod against;
 mod report;
 mod rows;
 
@@ -30,11 +31,20 @@ pub struct BenchArgs {
     /// (target/vm-out/bench.jsonl), without booting the guest.
     #[arg(long)]
     pub report_only: bool,
+    /// Instead: this tree's release build and REV's (a commit, `HEAD~1`), alternated in one
+    /// boot, on P1, C1 and start to attached; the table goes to standard output and
+    /// target/vm-out/compare.md.
+    #[arg(long, value_name = "REV", conflicts_with = "report_only")]
+    pub against: Option<String>,
     #[command(flatten)]
     pub vm: vm::VmOptions,
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
+    if let Some(rev) = &args.against {
+        against::run(rev, args.repeats, args.reads, &args.vm)?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let results = paths::vm_out().join("bench.jsonl");
     let kernel = if args.report_only {
         crate::kernel::locate(crate::arch::Arch::X86_64)?

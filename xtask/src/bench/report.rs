@@ -21,14 +21,14 @@ pub struct Setting {
 
 /// min / median / max of a series.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Spread {
+pub(super) struct Spread {
     min: f64,
-    median: f64,
+    pub(super) median: f64,
     max: f64,
 }
 
 impl Spread {
-    fn of(mut values: Vec<f64>) -> Option<Self> {
+    pub(super) fn of(mut values: Vec<f64>) -> Option<Self> {
         if values.is_empty() {
             return None;
         }
@@ -50,7 +50,7 @@ impl Spread {
         serde_json::json!({ "min": self.min, "median": self.median, "max": self.max })
     }
 
-    fn cell(&self) -> String {
+    pub(super) fn cell(&self) -> String {
         self.cell_to(0)
     }
 
