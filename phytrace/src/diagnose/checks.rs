@@ -306,8 +306,8 @@ fn privileges(caps: u64) -> Check {
         .iter()
         .map(|cap| {
             format!(
-                "without {} ({}): {}",
-                cap.name, cap.used_for, cap.lost_without
+                "without {}: {} (phytrace uses it to {})",
+                cap.name, cap.lost_without, cap.used_for
             )
         })
         .collect();
@@ -878,7 +878,11 @@ mod tests {
         let without_symbols = privileges(!(1 << 34));
         assert!(without_symbols.status == Status::Warn);
         assert_eq!(without_symbols.items.len(), 1);
-        assert!(without_symbols.items[0].starts_with("without CAP_SYSLOG (read kallsyms"));
+        assert!(without_symbols.items[0].starts_with("without CAP_SYSLOG: "));
+        assert!(without_symbols.items[0].ends_with(
+            "(phytrace uses it to read kallsyms' addresses: the functions to decode and the \
+             drivers' names)"
+        ));
         assert!(
             without_symbols
                 .fix
