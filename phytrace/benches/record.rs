@@ -124,7 +124,7 @@ fn record(c: &mut Criterion) {
                 let mut capture = CaptureSink::new(&mut w, None);
                 for bytes in &ring {
                     let parsed = raw::parse(bytes).unwrap();
-                    capture.record(&Received::new(&mut decoder, bytes, &parsed));
+                    capture.receive(&Received::new(&mut decoder, bytes, &parsed));
                 }
                 capture.check().unwrap();
             })
@@ -152,7 +152,7 @@ fn record(c: &mut Criterion) {
             let mut tee = Tee(&mut capture, Some(&mut metrics));
             for bytes in &ring {
                 let parsed = raw::parse(bytes).unwrap();
-                tee.record(&Received::new(&mut decoder, bytes, &parsed));
+                tee.receive(&Received::new(&mut decoder, bytes, &parsed));
             }
             tee.flush();
             capture.check().unwrap();

@@ -171,7 +171,7 @@ impl<W: Write> Sink for CaptureSink<'_, W> {
         self.keep(&event);
     }
 
-    fn record(&mut self, record: &Received<'_>) {
+    fn receive(&mut self, record: &Received<'_>) {
         if self.writer.encoding() == Encoding::Jsonl {
             if let Some(event) = record.event() {
                 self.keep(event);
@@ -454,7 +454,7 @@ mod tests {
                 Step::Teach(key, name) => decoder.add_callback(key, callback(name)),
                 Step::Ring(bytes) => {
                     let parsed = raw::parse(&bytes).unwrap();
-                    sink.record(&Received::new(&mut decoder, &bytes, &parsed));
+                    sink.receive(&Received::new(&mut decoder, &bytes, &parsed));
                 }
                 Step::Own(event) => sink.event(event),
             }

@@ -236,7 +236,7 @@ impl Sink for MetricsSink {
         self.take(&event);
     }
 
-    fn record(&mut self, record: &Received<'_>) {
+    fn receive(&mut self, record: &Received<'_>) {
         let raw = match record.parsed() {
             Record::Event(raw) => &**raw,
             // A PHY named anew (another driver bound): its accessors are learnt again.
@@ -294,10 +294,10 @@ impl<A: Sink, B: Sink> Sink for Tee<'_, A, B> {
         self.0.event(event);
     }
 
-    fn record(&mut self, record: &Received<'_>) {
-        self.0.record(record);
+    fn receive(&mut self, record: &Received<'_>) {
+        self.0.receive(record);
         if let Some(second) = &mut self.1 {
-            second.record(record);
+            second.receive(record);
         }
     }
 
@@ -436,7 +436,7 @@ mod tests {
         let mut decoder = decoder();
         for bytes in session() {
             let parsed = raw::parse(&bytes).unwrap();
-            sink.record(&Received::new(&mut decoder, &bytes, &parsed));
+            sink.receive(&Received::new(&mut decoder, &bytes, &parsed));
         }
         sink.flush();
         (sink.feed.metrics().encode(), sink.model.totals().events)

@@ -93,7 +93,7 @@ pub trait Sink {
     fn event(&mut self, event: Event);
 
     /// A ring-buffer record; by default its event is handed to [`Sink::event`].
-    fn record(&mut self, record: &Received<'_>) {
+    fn receive(&mut self, record: &Received<'_>) {
         if let Some(event) = record.event() {
             self.event(event.clone());
         }
@@ -278,7 +278,7 @@ impl Tracer {
                 }
                 Record::Event(_) => {}
             }
-            out.record(&received);
+            out.receive(&received);
         }
         out.flush();
         Ok(Read::Backlog)
