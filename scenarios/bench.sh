@@ -4,21 +4,19 @@
 #   P1 cost per MDIO access: N synchronous mdiobus_read()s untraced; with `phytrace record`
 #      (MDIO accessors on fentry/fexit, and with --mdio-probes kprobe); with the strongest
 #      bpftrace peer (scenarios/bench-kfunc.bt: kfunc+kretfunc on the accessors, the same
-#      fields), as bookworm's bpftrace 0.17 runs it on the callbacks' symbols and as forky's
-#      0.27 runs it on phylib's call sites by offset (it refuses the symbols); with bpftrace
-#      copying phytrace's kprobe design (scenarios/bench.bt); and with
+#      fields); with bpftrace copying phytrace's kprobe design (scenarios/bench.bt); and with
 #      empty programs on the same attach points (the floors: bench-floor-fentry.bt,
 #      bench-floor-kprobe.bt);
 #   P2 start-to-attached: process start until the first event can be recorded, in STARTS rounds
 #      of their own (each starts and stops every tracer once, after one warm-up start each):
 #      phytrace on the same probes as bpftrace (the callbacks' symbols), phytrace on phylib's
-#      call sites from the boot's cache (the default), both bpftraces' kfunc scripts; and the
-#      boot's first call-site start, which searches the kernel text;
+#      call sites from the boot's cache (the default), bpftrace's kfunc script; and the boot's
+#      first call-site start, which searches the kernel text;
 #   C1 cost per driver callback: N synchronous phy_resume() calls (each runs the Rust driver's
 #      resume through phylib, and its MDIO read of BMCR) untraced; with `phytrace record` probing
 #      callbacks at phylib's call sites and on the Rust symbols; with an empty kprobe+kretprobe
 #      on the driver's resume callback (bpftrace), and an empty program on every call site
-#      phytrace probes (scenarios/kprobe_floor.py: bookworm's bpftrace has no kprobe offsets);
+#      phytrace probes (scenarios/kprobe_floor.py: Debian's bpftrace has no kprobe offsets);
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture, and with `--metrics` served and scraped every second;
@@ -32,7 +30,7 @@
 #      each traced round the capture's count of them and its lost events.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
 #   REPEATS=5 STARTS=9 READS=20000 CALLS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
-#   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN BPFTRACE27_ROOT=(forky's root, from `cargo xtask bench`)
+#   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN
 # (the last rate is beyond what a CPU can issue: the simulator then reads back to back)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -42,7 +40,6 @@ REPEATS=${REPEATS:-5} STARTS=${STARTS:-9} READS=${READS:-20000} CALLS=${CALLS:-2
 RATES=${RATES:-10000 20000 50000 100000 200000 2000000}
 SAMPLE_READS=${SAMPLE_READS:-2000000}
 BIN=${BIN:-$PHYTRACE_BIN}
-: "${BPFTRACE27_ROOT:?the Debian forky root with bpftrace 0.27, which cargo xtask bench passes}"
 OUT=$PHYTRACE_OUT/bench.jsonl
 work=$(mktemp -d)
 : >"$OUT"
@@ -124,11 +121,6 @@ start_tracer() {
         TRACER_PID=$!
         wait_line ready || { cat "$work/tracer.err"; fail "bpftrace did not attach"; }
         ;;
-    bpftrace27-sites)
-        bpftrace27 -B line "$work/bench-sites.bt" >"$fifo" 2>"$work/tracer.err" &
-        TRACER_PID=$!
-        wait_line ready || { cat "$work/tracer.err"; fail "bpftrace 0.27 did not attach"; }
-        ;;
     floor-callsite)
         python3 "$PHYTRACE_ROOT/scenarios/kprobe_floor.py" "${call_site_places[@]}" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
@@ -148,66 +140,7 @@ stop_tracer() {
     wait "$DRAIN_PID" 2>/dev/null || true
 }
 
-# The first call-site start of the boot searches the kernel text; the next take the cache.
-export XDG_CACHE_HOME=$work/cache
-start_tracer phytrace-callsite
-emit "{\"bench\":\"p2-cold\",\"tracer\":\"phytrace-callsite\",\"attach_ms\":$ATTACH_MS}"
-stop_tracer
-emit "{\"bench\":\"c1-probes\",\"calls\":$CALLS,\"call_sites\":$(head -n 1 "$work/bench.ptrace" | jq '.call_sites | length')}"
-# The floor of the call-site probes: an empty program on every place phytrace probed (a call,
-# its return: `function+0xOFF`, or the enclosing function's return for a tail call).
-mapfile -t call_site_places < <(head -n 1 "$work/bench.ptrace" |
-    jq -r '.call_sites[] | .call, (.ret // ((.call | sub("\\+.*"; "")) + "%return"))')
-((${#call_site_places[@]} > 0)) || fail "phytrace armed no call site"
-
-# bpftrace 0.27, Debian forky's, run from its root ($BPFTRACE27_ROOT, made by `cargo xtask setup`)
-# through chroot. It refuses kprobes on the Rust callbacks (they are not in
-# available_filter_functions), so its same-work script takes the callbacks where phytrace does,
-# at phylib's call sites, by offset, as an expert writes them from phytrace's header: the PHY in
-# the call's first argument register, the op's return value in the return register after it,
-# or the enclosing function's return for a tail call. The MDIO accessors: as bench-kfunc.bt.
-for dir in proc sys dev tmp; do mount --rbind "/$dir" "$BPFTRACE27_ROOT/$dir"; done
-bpftrace27() { chroot "$BPFTRACE27_ROOT" bpftrace "$@"; }
-mapfile -t site_calls < <(head -n 1 "$work/bench.ptrace" | jq -r '.call_sites[] | .call')
-mapfile -t site_returns < <(head -n 1 "$work/bench.ptrace" | jq -r '.call_sites[] | .ret // empty')
-mapfile -t tail_functions < <(head -n 1 "$work/bench.ptrace" |
-    jq -r '.call_sites[] | select(.ret == null) | .call | sub("\\+.*"; "")' | sort -u)
-# probe_list KIND PLACE...: bpftrace's list of KIND probes, one on each PLACE.
-probe_list() {
-    local kind=$1 IFS=,
-    shift
-    set -- "${@/#/$kind:}"
-    printf '%s\n' "$*"
-}
-{
-    sed -n '/^BEGIN/,/^@ENTRIES@/p' "$PHYTRACE_ROOT/scenarios/bench-kfunc.bt" | sed '$d'
-    probe_list kprobe "${site_calls[@]}"
-    echo '{ @entered[tid] = nsecs; @phydev[tid] = reg("di"); }'
-    probe_list kprobe "${site_returns[@]}"
-    cat <<'END'
-/@entered[tid]/
-{
-    printf("%llu %s %d %d %llu\n", nsecs, func, @phydev[tid], reg("ax"), nsecs - @entered[tid]);
-    delete(@entered[tid]);
-    delete(@phydev[tid]);
-}
-END
-    if ((${#tail_functions[@]} > 0)); then
-        probe_list kretprobe "${tail_functions[@]}"
-        cat <<'END'
-/@entered[tid]/
-{
-    printf("%llu %s %d %d %llu\n", nsecs, func, @phydev[tid], retval, nsecs - @entered[tid]);
-    delete(@entered[tid]);
-    delete(@phydev[tid]);
-}
-END
-    fi
-    echo 'END { clear(@start); clear(@entered); clear(@phydev); }'
-} >"$work/bench-sites.bt"
-emit "{\"bench\":\"peers\",\"bpftrace\":\"$(bpftrace --version | awk '{ print $2 }')\",\"bpftrace27\":\"$(bpftrace27 --version | awk '{ print $2 }')\",\"sites\":${#site_calls[@]}}"
-
-TRACERS="phytrace phytrace-kprobe bpftrace-kfunc bpftrace27-sites bpftrace-kprobe bpftrace-floor-fentry bpftrace-floor-kprobe"
+TRACERS="phytrace phytrace-kprobe bpftrace-kfunc bpftrace-kprobe bpftrace-floor-fentry bpftrace-floor-kprobe"
 log "P1: $REPEATS rounds of $READS reads: untraced, then with each of $TRACERS"
 burst_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
@@ -237,7 +170,19 @@ mapfile -t resumes < <(printf '%s\n' "${callbacks[@]}" | grep -E '[0-9]resume_ca
     echo "$(printf 'kprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
     echo "$(printf 'kretprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
 } >"$work/bench-floor-symbol.bt"
-P2_TRACERS="phytrace phytrace-callsite bpftrace-kfunc bpftrace27-sites"
+# The first call-site start of the boot searches the kernel text; the next take the cache.
+export XDG_CACHE_HOME=$work/cache
+start_tracer phytrace-callsite
+emit "{\"bench\":\"p2-cold\",\"tracer\":\"phytrace-callsite\",\"attach_ms\":$ATTACH_MS}"
+stop_tracer
+emit "{\"bench\":\"c1-probes\",\"calls\":$CALLS,\"call_sites\":$(head -n 1 "$work/bench.ptrace" | jq '.call_sites | length')}"
+# The floor of the call-site probes: an empty program on every place phytrace probed (a call,
+# its return: `function+0xOFF`, or the enclosing function's return for a tail call).
+mapfile -t call_site_places < <(head -n 1 "$work/bench.ptrace" |
+    jq -r '.call_sites[] | .call, (.ret // ((.call | sub("\\+.*"; "")) + "%return"))')
+((${#call_site_places[@]} > 0)) || fail "phytrace armed no call site"
+
+P2_TRACERS="phytrace phytrace-callsite bpftrace-kfunc"
 log "P2: $STARTS rounds of starting and stopping each of $P2_TRACERS"
 for tracer in $P2_TRACERS; do # warm-up: the binaries and their libraries in the page cache
     start_tracer "$tracer"

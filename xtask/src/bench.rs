@@ -50,7 +50,6 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         crate::kernel::locate(crate::arch::Arch::X86_64)?
     } else {
         let (kernel, options) = vm::prepare_release(&args.vm)?;
-        let bpftrace27 = crate::debian_root::BPFTRACE.prepare()?;
         let _ = fs::remove_file(&results);
         let command = vec![
             "/bin/bash".to_owned(),
@@ -61,7 +60,6 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
             format!("REPEATS={}", args.repeats),
             format!("STARTS={}", args.starts),
             format!("READS={}", args.reads),
-            format!("BPFTRACE27_ROOT={}", bpftrace27.display()),
         ];
         let code = vm::boot(&kernel, &options, &command)?;
         if code != 0 {

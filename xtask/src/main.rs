@@ -40,8 +40,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Install everything the build and the tests need (apt packages, toolchains, bpf-linker,
-    /// bindgen, Debian's stock kernel, a Debian trixie root for the package, a Debian forky root
-    /// with its bpftrace for the bench). Idempotent: a second run only checks.
+    /// bindgen, Debian's stock kernel, a Debian trixie root for the package). Idempotent: a
+    /// second run only checks.
     ///
     /// Example: `cargo xtask setup`
     Setup,

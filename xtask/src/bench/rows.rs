@@ -13,8 +13,6 @@ pub enum Row {
     Run(Run),
     #[serde(rename = "p1")]
     P1(Access),
-    #[serde(rename = "peers")]
-    Peers(Peers),
     #[serde(rename = "p2-cold")]
     P2Cold(FirstStart),
     #[serde(rename = "c1-probes")]
@@ -37,18 +35,6 @@ pub enum Row {
     Tui(TuiShare),
     #[serde(rename = "c45")]
     C45(FirmwareLoad),
-}
-
-/// `peers`: the bpftrace versions measured, and the call sites bpftrace 0.27's script probes
-/// by offset.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Peers {
-    /// `bpftrace --version`'s of the guest's (bookworm's).
-    pub bpftrace: String,
-    /// That of Debian forky's, run from its root.
-    pub bpftrace27: String,
-    pub sites: u64,
 }
 
 /// `probes`: what the run found and was asked for.
@@ -258,7 +244,6 @@ figure!(TracedLoad, "c45", probe_us);
 #[derive(Debug, Default)]
 pub struct Rows {
     pub runs: Vec<Run>,
-    pub peers: Vec<Peers>,
     pub p1: Vec<Access>,
     pub p2: Vec<Start>,
     pub p2_cold: Vec<FirstStart>,
@@ -295,7 +280,6 @@ impl Rows {
     fn push(&mut self, row: Row) {
         match row {
             Row::Run(run) => self.runs.push(run),
-            Row::Peers(peers) => self.peers.push(peers),
             Row::P1(access) => self.p1.push(access),
             Row::P2Cold(start) => self.p2_cold.push(start),
             Row::C1Probes(sites) => self.c1_probes.push(sites),
