@@ -128,16 +128,7 @@ start_tracer() {
         ;;
     esac
     ATTACH_MS=$(((${EPOCHREALTIME/./} - t0) / 1000))
-    cat <&3 >"$work/tracer.out" &
-    DRAIN_PID=$!
-    exec 3>&-
-}
-
-stop_tracer() {
-    kill -INT "$TRACER_PID"
-    wait "$TRACER_PID" || true
-    kill "$DRAIN_PID" 2>/dev/null || true
-    wait "$DRAIN_PID" 2>/dev/null || true
+    drain_tracer "$work/tracer.out"
 }
 
 TRACERS="phytrace phytrace-kprobe bpftrace-kfunc bpftrace-kprobe bpftrace-floor-fentry bpftrace-floor-kprobe"

@@ -48,6 +48,22 @@ bring_up() {
     for d in "$@"; do wait_mode "$d" 100 full 15; done
 }
 
+# drain_tracer FILE: once a tracer started in the background ($TRACER_PID) is attached, copies the
+# rest of what it writes on fd 3 to FILE in the background ($DRAIN_PID), and closes fd 3 here.
+drain_tracer() {
+    cat <&3 >"$1" &
+    DRAIN_PID=$!
+    exec 3>&-
+}
+
+# stop_tracer: interrupts the tracer ($TRACER_PID) and waits for it and its drain ($DRAIN_PID).
+stop_tracer() {
+    kill -INT "$TRACER_PID"
+    wait "$TRACER_PID" || true
+    kill "$DRAIN_PID" 2>/dev/null || true
+    wait "$DRAIN_PID" 2>/dev/null || true
+}
+
 # load_ns_per_read DEV: ns per read of DEV's last simulator load, as the simulator measured it.
 load_ns_per_read() {
     sim_get "$1" load | sed 's/.*ns_per_read=\([0-9]*\).*/\1/'

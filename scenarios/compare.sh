@@ -33,36 +33,28 @@ burst_ns() {
 }
 
 # start BIN: starts BIN recording and waits, blocked on the FIFO its status goes to, until it
-# says it is recording; sets PID and ATTACH_MS (wall clock from bash's own clock: `date` would
-# fork within the time measured).
+# says it is recording; sets TRACER_PID and ATTACH_MS (wall clock from bash's own clock: `date`
+# would fork within the time measured).
 start() {
-    local t0 line fifo=$work/status.fifo
+    local t0 line attached='' fifo=$work/status.fifo
     rm -f "$fifo"
     mkfifo "$fifo"
     exec 3<>"$fifo"
     t0=${EPOCHREALTIME/./}
     "$1" record -o "$work/compare.ptrace" --status "$fifo" 2>"$work/record.err" &
-    PID=$!
+    TRACER_PID=$!
     while IFS= read -r -t 120 -u 3 line; do
-        [[ $line == *'"status":"recording"'* ]] && break
-    done || { cat "$work/record.err"; fail "$1 did not attach"; }
+        [[ $line == *'"status":"recording"'* ]] && { attached=1; break; }
+    done
+    [[ -n $attached ]] || { cat "$work/record.err"; fail "$1 did not attach"; }
     ATTACH_MS=$(((${EPOCHREALTIME/./} - t0) / 1000))
-    cat <&3 >/dev/null &
-    DRAIN=$!
-    exec 3>&-
-}
-
-stop() {
-    kill -INT "$PID"
-    wait "$PID" || true
-    kill "$DRAIN" 2>/dev/null || true
-    wait "$DRAIN" 2>/dev/null || true
+    drain_tracer /dev/null
 }
 
 log "compare: $REPEATS rounds of A ($BIN_A) and B ($BIN_B) in turn"
 for bin in "$BIN_A" "$BIN_B"; do # the first start fills this boot's call-site cache
     start "$bin"
-    stop
+    stop_tracer
 done
 burst_ns "$READS BMSR" >/dev/null
 for ((r = 1; r <= REPEATS; r++)); do
@@ -73,6 +65,6 @@ for ((r = 1; r <= REPEATS; r++)); do
         burst_ns "$READS BMSR" >/dev/null
         emit "{\"bench\":\"compare\",\"build\":\"$build\",\"figure\":\"p1\",\"round\":$r,\"value\":$(burst_ns "$READS BMSR")}"
         emit "{\"bench\":\"compare\",\"build\":\"$build\",\"figure\":\"c1\",\"round\":$r,\"value\":$(burst_ns "resume $CALLS")}"
-        stop
+        stop_tracer
     done
 done
