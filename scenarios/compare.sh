@@ -1,7 +1,8 @@
 #!/bin/bash
 # compare: what `cargo xtask bench --against REV` runs in the guest. Two release builds of
 # phytrace, A (REV) and B (the working tree), alternated in one boot, round after round, on the
-# simulated AX88772A with the Rust driver (links down), each with record's defaults:
+# simulated AX88772A with the Rust driver (links down), each with record's defaults, in
+# ABBA order:
 #   p1 ns per MDIO access: a synchronous burst of READS mdiobus_read()s while recording (after one
 #      warm-up burst);
 #   c1 ns per driver callback: a burst of CALLS phy_resume() calls while recording;
@@ -58,7 +59,11 @@ for bin in "$BIN_A" "$BIN_B"; do # the first start fills this boot's call-site c
 done
 burst_ns "$READS BMSR" >/dev/null
 for ((r = 1; r <= REPEATS; r++)); do
-    for build in a b; do
+    # A first in odd rounds, B first in even ones: what a stop leaves behind (kprobes removed
+    # after an RCU grace period) slows whichever comes next.
+    order="a b"
+    ((r % 2 == 1)) || order="b a"
+    for build in $order; do
         bin=BIN_${build^^}
         start "${!bin}"
         emit "{\"bench\":\"compare\",\"build\":\"$build\",\"figure\":\"p2\",\"round\":$r,\"value\":$ATTACH_MS}"
