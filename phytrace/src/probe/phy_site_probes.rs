@@ -6,7 +6,7 @@
 //! A hit names its callback by op and called address (`phytrace_common::call_site_key`);
 //! the address is named here, through kallsyms, the first time it is seen.
 
-use std::{fs, os::fd::AsFd as _, sync::Arc};
+use std::{os::fd::AsFd as _, sync::Arc};
 
 use anyhow::Result;
 use phytrace_common::{
@@ -16,6 +16,7 @@ use phytrace_common::{
 
 use super::{
     attach::{Programs, loaded_kprobe},
+    bpf_memory::BpfMemory,
     driver_probes::DriverProbes,
     site_table::{self, SiteTable},
     trace_events::{self, EventLink},
@@ -23,7 +24,8 @@ use super::{
 use crate::event::Callback;
 use crate::kernel::{
     code::{self, CallSite, Return, Target, phy_sites::Found, text_symbols::TextSymbols},
-    symbols::{self, KALLSYMS},
+    snapshot::Snapshot,
+    symbols,
 };
 use crate::records::{decode::Decoder, raw::Record};
 
@@ -173,9 +175,9 @@ impl CallSiteProbes {
         };
         if self.symbols.function_at(target).is_none()
             && !self.symbols_current
-            && let Ok(text) = fs::read_to_string(KALLSYMS)
+            && let Ok(functions) = Snapshot::new(BpfMemory::reader).functions()
         {
-            self.symbols = Arc::new(TextSymbols::parse(&text));
+            self.symbols = functions;
             self.symbols_current = true;
         }
         let op = code::OPS.get(usize::from(op)).copied().unwrap_or("unknown");
