@@ -173,7 +173,7 @@ pub fn lookup<'a, D>(
     layout: &Layout,
     read: impl FnOnce(&Path, &Key) -> Lookup<D>,
 ) -> (Option<(&'a Path, Key)>, Lookup<D>) {
-    let place = dir.zip(dir.and_then(|_| Key::running(layout)));
+    let place = dir.and_then(|dir| Some((dir, Key::running(layout)?)));
     let lookup = place
         .as_ref()
         .map_or(Lookup::Miss, |(dir, key)| read(dir, key));
