@@ -3,20 +3,24 @@
 # simulated AX88772A with the Rust driver (links down: no phylib polling adds noise):
 #   P1 cost per MDIO access: N synchronous mdiobus_read()s untraced; with `phytrace record`
 #      (MDIO accessors on fentry/fexit, and with --mdio-probes kprobe); with the strongest
-#      bpftrace peer (scenarios/bench-kfunc.bt: kfunc+kretfunc on the accessors, the same
-#      fields); with bpftrace copying phytrace's kprobe design (scenarios/bench.bt); and with
-#      empty programs on the same attach points (the floors: bench-floor-fentry.bt,
-#      bench-floor-kprobe.bt);
+#      bpftrace peers, the same fields: Debian forky's bpftrace (BPFTRACE_ROOT, entered with
+#      chroot; scenarios/bench-bpftrace27.bt: fentry+fexit on the accessors, kprobes at phylib's
+#      call sites as `phytrace probes` lists them) and bookworm's (scenarios/bench-kfunc.bt:
+#      kfunc+kretfunc, kprobes on the callbacks' symbols); with bpftrace copying phytrace's
+#      kprobe design (scenarios/bench.bt); with empty programs on the same attach points (the
+#      floors: bench-floor-fentry.bt, bench-floor-kprobe.bt); and with the same-fields floor
+#      (FLOOR_BIN, phytrace::probe::floor: fentry+fexit reading the clock twice and committing
+#      one ring record);
 #   P2 start-to-attached: process start until the first event can be recorded, in STARTS rounds
 #      of their own (each starts and stops every tracer once, after one warm-up start each):
-#      phytrace on the same probes as bpftrace (the callbacks' symbols), phytrace on phylib's
-#      call sites from the boot's cache (the default), bpftrace's kfunc script; and the boot's
-#      first call-site start, which searches the kernel text;
+#      phytrace on the same probes as bookworm's bpftrace (the callbacks' symbols), phytrace on
+#      phylib's call sites from the boot's cache (the default), both bpftrace scripts; and the
+#      boot's first call-site start, which searches the kernel text;
 #   C1 cost per driver callback: N synchronous phy_resume() calls (each runs the Rust driver's
 #      resume through phylib, and its MDIO read of BMCR) untraced; with `phytrace record` probing
 #      callbacks at phylib's call sites and on the Rust symbols; with an empty kprobe+kretprobe
-#      on the driver's resume callback (bpftrace), and an empty program on every call site
-#      phytrace probes (scenarios/kprobe_floor.py: Debian's bpftrace has no kprobe offsets);
+#      on the driver's resume callback (bpftrace), forky's bpftrace script on the call sites,
+#      and an empty program on every call site phytrace probes (scenarios/kprobe_floor.py);
 #   P3 drop-free rate: the highest MDIO rate at which phytrace (default ring, binary capture)
 #      loses nothing, and exact loss accounting above it (recorded + lost = generated); the top
 #      rate again with a JSON Lines capture, and with `--metrics` served and scraped every second;
@@ -30,7 +34,7 @@
 #      each traced round the capture's count of them and its lost events.
 # Results: one JSON object per line in $PHYTRACE_OUT/bench.jsonl.
 #   REPEATS=5 STARTS=9 READS=20000 CALLS=20000 RATES="10000 20000 50000 100000 200000 2000000" SECS=3
-#   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN
+#   SAMPLE_READS=2000000 BIN=$PHYTRACE_BIN FLOOR_BIN=(required) BPFTRACE_ROOT=(required)
 # (the last rate is beyond what a CPU can issue: the simulator then reads back to back)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -40,10 +44,23 @@ REPEATS=${REPEATS:-5} STARTS=${STARTS:-9} READS=${READS:-20000} CALLS=${CALLS:-2
 RATES=${RATES:-10000 20000 50000 100000 200000 2000000}
 SAMPLE_READS=${SAMPLE_READS:-2000000}
 BIN=${BIN:-$PHYTRACE_BIN}
+[[ -x ${FLOOR_BIN:-} ]] || { echo "FLOOR_BIN: the same-fields floor's runner is required" >&2; exit 2; }
+[[ -x ${BPFTRACE_ROOT:-}/usr/bin/bpftrace ]] || { echo "BPFTRACE_ROOT: a root with bpftrace is required" >&2; exit 2; }
 OUT=$PHYTRACE_OUT/bench.jsonl
 work=$(mktemp -d)
 : >"$OUT"
 emit() { echo "$1" | tee -a "$OUT"; }
+
+# forky's bpftrace runs in its root, which sees this guest's kernel interfaces and /tmp.
+for dir in proc sys dev tmp; do mount --rbind "/$dir" "$BPFTRACE_ROOT/$dir"; done
+bench_end() {
+    local rc=$?
+    for dir in proc sys dev tmp; do umount -R "$BPFTRACE_ROOT/$dir" || true; done
+    (exit "$rc")
+    scenario_end
+}
+trap bench_end EXIT
+bpftrace27() { chroot "$BPFTRACE_ROOT" bpftrace "$@"; }
 
 ensure_loaded
 dev=$(simdev ax88772a)
@@ -58,12 +75,58 @@ for script in bench bench-kfunc; do
         "$PHYTRACE_ROOT/scenarios/$script.bt" >"$work/$script.bt"
 done
 cp "$PHYTRACE_ROOT"/scenarios/bench-floor-*.bt "$work/"
-emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]},\"repeats\":$REPEATS,\"starts\":$STARTS,\"reads\":$READS}"
+
+# The first call-site start of the boot searches the kernel text; the next take the cache.
+export XDG_CACHE_HOME=$work/cache
+"$BIN" probes --format json >"$work/probes.json"
+jq -e '.call_sites.source == "kernel_text"' "$work/probes.json" >/dev/null ||
+    fail "the call sites were not decoded: $(jq -c .call_sites "$work/probes.json")"
+rm -rf "$XDG_CACHE_HOME"
+
+# site_probes: forky's bpftrace on the driver callbacks, written from `phytrace probes`: a kprobe
+# at each of phylib's call sites of an op (rdi: the phy_device) and one at its return (rax: the
+# op's result), or, for a tail call, a kretprobe of the enclosing function (once per function).
+site_probes() {
+    local call op ret function probe value
+    local entry='{ @entered[tid] = nsecs; @phydev[tid] = reg("di"); @before[tid] = ((struct phy_device *)reg("di"))->state; }'
+    # '|' separates the fields: read would merge a tab with the empty field after it.
+    jq -r '.call_sites.sites[] | [.call, .op, (.ret // ""), .function] | join("|")' "$work/probes.json" |
+        while IFS='|' read -r call op ret function; do
+            echo "kprobe:$call $entry"
+            if [[ -n $ret ]]; then
+                probe=kprobe:$ret value='(int32)reg("ax")'
+            else
+                probe=kretprobe:$function value='(int32)retval' op=$function
+            fi
+            printf '%s /@entered[tid]/ { $phy = (struct phy_device *)@phydev[tid]; printf("%%llu %s %%p %%d %%d %%d %%llu\\n", nsecs, $phy, @before[tid], $phy->state, %s, nsecs - @entered[tid]); delete(@entered[tid]); delete(@phydev[tid]); delete(@before[tid]); }\n' \
+                "$probe" "$op" "$value"
+        done | awk '!/^kretprobe:/ || !seen[$1]++'
+}
+{
+    cat "$PHYTRACE_ROOT/scenarios/bench-bpftrace27.bt"
+    site_probes
+    echo 'END { clear(@start); clear(@entered); clear(@phydev); clear(@before); }'
+} >"$work/bench-bpftrace27.bt"
+site_probe_count=$(grep -c '^kprobe:\|^kretprobe:' "$work/bench-bpftrace27.bt")
+
+emit "{\"bench\":\"probes\",\"mdio_functions\":2,\"callbacks\":${#callbacks[@]},\"site_probes\":$site_probe_count,\"bpftrace\":\"$(bpftrace --version | awk '{ print $2 }')\",\"bpftrace27\":\"$(bpftrace27 --version | awk '{ print $2 }')\",\"repeats\":$REPEATS,\"starts\":$STARTS,\"reads\":$READS}"
 
 # ns per read of one synchronous burst of READS reads, as the simulator measured it.
 burst_ns() {
     sim_set "$dev" load "$READS BMSR"
     load_ns_per_read "$dev"
+}
+
+# attach_failed WHAT: says where the tracer that did not attach is (its kernel stack, its
+# errors, the kernel's last messages), kills it, and fails.
+attach_failed() {
+    log "$1 did not attach; its kernel stack:"
+    cat "/proc/$TRACER_PID/stack" 2>/dev/null || true
+    cat "$work/tracer.err"
+    dmesg | tail -n 20
+    kill -KILL "$TRACER_PID" 2>/dev/null || true
+    wait "$TRACER_PID" 2>/dev/null || true
+    fail "$1 did not attach"
 }
 
 # wait_line PATTERN: reads the tracer's lines (fd 3) until one matches the glob PATTERN; fails
@@ -107,7 +170,7 @@ start_tracer() {
         esac
         "$BIN" record -o "$work/bench.ptrace" "${options[@]}" --status "$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
-        wait_line '*"status":"recording"*' || { cat "$work/tracer.err"; fail "phytrace did not attach"; }
+        wait_line '*"status":"recording"*' || attach_failed phytrace
         ;;
     bpftrace-*)
         case $1 in
@@ -119,19 +182,29 @@ start_tracer() {
         esac
         bpftrace -B line "$work/$script.bt" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
-        wait_line ready || { cat "$work/tracer.err"; fail "bpftrace did not attach"; }
+        wait_line ready || attach_failed "$1"
+        ;;
+    bpftrace27)
+        bpftrace27 -B line "$work/bench-bpftrace27.bt" >"$fifo" 2>"$work/tracer.err" &
+        TRACER_PID=$!
+        wait_line ready || attach_failed "$1"
+        ;;
+    floor-fields)
+        "$FLOOR_BIN" >"$fifo" 2>"$work/tracer.err" &
+        TRACER_PID=$!
+        wait_line ready || attach_failed "the same-fields floor"
         ;;
     floor-callsite)
         python3 "$PHYTRACE_ROOT/scenarios/kprobe_floor.py" "${call_site_places[@]}" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
-        wait_line ready || { cat "$work/tracer.err"; fail "the empty call-site probes did not attach"; }
+        wait_line ready || attach_failed "the empty call-site probes"
         ;;
     esac
     ATTACH_MS=$(((${EPOCHREALTIME/./} - t0) / 1000))
     drain_tracer "$work/tracer.out"
 }
 
-TRACERS="phytrace phytrace-kprobe bpftrace-kfunc bpftrace-kprobe bpftrace-floor-fentry bpftrace-floor-kprobe"
+TRACERS="phytrace phytrace-kprobe bpftrace27 bpftrace-kfunc bpftrace-kprobe floor-fields bpftrace-floor-fentry bpftrace-floor-kprobe"
 log "P1: $REPEATS rounds of $READS reads: untraced, then with each of $TRACERS"
 burst_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
@@ -161,8 +234,8 @@ mapfile -t resumes < <(printf '%s\n' "${callbacks[@]}" | grep -E '[0-9]resume_ca
     echo "$(printf 'kprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
     echo "$(printf 'kretprobe:%s, ' "${resumes[@]}" | sed 's/, $//') {}"
 } >"$work/bench-floor-symbol.bt"
-# The first call-site start of the boot searches the kernel text; the next take the cache.
-export XDG_CACHE_HOME=$work/cache
+# The boot's first call-site start searches the kernel text (a cache of its own); the next take
+# the cache.
 start_tracer phytrace-callsite
 emit "{\"bench\":\"p2-cold\",\"tracer\":\"phytrace-callsite\",\"attach_ms\":$ATTACH_MS}"
 stop_tracer
@@ -173,7 +246,7 @@ mapfile -t call_site_places < <(head -n 1 "$work/bench.ptrace" |
     jq -r '.call_sites[] | .call, (.ret // ((.call | sub("\\+.*"; "")) + "%return"))')
 ((${#call_site_places[@]} > 0)) || fail "phytrace armed no call site"
 
-P2_TRACERS="phytrace phytrace-callsite bpftrace-kfunc"
+P2_TRACERS="phytrace phytrace-callsite bpftrace27 bpftrace-kfunc"
 log "P2: $STARTS rounds of starting and stopping each of $P2_TRACERS"
 for tracer in $P2_TRACERS; do # warm-up: the binaries and their libraries in the page cache
     start_tracer "$tracer"
@@ -187,7 +260,7 @@ for ((r = 1; r <= STARTS; r++)); do
     done
 done
 
-CB_TRACERS="phytrace-callsite phytrace-symbol floor-callsite bpftrace-floor-symbol"
+CB_TRACERS="phytrace-callsite phytrace-symbol bpftrace27 floor-callsite bpftrace-floor-symbol"
 log "C1: $REPEATS rounds of $CALLS phy_resume() calls: untraced, then with each of $CB_TRACERS"
 resume_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
@@ -239,7 +312,7 @@ samples() {
         ' | tee -a "$OUT"
 }
 
-SAMPLE_TRACERS="none phytrace bpftrace-kfunc bpftrace-floor-fentry"
+SAMPLE_TRACERS="none phytrace bpftrace27 bpftrace-kfunc floor-fields bpftrace-floor-fentry"
 log "Samples: where the CPU goes per access, with each of $SAMPLE_TRACERS"
 for ((r = 1; r <= REPEATS; r++)); do
     for tracer in $SAMPLE_TRACERS; do samples "$tracer" "$r"; done

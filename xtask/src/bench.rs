@@ -50,6 +50,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         crate::kernel::locate(crate::arch::Arch::X86_64)?
     } else {
         let (kernel, options) = vm::prepare_release(&args.vm)?;
+        let floor = floor_runner()?;
+        let bpftrace_root = crate::debian_root::BPFTRACE.prepare()?;
         let _ = fs::remove_file(&results);
         let command = vec![
             "/bin/bash".to_owned(),
@@ -60,6 +62,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
             format!("REPEATS={}", args.repeats),
             format!("STARTS={}", args.starts),
             format!("READS={}", args.reads),
+            format!("FLOOR_BIN={}", floor.display()),
+            format!("BPFTRACE_ROOT={}", bpftrace_root.display()),
         ];
         let code = vm::boot(&kernel, &options, &command)?;
         if code != 0 {
@@ -95,4 +99,23 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     fs::write(docs.join("benchmarks.md"), markdown)?;
     eprintln!("==> bench: results in docs/benchmarks.md and docs/benchmarks.json");
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The same-fields floor's runner (`phytrace/examples/mdio_floor.rs`), built with `--release`.
+fn floor_runner() -> anyhow::Result<std::path::PathBuf> {
+    let started = run::step("building the same-fields floor (release)");
+    run::status(
+        Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "phytrace",
+                "--example",
+                "mdio_floor",
+            ])
+            .current_dir(paths::workspace()),
+    )?;
+    run::done("build", started);
+    Ok(paths::target().join("release/examples/mdio_floor"))
 }

@@ -1,11 +1,13 @@
-//! Debian trixie as a user's machine, for phytrace's package: a root made once with mmdebstrap
-//! (`cargo xtask setup`) in the cache, and a copy of it into which apt installs the amd64
-//! package, as a user would (`apt install ./phytrace_…deb`), for the stock-kernel stage: the
-//! guest runs phytrace from that copy on Debian's 7.3 (tests/stock/54-package.sh).
-//!
-//! The host's apt sources are left alone: mmdebstrap fetches trixie from the mirror of the
-//! host's Debian sources. apt and the package's maintainer scripts run in the copy through
-//! chroot, in a mount namespace of their own (tests/deb/install.sh).
+//! Debian roots made once with mmdebstrap (`cargo xtask setup`) in the cache, entered with
+//! chroot; nothing of them is installed on the host, whose apt sources are left alone
+//! (mmdebstrap fetches from the mirror of the host's Debian sources):
+//! - [`USER_MACHINE`], Debian trixie as a user's machine, for phytrace's package: a copy of it
+//!   into which apt installs the amd64 package, as a user would (`apt install ./phytrace_…deb`),
+//!   for the stock-kernel stage: the guest runs phytrace from that copy on Debian's 7.3
+//!   (tests/stock/54-package.sh). apt and the package's maintainer scripts run in the copy
+//!   through chroot, in a mount namespace of their own (tests/deb/install.sh).
+//! - [`BPFTRACE`], Debian forky with its bpftrace, the peer a kernel developer installs today:
+//!   `cargo xtask bench` runs it in the guest beside bookworm's.
 
 use std::{
     fs,
@@ -17,66 +19,101 @@ use anyhow::{Context as _, Result};
 
 use crate::{paths, run, setup, stock};
 
-/// The Debian release the root is.
-const SUITE: &str = "trixie";
-/// Beyond mmdebstrap's minbase (dpkg, apt, debconf, passwd): man-db, to read the pages as a
-/// user would, and libcap2-bin, which the package recommends, so that apt installs it without
-/// the network.
-const INCLUDE: &str = "man-db,libcap2-bin";
+/// A Debian root: what mmdebstrap makes, under `debian-root/NAME` in the cache.
+pub struct Root {
+    /// Its directory's name.
+    name: &'static str,
+    suite: &'static str,
+    /// mmdebstrap's variant.
+    variant: &'static str,
+    /// Packages beyond the variant's.
+    include: &'static str,
+}
+
+/// Debian trixie as a user's machine: minbase (dpkg, apt, debconf, passwd), man-db, to read the
+/// pages as a user would, and libcap2-bin, which the package recommends, so that apt installs
+/// it without the network.
+pub const USER_MACHINE: Root = Root {
+    name: "trixie",
+    suite: "trixie",
+    variant: "minbase",
+    include: "man-db,libcap2-bin",
+};
+
+/// Debian forky with bpftrace and what it depends on (the apt variant: no more than that).
+pub const BPFTRACE: Root = Root {
+    name: "forky-bpftrace",
+    suite: "forky",
+    variant: "apt",
+    include: "bpftrace",
+};
+
 /// The script that installs the package in the copy and checks its grant of capabilities.
 const INSTALL_SCRIPT: &str = "tests/deb/install.sh";
 /// Written once the root is complete; holds the mmdebstrap command that made it.
 const STAMP: &str = "made";
 
-/// The root mmdebstrap made.
-fn base() -> PathBuf {
-    paths::cache().join("debian-root").join(SUITE)
+impl Root {
+    /// Where the root is (made by [`Root::prepare`]); the guest sees it at the same path.
+    pub fn path(&self) -> PathBuf {
+        paths::cache()
+            .join("debian-root")
+            .join(self.name)
+            .join("root")
+    }
+
+    /// Makes the root, once; returns it.
+    pub fn prepare(&self) -> Result<PathBuf> {
+        let root = self.path();
+        let dir = root.parent().context("the root's directory")?;
+        let (name, suite) = (self.name, self.suite);
+        if dir.join(STAMP).exists() {
+            eprintln!("    Debian root {name}: present");
+            return Ok(root);
+        }
+        setup::require_root("making a Debian root (mmdebstrap)")?;
+        let started = run::step(&format!("Debian root {name}: mmdebstrap {suite} (once)"));
+        let (mirror, keyring) = stock::mirror_and_keyring();
+        let partial = dir.join("root.partial");
+        let _ = fs::remove_dir_all(&partial);
+        fs::create_dir_all(dir)?;
+        let mut mmdebstrap = Command::new("mmdebstrap");
+        mmdebstrap
+            .args(["--quiet", "--mode=root"])
+            .arg(format!("--variant={}", self.variant))
+            .arg(format!("--include={}", self.include))
+            // A suite's Release file may be past its Valid-Until on a mirror that lags.
+            .arg("--aptopt=Acquire::Check-Valid-Until \"false\"")
+            .arg(suite)
+            .arg(&partial)
+            .arg(format!("deb [signed-by={keyring}] {mirror} {suite} main"));
+        let shown = run::show(&mmdebstrap);
+        run::output(&mut mmdebstrap).with_context(|| {
+            format!("mmdebstrap (in `cargo xtask setup`) could not make {name}")
+        })?;
+        let _ = fs::remove_dir_all(&root);
+        fs::rename(&partial, &root)?;
+        fs::write(dir.join(STAMP), shown + "\n")?;
+        run::done(&format!("Debian root {name}"), started);
+        Ok(root)
+    }
 }
 
-/// The copy with phytrace installed: `$PHYTRACE_TARGET/debian-root` in the guest.
+/// The copy of [`USER_MACHINE`] with phytrace installed: `$PHYTRACE_TARGET/debian-root` in the
+/// guest.
 pub fn installed() -> PathBuf {
     paths::target().join("debian-root")
 }
 
-/// Makes the trixie root, once; returns it.
-pub fn prepare() -> Result<PathBuf> {
-    let dir = base();
-    let root = dir.join("root");
-    if dir.join(STAMP).exists() {
-        eprintln!("    Debian {SUITE} root: present");
-        return Ok(root);
-    }
-    setup::require_root("making the Debian root (mmdebstrap)")?;
-    let started = run::step(&format!("Debian {SUITE} root: mmdebstrap (once)"));
-    let (mirror, keyring) = stock::mirror_and_keyring();
-    let partial = dir.join("root.partial");
-    let _ = fs::remove_dir_all(&partial);
-    fs::create_dir_all(&dir)?;
-    let mut mmdebstrap = Command::new("mmdebstrap");
-    mmdebstrap
-        .args(["--quiet", "--mode=root", "--variant=minbase"])
-        .arg(format!("--include={INCLUDE}"))
-        .arg(SUITE)
-        .arg(&partial)
-        .arg(format!("deb [signed-by={keyring}] {mirror} {SUITE} main"));
-    let shown = run::show(&mmdebstrap);
-    run::output(&mut mmdebstrap)
-        .context("mmdebstrap (in `cargo xtask setup`) could not make the Debian root")?;
-    let _ = fs::remove_dir_all(&root);
-    fs::rename(&partial, &root)?;
-    fs::write(dir.join(STAMP), shown + "\n")?;
-    run::done(&format!("Debian {SUITE} root"), started);
-    Ok(root)
-}
-
-/// Copies the root to [`installed`] and installs `deb` there with apt, checking what it
+/// Copies [`USER_MACHINE`] to [`installed`] and installs `deb` there with apt, checking what it
 /// installed and its opt-in grant (tests/deb/install.sh), which it leaves granted.
 pub fn install(deb: &Path) -> Result<PathBuf> {
     let started = run::step(&format!(
-        "Debian {SUITE} root: apt install ./{}",
+        "Debian root {}: apt install ./{}",
+        USER_MACHINE.name,
         deb.file_name().unwrap_or_default().to_string_lossy()
     ));
-    let base = prepare()?;
+    let base = USER_MACHINE.prepare()?;
     let target = installed();
     let copy = target.with_extension("partial");
     let _ = fs::remove_dir_all(&copy);

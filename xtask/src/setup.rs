@@ -70,7 +70,8 @@ pub fn run() -> Result<()> {
     bindgen_for_7_3()?;
     guest_busybox()?;
     stock_kernel()?;
-    crate::debian_root::prepare()?;
+    crate::debian_root::USER_MACHINE.prepare()?;
+    crate::debian_root::BPFTRACE.prepare()?;
     fs::create_dir_all(paths::cache())
         .with_context(|| format!("creating the cache {}", paths::cache().display()))?;
     module_tree_mount_point()?;

@@ -10,6 +10,7 @@
 //! reaching it.
 
 mod callbacks;
+mod floor;
 mod identity;
 mod kernel_read;
 mod mac;

@@ -115,7 +115,7 @@ fn attach_trampolines(
 }
 
 /// Loads and attaches `stem`'s fentry and fexit programs to `function`, pushing each link.
-fn attach_pair(
+pub(super) fn attach_pair(
     ebpf: &mut impl Programs,
     btf: &KernelBtf,
     function: &str,
@@ -152,7 +152,7 @@ fn attach_pair(
 }
 
 /// A trampoline program attached, to detach on a failed attempt.
-enum TrampolineLink {
+pub(super) enum TrampolineLink {
     Entry(aya::programs::fentry::FEntryLinkId),
     Exit(aya::programs::fexit::FExitLinkId),
 }

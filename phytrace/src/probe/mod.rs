@@ -6,6 +6,7 @@
 pub(crate) mod attach;
 pub(crate) mod bpf_memory;
 pub(crate) mod driver_probes;
+pub mod floor;
 pub(crate) mod kfunc_calls;
 pub(crate) mod loader;
 pub(crate) mod mac_site_probes;

@@ -45,6 +45,11 @@ pub struct Run {
     pub mdio_functions: u64,
     /// The driver's callbacks in `/proc/kallsyms`.
     pub callbacks: u64,
+    /// The kprobes and kretprobes of forky's bpftrace script at phylib's call sites.
+    pub site_probes: u64,
+    /// The versions of bookworm's bpftrace and forky's, as they print them.
+    pub bpftrace: String,
+    pub bpftrace27: String,
     /// Rounds of P1, C1 and each P3 rate; of P2; MDIO reads per P1 burst.
     pub repeats: u64,
     pub starts: u64,
@@ -304,7 +309,7 @@ mod tests {
     use super::*;
 
     /// One line of each kind, as bench.sh's `emit`, awk and profile-bpf.sh's jq print them.
-    const LINES: &str = r#"{"bench":"probes","mdio_functions":2,"callbacks":9,"repeats":5,"starts":9,"reads":20000}
+    const LINES: &str = r#"{"bench":"probes","mdio_functions":2,"callbacks":9,"site_probes":30,"bpftrace":"v0.17.0","bpftrace27":"v0.27.0","repeats":5,"starts":9,"reads":20000}
 {"bench":"p1","tracer":"none","round":1,"ns_per_access":1841}
 {"bench":"p1","tracer":"phytrace","round":1,"ns_per_access":2210}
 {"bench":"p2-cold","tracer":"phytrace-callsite","attach_ms":612}
@@ -330,6 +335,9 @@ mod tests {
             [Run {
                 mdio_functions: 2,
                 callbacks: 9,
+                site_probes: 30,
+                bpftrace: "v0.17.0".to_owned(),
+                bpftrace27: "v0.27.0".to_owned(),
                 repeats: 5,
                 starts: 9,
                 reads: 20000
