@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: phytrace against bpftrace and against no tracing, side by side in one
-//! VM boot (`scenarios/bench.sh`), and a QT2025's Clause 45 firmware load untraced and recorded,
-//! written to `docs/benchmarks.json` and `docs/benchmarks.md`.
+//! VM boot (`scenarios/bench.sh`), and a QT2025's Clause 45 firmware load untraced and recorded;
+//! then start to attached on Debian's stock kernel, in a boot of its own
+//! (`scenarios/bench-start.sh`); written to `docs/benchmarks.json` and `docs/benchmarks.md`.
 //! This runs the guest; [`rows`] reads what it wrote, [`report`] makes the figures of it.
 
 mod against;
@@ -46,6 +47,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let results = paths::vm_out().join("bench.jsonl");
+    let start_results = paths::vm_out().join("bench-start.jsonl");
     let kernel = if args.report_only {
         crate::kernel::locate(crate::arch::Arch::X86_64)?
     } else {
@@ -53,6 +55,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         let floor = floor_runner()?;
         let bpftrace_root = crate::debian_root::BPFTRACE.prepare()?;
         let _ = fs::remove_file(&results);
+        let _ = fs::remove_file(&start_results);
         let command = vec![
             "/bin/bash".to_owned(),
             paths::workspace()
@@ -69,11 +72,27 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         if code != 0 {
             bail!("the benchmark failed in the guest (exit status {code})");
         }
+        let command = vec![
+            "/bin/bash".to_owned(),
+            paths::workspace()
+                .join("scenarios/bench-start.sh")
+                .display()
+                .to_string(),
+            format!("STARTS={}", args.starts),
+            format!("BPFTRACE_ROOT={}", bpftrace_root.display()),
+        ];
+        let code = vm::boot(&crate::kernel::Kernel::stock()?, &options, &command)?;
+        if code != 0 {
+            bail!("the start benchmark failed on Debian's kernel (exit status {code})");
+        }
         kernel
     };
     let text =
         fs::read_to_string(&results).with_context(|| format!("reading {}", results.display()))?;
     let rows = Rows::parse(&text).context("parsing the guest's results")?;
+    let text = fs::read_to_string(&start_results)
+        .with_context(|| format!("reading {}", start_results.display()))?;
+    let stock = Rows::parse(&text).context("parsing the results on Debian's kernel")?;
     let release =
         fs::read_to_string(kernel.tree.join("include/config/kernel.release")).unwrap_or_default();
     let setting = Setting {
@@ -89,7 +108,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
         release: release.trim().to_owned(),
     };
-    let figures = Figures::of(&rows, setting)?;
+    let figures = Figures::of(&rows, &stock, setting)?;
     let (json, markdown) = (figures.json(), figures.markdown()?);
     let docs = paths::workspace().join("docs");
     fs::write(

@@ -368,6 +368,7 @@ pub struct Figures<'r> {
     samples: Samples,
     c1: C1,
     p2: P2,
+    stock: StockStart,
     p3: P3<'r>,
     /// `phytrace tui`'s CPU % by events per second.
     tui: BTreeMap<u64, u64>,
@@ -471,6 +472,22 @@ struct P2 {
     versions: (String, String),
 }
 
+/// P2 on Debian's stock kernel (`scenarios/bench-start.sh`, a boot of its own).
+struct StockStart {
+    /// Its release, rounds, forky's bpftrace's version and its probes at the call sites.
+    kernel: String,
+    starts: u64,
+    bpftrace27: String,
+    site_probes: u64,
+    /// phytrace's default start from this boot's cache, its first start, forky's bpftrace's.
+    cached: Spread,
+    first: Spread,
+    peer: Spread,
+    /// Forky's bpftrace's median over phytrace's cached start and first start.
+    cached_ratio: f64,
+    first_ratio: f64,
+}
+
 /// P3: events per second without loss, binary and JSON Lines captures, and with `--metrics`
 /// scraped.
 struct P3<'r> {
@@ -510,8 +527,9 @@ fn lossy(runs: &RateRuns) -> usize {
 }
 
 impl<'r> Figures<'r> {
-    /// The figures of `rows`, measured in `setting`.
-    pub fn of(rows: &'r Rows, setting: Setting) -> Result<Self> {
+    /// The figures of `rows`, measured in `setting`, and of `stock`, measured on Debian's
+    /// kernel.
+    pub fn of(rows: &'r Rows, stock: &Rows, setting: Setting) -> Result<Self> {
         let run: &Run = rows
             .runs
             .first()
@@ -527,6 +545,7 @@ impl<'r> Figures<'r> {
             c1: C1::of(rows)?,
             p1,
             p2,
+            stock: StockStart::of(stock)?,
             p3: P3::of(rows)?,
             tui: rows.tui.iter().map(|r| (r.rate, r.cpu_percent)).collect(),
             c45: C45::of(rows)?,
@@ -566,6 +585,7 @@ impl<'r> Figures<'r> {
             "p2_attach_ms_bpftrace27": p2.bpftrace27.json(),
             "p2_bpftrace27_over_phytrace_callsite": p2.cached27_ratio,
             "p2_bpftrace27_over_phytrace_callsite_first": p2.first27_ratio,
+            "p2_stock": self.stock.json(),
             "c45": c45.rows(),
             "c45_probe_ms": { "none": c45.untraced.json(), "phytrace": c45.traced.json() },
             "c45_phytrace_over_untraced": c45.ratio,
@@ -583,6 +603,7 @@ impl<'r> Figures<'r> {
         self.samples.write(&mut md)?;
         self.c1.write(&mut md)?;
         self.p2.write(&mut md)?;
+        self.stock.write(&mut md)?;
         self.p3.write(&mut md, self.repeats)?;
         write_tui(&mut md, &self.tui)?;
         self.c45.write(&mut md)?;
@@ -965,6 +986,78 @@ impl P2 {
     }
 }
 
+impl StockStart {
+    /// The figures of `rows`, `scenarios/bench-start.sh`'s results.
+    fn of(rows: &Rows) -> Result<Self> {
+        let run = rows.start_runs.first().context(
+            "the results have no `start-probes` row (Debian's kernel): rerun `cargo xtask bench`",
+        )?;
+        let cached = spread(&rows.p2, "phytrace-default")?;
+        let first = spread(&rows.p2_cold, "phytrace-default")?;
+        let peer = spread(&rows.p2, "bpftrace27")?;
+        Ok(Self {
+            kernel: run.kernel.clone(),
+            starts: run.starts,
+            bpftrace27: run.bpftrace27.clone(),
+            site_probes: run.site_probes,
+            cached_ratio: peer.median / cached.median,
+            first_ratio: peer.median / first.median,
+            cached,
+            first,
+            peer,
+        })
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kernel": self.kernel, "rounds": self.starts,
+            "attach_ms": { "phytrace": self.cached.json(), "phytrace_first": self.first.json(), "bpftrace27": self.peer.json() },
+            "bpftrace27_over_phytrace": self.cached_ratio, "bpftrace27_over_phytrace_first": self.first_ratio,
+        })
+    }
+
+    /// The start on Debian's kernel: the table and the ratios to the goals.
+    fn write(&self, md: &mut String) -> Result<()> {
+        let Self {
+            kernel,
+            starts,
+            bpftrace27,
+            site_probes,
+            cached_ratio,
+            first_ratio,
+            ..
+        } = self;
+        writeln!(md, "### On Debian's kernel\n")?;
+        writeln!(
+            md,
+            "The same, on Debian's unmodified {kernel} as packaged, in a boot of its own with no simulated\nhardware (`scenarios/bench-start.sh`, {starts} rounds): `phytrace record` with its defaults, forky's bpftrace\n({bpftrace27}) on the same work: the MDIO accessors' trampolines and {site_probes} kprobes at phylib's call sites and their\nreturns, from `phytrace probes --format json` on that kernel.\n"
+        )?;
+        writeln!(md, "| tool | ms |\n|---|---|")?;
+        writeln!(
+            md,
+            "| phytrace, call sites from this boot's cache (the default) | {} |",
+            self.cached.cell()
+        )?;
+        writeln!(
+            md,
+            "| phytrace, the boot's first start | {} |",
+            self.first.cell()
+        )?;
+        writeln!(
+            md,
+            "| forky's bpftrace, call sites | {} |\n",
+            self.peer.cell()
+        )?;
+        writeln!(
+            md,
+            "phytrace's start is **{cached_ratio:.1} ×** faster than forky's bpftrace's (goal ≥ 10: {}), its boot's first\nstart **{first_ratio:.1} ×** (goal ≥ 3: {}).\n",
+            goal(*cached_ratio >= 10.0),
+            goal(*first_ratio >= 3.0),
+        )?;
+        Ok(())
+    }
+}
+
 /// The results' `c1-probes` row: the calls per C1 burst and the call sites phytrace armed.
 fn c1_probes(rows: &Rows) -> Result<&CallSites> {
     rows.c1_probes
@@ -1308,6 +1401,18 @@ mod tests {
         Rows::parse(&lines.join("\n")).unwrap()
     }
 
+    /// The results of bench-start.sh: phytrace starts in 100 ms from the cache, 400 the first
+    /// time; forky's bpftrace in 3000.
+    fn stock_results() -> Rows {
+        Rows::parse(
+            r#"{"bench":"start-probes","kernel":"7.3.4+deb13-amd64","site_probes":30,"bpftrace27":"v0.27.0","starts":1}
+{"bench":"p2-cold","tracer":"phytrace-default","attach_ms":400}
+{"bench":"p2","tracer":"phytrace-default","round":1,"attach_ms":100}
+{"bench":"p2","tracer":"bpftrace27","round":1,"attach_ms":3000}"#,
+        )
+        .unwrap()
+    }
+
     /// A traced C45 round as bench.sh writes it.
     fn c45_traced(probe_us: u64, recorded: u64, lost: u64) -> String {
         format!(
@@ -1327,7 +1432,7 @@ mod tests {
     #[test]
     fn the_report_says_what_each_tracer_adds_and_the_goals() {
         let rows = results(&[]);
-        let figures = Figures::of(&rows, setting()).unwrap();
+        let figures = Figures::of(&rows, &stock_results(), setting()).unwrap();
         let json = figures.json();
         // phytrace adds 100 ns, forky's bpftrace 300, bookworm's 400, the same-fields floor
         // 600, the empty fentry pair 700.
@@ -1373,6 +1478,8 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("**2.2 ×** (goal ≥ 3: missed)"), "{md}");
+        assert_eq!(json["p2_stock"]["bpftrace27_over_phytrace"], 30.0);
+        assert!(md.contains("faster than forky's bpftrace's (goal ≥ 10: met), its boot's first\nstart **7.5 ×** (goal ≥ 3: met)"), "{md}");
         assert!(md.contains("events were lost in 1 of 1 rounds (goal: none: missed)"));
         assert!(md.contains("| 10000 | 12 |"));
         assert!(
@@ -1405,7 +1512,7 @@ mod tests {
     fn a_c45_capture_short_of_the_firmware_or_with_loss_is_said() {
         for (recorded, lost) in [(24575, 0), (24576, 3)] {
             let rows = results(&[c45_traced(160000, recorded, lost)]);
-            let figures = Figures::of(&rows, setting()).unwrap();
+            let figures = Figures::of(&rows, &stock_results(), setting()).unwrap();
             assert_eq!(figures.json()["c45_firmware_writes_all_recorded"], false);
             let md = figures.markdown().unwrap();
             assert!(
@@ -1420,7 +1527,7 @@ mod tests {
     fn a_round_that_miscounts_its_loss_is_said() {
         let miscounted = round(2000, 1990, 4).replace(r#""recorded":96"#, r#""recorded":95"#);
         let rows = results(&[miscounted]);
-        let figures = Figures::of(&rows, setting()).unwrap();
+        let figures = Figures::of(&rows, &stock_results(), setting()).unwrap();
         assert_eq!(figures.json()["p3_loss_counted_exactly"], false);
         assert!(figures.markdown().unwrap().contains("in every round: NO."));
     }
@@ -1429,14 +1536,20 @@ mod tests {
     fn a_tracer_without_results_is_an_error_naming_it() {
         let mut rows = results(&[]);
         rows.p2.retain(|r| r.tracer != "bpftrace-kfunc");
-        let err = Figures::of(&rows, setting()).err().unwrap();
+        let err = Figures::of(&rows, &stock_results(), setting())
+            .err()
+            .unwrap();
         assert_eq!(err.to_string(), "no p2 results for bpftrace-kfunc");
         let mut rows = results(&[]);
         rows.c45_traced.clear();
-        let err = Figures::of(&rows, setting()).err().unwrap();
+        let err = Figures::of(&rows, &stock_results(), setting())
+            .err()
+            .unwrap();
         assert_eq!(err.to_string(), "no c45 results for phytrace");
         rows.runs.clear();
-        let err = Figures::of(&rows, setting()).err().unwrap();
+        let err = Figures::of(&rows, &stock_results(), setting())
+            .err()
+            .unwrap();
         assert_eq!(err.to_string(), "the results have no `probes` row");
     }
 }

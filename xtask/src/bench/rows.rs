@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub enum Row {
     #[serde(rename = "probes")]
     Run(Run),
+    #[serde(rename = "start-probes")]
+    StartRun(StartRun),
     #[serde(rename = "p1")]
     P1(Access),
     #[serde(rename = "p2-cold")]
@@ -54,6 +56,20 @@ pub struct Run {
     pub repeats: u64,
     pub starts: u64,
     pub reads: u64,
+}
+
+/// `start-probes`: what `scenarios/bench-start.sh` found on Debian's kernel, and was asked for.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartRun {
+    /// The kernel's release.
+    pub kernel: String,
+    /// The kprobes and kretprobes of forky's bpftrace script at phylib's call sites, and its
+    /// version.
+    pub site_probes: u64,
+    pub bpftrace27: String,
+    /// Rounds of P2.
+    pub starts: u64,
 }
 
 /// `p1`: ns per MDIO access of one burst with `tracer` running (`none`: untraced).
@@ -249,6 +265,7 @@ figure!(TracedLoad, "c45", probe_us);
 #[derive(Debug, Default)]
 pub struct Rows {
     pub runs: Vec<Run>,
+    pub start_runs: Vec<StartRun>,
     pub p1: Vec<Access>,
     pub p2: Vec<Start>,
     pub p2_cold: Vec<FirstStart>,
@@ -285,6 +302,7 @@ impl Rows {
     fn push(&mut self, row: Row) {
         match row {
             Row::Run(run) => self.runs.push(run),
+            Row::StartRun(run) => self.start_runs.push(run),
             Row::P1(access) => self.p1.push(access),
             Row::P2Cold(start) => self.p2_cold.push(start),
             Row::C1Probes(sites) => self.c1_probes.push(sites),
@@ -310,6 +328,7 @@ mod tests {
 
     /// One line of each kind, as bench.sh's `emit`, awk and profile-bpf.sh's jq print them.
     const LINES: &str = r#"{"bench":"probes","mdio_functions":2,"callbacks":9,"site_probes":30,"bpftrace":"v0.17.0","bpftrace27":"v0.27.0","repeats":5,"starts":9,"reads":20000}
+{"bench":"start-probes","kernel":"7.3.4+deb13-amd64","site_probes":30,"bpftrace27":"v0.27.0","starts":9}
 {"bench":"p1","tracer":"none","round":1,"ns_per_access":1841}
 {"bench":"p1","tracer":"phytrace","round":1,"ns_per_access":2210}
 {"bench":"p2-cold","tracer":"phytrace-callsite","attach_ms":612}
@@ -342,6 +361,13 @@ mod tests {
                 starts: 9,
                 reads: 20000
             }]
+        );
+        assert_eq!(
+            (
+                rows.start_runs[0].kernel.as_str(),
+                rows.start_runs[0].site_probes
+            ),
+            ("7.3.4+deb13-amd64", 30)
         );
         assert_eq!(
             rows.p1
