@@ -29,13 +29,14 @@ decode_call_sites() {
 }
 
 # site_probes: forky's bpftrace on the driver callbacks, written from `phytrace probes`: a kprobe
-# at each of phylib's call sites of an op (rdi: the phy_device) and one at its return (rax: the
-# op's result), or, for a tail call, a kretprobe of the enclosing function (once per function).
+# at each of phylib's call sites of an op that the kernel can probe (rdi: the phy_device) and one
+# at its return (rax: the op's result), or, for a tail call, a kretprobe of the enclosing
+# function (once per function).
 site_probes() {
     local call op ret function probe value
     local entry='{ @entered[tid] = nsecs; @phydev[tid] = reg("di"); @before[tid] = ((struct phy_device *)reg("di"))->state; }'
     # '|' separates the fields: read would merge a tab with the empty field after it.
-    jq -r '.call_sites.sites[] | [.call, .op, (.ret // ""), .function] | join("|")' "$work/probes.json" |
+    jq -r '.call_sites.sites[] | select(.not_traced == null) | [.call, .op, (.ret // ""), .function] | join("|")' "$work/probes.json" |
         while IFS='|' read -r call op ret function; do
             echo "kprobe:$call $entry"
             if [[ -n $ret ]]; then
@@ -62,10 +63,12 @@ write_bpftrace27_script() {
 # attach_failed WHAT: says where the tracer that did not attach is (its kernel stack, its
 # errors, the kernel's last messages), kills it, and fails.
 attach_failed() {
-    log "$1 did not attach; its kernel stack:"
-    cat "/proc/$TRACER_PID/stack" 2>/dev/null || true
-    cat "$work/tracer.err"
-    dmesg | tail -n 20
+    {
+        log "$1 did not attach; its kernel stack:"
+        cat "/proc/$TRACER_PID/stack" 2>/dev/null || true
+        cat "$work/tracer.err"
+        dmesg | tail -n 20
+    } >&2
     kill -KILL "$TRACER_PID" 2>/dev/null || true
     wait "$TRACER_PID" 2>/dev/null || true
     fail "$1 did not attach"

@@ -62,9 +62,9 @@ sites=$(jq -r 'select(.status == "recording") | .call_sites' "$cap.status")
 ok "$sites call sites armed"
 # Every kprobe inside a function is the call or the return of a site the header names (a PHY
 # op's, or an inlined MDIO accessor's bus-op call where clang copied the accessors: our 7.3): a
-# site whose call the kernel refused (phy_interrupt's call through memory) keeps no return probe
-# (removed on another thread once the session has started, as removing a kprobe waits for an RCU
-# grace period: waited for).
+# site the kernel's kprobes cannot take (phy_interrupt's call through memory) gets none, and one
+# whose call the kernel refused keeps no return probe (removed on another thread once the
+# session has started, as removing a kprobe waits for an RCU grace period: waited for).
 ensure_debugfs
 stray_kprobes() {
     comm -23 <(awk '$2 == "k" && $3 !~ /[+]0x0$/ { print $3 }' /sys/kernel/debug/kprobes/list | sort -u) \

@@ -38,9 +38,11 @@ fn call_sites_section(out: &mut String, found: &Result<(Discovery, bool)>) -> Re
     };
     writeln!(out, "  {:<44} {:<20} RETURN SEEN AT", "CALL", "OP")?;
     for site in &discovery.sites {
-        let ret = site
-            .return_place()
-            .unwrap_or_else(|| format!("{} returning (a tail call)", site.function));
+        let ret = match (site.unprobeable(), site.return_place()) {
+            (Some(why), _) => format!("not traced: {why}"),
+            (None, Some(ret)) => ret,
+            (None, None) => format!("{} returning (a tail call)", site.function),
+        };
         writeln!(out, "  {:<44} {:<20} {ret}", site.place(), site.op())?;
     }
     write_totals(out, discovery, &OPS, "that touch a PHY's driver")?;
@@ -83,14 +85,15 @@ fn mac_sites_section(out: &mut String, found: &Result<mac_sites::Found>) -> Resu
     let discovery = &found.discovery;
     writeln!(out, "  {:<44} {:<20} CHECK", "CALL", "OP")?;
     for site in &discovery.sites {
-        let check = match site.found.owner {
-            Some(owner) => format!(
+        let check = match (site.unprobeable(), site.found.owner) {
+            (Some(why), _) => format!("not traced: {why}"),
+            (None, Some(owner)) => format!(
                 "target == pl->mac_ops->{} (mac_ops at {:+#x} from pt_regs+{})",
                 site.op(),
                 owner.displacement,
                 owner.register
             ),
-            None => format!(
+            (None, None) => format!(
                 "not traced: {}",
                 mac_sites::unarmable(site).unwrap_or_default()
             ),

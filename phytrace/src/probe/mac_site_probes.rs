@@ -81,7 +81,7 @@ impl MacSites {
                 Ok(())
             })
             .into_iter()
-            .map(|(site, err)| (site, site_table::refusal(site, &err)))
+            .map(|(site, err)| (site, format!("{err:#}")))
             .collect();
         if links.is_empty() {
             bail!(

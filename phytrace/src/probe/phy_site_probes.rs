@@ -110,13 +110,11 @@ impl CallSiteProbes {
         let refused = table.arm(|cookie, site| {
             arm_site(programs, probes, &mut links, &mut stranded, site, cookie)
         });
-        notes.extend(refused.iter().map(|(site, err)| {
-            format!(
-                "the call site {} is not traced: {}",
-                site.label(),
-                site_table::refusal(site, err)
-            )
-        }));
+        notes.extend(
+            refused.iter().map(|(site, err)| {
+                format!("the call site {} is not traced: {err:#}", site.label())
+            }),
+        );
         Ok(Self {
             table,
             symbols_current: !symbols.is_empty(),

@@ -12,8 +12,7 @@ use aya::{
 };
 use phytrace_common::{CallSite as SiteRecord, SITE_DISABLED};
 
-use super::trace_events::TraceEventError;
-use crate::kernel::code::{CallSite, Target};
+use crate::kernel::code::CallSite;
 
 /// A site map, through a handle of its own.
 pub type Records = Array<MapData, SiteRecord>;
@@ -71,15 +70,20 @@ impl SiteTable {
         })
     }
 
-    /// Probes each site with `arm`, given the cookie of its probes (its index). A site `arm`
-    /// fails on is not armed ([`Self::armed`]); those are returned, with why.
+    /// Probes each site with `arm`, given the cookie of its probes (its index), but for those
+    /// the kernel cannot probe ([`CallSite::unprobeable`]). A site not armed
+    /// ([`Self::armed`]) is returned, with why.
     pub fn arm(
         &mut self,
         mut arm: impl FnMut(u64, &CallSite) -> Result<()>,
     ) -> Vec<(&CallSite, anyhow::Error)> {
         let mut refused = Vec::new();
         for (index, site) in self.sites.iter().enumerate() {
-            if let Err(err) = arm(index as u64, site) {
+            let armed = match site.unprobeable() {
+                Some(why) => Err(anyhow::anyhow!(why)),
+                None => arm(index as u64, site),
+            };
+            if let Err(err) = armed {
                 self.refused[index] = true;
                 refused.push((site, err));
             }
@@ -135,21 +139,5 @@ impl SiteTable {
             }
         }
         Ok(disabled)
-    }
-}
-
-/// Why the kernel refused to probe `site`, in words a user can act on.
-pub fn refusal(site: &CallSite, err: &anyhow::Error) -> String {
-    let os_error = err
-        .chain()
-        .find_map(|cause| cause.downcast_ref::<TraceEventError>())
-        .and_then(TraceEventError::os_error);
-    match (site.found.target, os_error) {
-        // x86 kprobes emulate `call *%reg` but not a call through memory (`prepare_emulation`
-        // answers EOPNOTSUPP: "support memory addressing" is still to do there).
-        (Target::Memory(_), Some(libc::EOPNOTSUPP)) => {
-            "the kernel's kprobes cannot take an indirect call through memory".to_owned()
-        }
-        _ => format!("{err:#}"),
     }
 }

@@ -157,6 +157,9 @@ struct Site<'a> {
     /// function's own return).
     #[serde(skip_serializing_if = "Option::is_none")]
     ret: Option<String>,
+    /// Why the site is not traced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_traced: Option<&'static str>,
 }
 
 impl<'a> Site<'a> {
@@ -167,6 +170,7 @@ impl<'a> Site<'a> {
             offset: site.found.offset,
             op: site.op(),
             ret: site.return_place(),
+            not_traced: site.unprobeable(),
         }
     }
 }
@@ -180,20 +184,18 @@ struct MacSite<'a> {
     /// is `pl->mac_ops->OP`.
     #[serde(skip_serializing_if = "Option::is_none")]
     mac_ops: Option<MacOps>,
-    /// Why the site is not traced.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    not_traced: Option<&'static str>,
 }
 
 impl<'a> MacSite<'a> {
     fn of(site: &'a CallSite) -> Self {
+        let mut found = Site::of(site);
+        found.not_traced = mac_sites::unarmable(site).or(found.not_traced);
         Self {
-            site: Site::of(site),
+            site: found,
             mac_ops: site.found.owner.map(|owner| MacOps {
                 pt_regs_offset: owner.register,
                 displacement: owner.displacement,
             }),
-            not_traced: mac_sites::unarmable(site),
         }
     }
 }
@@ -313,7 +315,7 @@ mod tests {
             found: Found {
                 offset,
                 op: 0,
-                target: Target::Memory(0x10),
+                target: Target::Register(80),
                 ret,
                 owner: None,
             },
@@ -363,7 +365,13 @@ mod tests {
                             "read_status",
                             Return::After(0x51),
                         ),
-                        site("phy_suspend", 0x9a, "suspend", Return::Tail),
+                        CallSite {
+                            found: Found {
+                                target: Target::Memory(0x10),
+                                ..site("phy_suspend", 0x9a, "suspend", Return::Tail).found
+                            },
+                            ..site("phy_suspend", 0x9a, "suspend", Return::Tail)
+                        },
                     ],
                     functions_decoded: 40,
                     text_bytes: 65536,
@@ -442,6 +450,7 @@ mod tests {
                             "function": "phy_suspend",
                             "offset": 0x9a,
                             "op": "suspend",
+                            "not_traced": "the kernel's kprobes cannot take an indirect call through memory",
                         },
                     ],
                     "ops_without_sites": ops_without_phy_sites,

@@ -242,6 +242,14 @@ impl CallSite {
             Return::Tail => None,
         }
     }
+
+    /// Why the kernel's kprobes cannot take the call, if they cannot: x86 kprobes emulate
+    /// `call *%reg` but not a call through memory (the kernel's `prepare_emulation` answers
+    /// EOPNOTSUPP; arm64 has no such call).
+    pub fn unprobeable(&self) -> Option<&'static str> {
+        matches!(self.found.target, Target::Memory(_))
+            .then_some("the kernel's kprobes cannot take an indirect call through memory")
+    }
 }
 
 /// The instruction set of the running kernel.
