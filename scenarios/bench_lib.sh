@@ -17,7 +17,10 @@ bench_end() {
     scenario_end
 }
 trap bench_end EXIT
-bpftrace27() { chroot "$BPFTRACE_ROOT" bpftrace "$@"; }
+# bpftrace27 ARGS: forky's bpftrace, in the place of the subshell that runs it (in a pipeline,
+# or started with `&`: $! is then bpftrace, which the signal that stops a tracer must reach).
+# Never in the script's own shell.
+bpftrace27() { exec chroot "$BPFTRACE_ROOT" bpftrace "$@"; }
 
 # decode_call_sites: `phytrace probes` decodes this boot's call sites into $work/probes.json,
 # with a cache of its own, left empty again: the boot's first call-site start still decodes.

@@ -94,17 +94,17 @@ impl Kernel {
         }
     }
 
-    /// Debian's stock kernel (x86_64), fetched and unpacked if needed (`stock.rs`).
-    pub fn stock() -> Result<Self> {
-        let stock = crate::stock::prepare()?;
+    /// Debian's kernel `release` (x86_64), fetched and unpacked if needed (`stock.rs`).
+    pub fn stock(release: crate::stock::Release) -> Result<Self> {
+        let stock = crate::stock::prepare(release)?;
         Ok(Self {
             tree: stock.dir(),
             key: format!("stock-{:016x}", fnv1a(&[&stock.versions])),
             arch: Arch::X86_64,
             stock: Some(stock),
             // None of ours: they would have to be built with Debian's compiler.
-            modules: paths::target().join("modules-stock"),
-            name: "stock",
+            modules: paths::target().join(format!("modules-{}", release.guest_name)),
+            name: release.guest_name,
             btf_file: None,
             // As Secure Boot runs Debian's kernel (LOCK_DOWN_IN_EFI_SECURE_BOOT).
             lockdown: Some("integrity"),

@@ -57,7 +57,7 @@ fn source() -> Result<(PathBuf, String)> {
         return Ok((tarball, version.trim().to_owned()));
     }
     let started = run::step("kernel 7.3: fetching linux-source-7.3 from trixie-backports (once)");
-    let debs = stock::download(&root, &[PACKAGE])?;
+    let debs = stock::download(&root, "trixie-backports", &[PACKAGE])?;
     let deb = debs.first().context("no linux-source-7.3 .deb")?;
     run::status(
         Command::new("dpkg-deb")

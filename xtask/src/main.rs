@@ -51,9 +51,10 @@ enum Command {
     ///
     /// Example: `cargo xtask kernel` (or `cargo xtask kernel --arch aarch64`)
     Kernel(kernel::KernelArgs),
-    /// Fetch Debian's stock 7.3 kernel (`linux-image-7.3.4+deb13-amd64`, unmodified) into the
-    /// cache: vmlinuz, modules (depmod'ed), config and its BTF. `cargo xtask vm --kernel stock`
-    /// boots it. `--btf-fixture` rewrites the BTF reader's test fixture from it.
+    /// Fetch Debian's kernels, unmodified, into the cache: 7.3 (`linux-image-7.3.4+deb13-amd64`),
+    /// Debian 13's 6.12 and Debian 14's 7.2; each's vmlinuz, modules (depmod'ed), config and
+    /// BTF. `cargo xtask vm --kernel stock|debian13|debian14` boots one. `--btf-fixture`
+    /// rewrites the BTF reader's test fixture from the 7.3.
     ///
     /// Example: `cargo xtask stock`
     Stock(stock::StockArgs),

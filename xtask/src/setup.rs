@@ -79,11 +79,13 @@ pub fn run() -> Result<()> {
     Ok(())
 }
 
-/// Debian's stock 7.3 in the cache (`stock.rs`): the kernel of `tests/stock`, and the BTF the
+/// Debian's kernels in the cache (`stock.rs`): those of `tests/stock`, and the BTF the
 /// reader's host tests compare their fixture with.
 fn stock_kernel() -> Result<()> {
-    crate::stock::prepare()?;
-    eprintln!("    stock kernel {}: present", crate::stock::RELEASE);
+    for release in crate::stock::RELEASES {
+        crate::stock::prepare(release)?;
+        eprintln!("    {} ({}): present", release.name, release.release);
+    }
     Ok(())
 }
 

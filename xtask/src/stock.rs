@@ -1,5 +1,7 @@
-//! Debian's stock kernel, unmodified: `linux-image-7.3.4+deb13-amd64` from trixie-backports —
-//! its `vmlinuz`, modules and config exactly as packaged, nothing rebuilt.
+//! Debian's kernels, unmodified: their `vmlinuz`, modules and config exactly as packaged,
+//! nothing rebuilt. Three: trixie-backports' 7.3 (Rust, phylib built in: the Rust Asix driver's
+//! users), trixie's 6.12 (Debian 13: no Rust, phylib a module, the C driver) and forky's 7.2
+//! (Debian 14: Rust, phylink a module).
 //!
 //! The packages come through a private apt state under the cache (its own sources file, lists
 //! and archive cache; `apt-get download`, never `install`: the host stays bookworm), are
@@ -19,16 +21,56 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::{paths, run};
 
-/// The kernel release (`uname -r`) of the stock kernel.
-pub const RELEASE: &str = "7.3.4+deb13-amd64";
-/// The suite that has it.
-const SUITE: &str = "trixie-backports";
-/// The packages that make up the kernel: boot image, modules, config and System.map.
-const PACKAGES: [&str; 3] = [
-    "linux-binary-7.3.4+deb13-amd64",
-    "linux-modules-7.3.4+deb13-amd64",
-    "linux-base-7.3.4+deb13-amd64",
-];
+/// A Debian kernel as packaged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Release {
+    /// Its release (`uname -r`).
+    pub release: &'static str,
+    /// Which it is, for messages.
+    pub name: &'static str,
+    /// What the guest calls it (`PHYTRACE_VM_KERNEL`).
+    pub guest_name: &'static str,
+    /// The suite that has it.
+    suite: &'static str,
+    /// The packages that make it up: boot image, modules, config.
+    packages: &'static [&'static str],
+}
+
+/// Debian's 7.3 (trixie-backports).
+pub const DEBIAN_73: Release = Release {
+    release: "7.3.4+deb13-amd64",
+    name: "Debian's 7.3.4",
+    guest_name: "stock",
+    suite: "trixie-backports",
+    packages: &[
+        "linux-binary-7.3.4+deb13-amd64",
+        "linux-modules-7.3.4+deb13-amd64",
+        "linux-base-7.3.4+deb13-amd64",
+    ],
+};
+
+/// Debian 13's 6.12 (trixie).
+pub const DEBIAN_13: Release = Release {
+    release: "6.12.117+deb13-amd64",
+    name: "Debian 13's 6.12.117",
+    guest_name: "debian13",
+    suite: "trixie",
+    packages: &["linux-image-6.12.117+deb13-amd64-unsigned"],
+};
+
+/// Debian 14's 7.2 (forky).
+pub const DEBIAN_14: Release = Release {
+    release: "7.2.12+deb14-amd64",
+    name: "Debian 14's 7.2.12",
+    guest_name: "debian14",
+    suite: "forky",
+    packages: &[
+        "linux-binary-7.2.12+deb14-amd64",
+        "linux-modules-7.2.12+deb14-amd64",
+        "linux-base-7.2.12+deb14-amd64",
+    ],
+};
+
 /// Modules the initramfs loads before it mounts the host root: the virtio-mmio transport
 /// (described by ACPI on microvm: Debian's build has no `virtio_mmio.device=` command line
 /// devices) and 9p over virtio. Their dependencies come first, from `modules.dep`.
@@ -43,6 +85,8 @@ const DEFAULT_KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 /// The unpacked stock kernel.
 #[derive(Clone, Debug)]
 pub struct StockKernel {
+    /// Which kernel it is.
+    pub release: Release,
     /// `…/lib/modules` of the unpacked packages (the guest's `/lib/modules`).
     pub modules: PathBuf,
     /// The packages' versions, for messages and cache keys.
@@ -52,7 +96,7 @@ pub struct StockKernel {
 impl StockKernel {
     /// The release's directory: `vmlinuz`, `config`, `System.map`, `modules.*`, `kernel/`.
     pub fn dir(&self) -> PathBuf {
-        self.modules.join(RELEASE)
+        self.modules.join(self.release.release)
     }
 
     /// The boot image, as Debian ships it.
@@ -63,7 +107,7 @@ impl StockKernel {
     /// The kernel's BTF (the `.BTF` section of the vmlinux inside `vmlinuz`), as the guest's
     /// `/sys/kernel/btf/vmlinux` holds it: extracted once, for the host tests of the BTF reader.
     pub fn vmlinux_btf(&self) -> PathBuf {
-        root().join("vmlinux.btf")
+        root(self.release).join("vmlinux.btf")
     }
 
     /// The modules the initramfs loads, in load order, as paths into the tree (`.ko.xz`).
@@ -83,29 +127,35 @@ pub struct StockArgs {
     pub btf_fixture: bool,
 }
 
-/// `cargo xtask stock`: fetch (once) and say where it is.
+/// Debian's kernels the tests boot.
+pub const RELEASES: [Release; 3] = [DEBIAN_73, DEBIAN_13, DEBIAN_14];
+
+/// `cargo xtask stock`: fetch each (once) and say where it is.
 pub fn run(args: &StockArgs) -> Result<()> {
-    let kernel = prepare()?;
-    eprintln!("    {}", kernel.versions);
-    eprintln!("    {}", kernel.dir().display());
-    eprintln!("    {}", kernel.vmlinux_btf().display());
-    if args.btf_fixture {
-        crate::btf_fixture::write(&kernel.vmlinux_btf(), &paths::workspace())?;
+    for release in RELEASES {
+        let kernel = prepare(release)?;
+        eprintln!("    {}", kernel.versions);
+        eprintln!("    {}", kernel.dir().display());
+        eprintln!("    {}", kernel.vmlinux_btf().display());
+        if args.btf_fixture && release == DEBIAN_73 {
+            crate::btf_fixture::write(&kernel.vmlinux_btf(), &paths::workspace())?;
+        }
     }
     Ok(())
 }
 
-/// Where everything of the stock kernel lives in the cache.
-fn root() -> PathBuf {
-    paths::cache().join("stock").join(RELEASE)
+/// Where everything of `release` lives in the cache.
+fn root(release: Release) -> PathBuf {
+    paths::cache().join("stock").join(release.release)
 }
 
-/// The stock kernel, fetched and unpacked if it is not in the cache yet.
-pub fn prepare() -> Result<StockKernel> {
-    let root = root();
+/// The kernel `release`, fetched and unpacked if it is not in the cache yet.
+pub fn prepare(release: Release) -> Result<StockKernel> {
+    let root = root(release);
     let modules = root.join("root/usr/lib/modules");
     if let Ok(versions) = fs::read_to_string(root.join(STAMP)) {
         let kernel = StockKernel {
+            release,
             modules,
             versions: versions.trim().to_owned(),
         };
@@ -116,9 +166,10 @@ pub fn prepare() -> Result<StockKernel> {
         return Ok(kernel);
     }
     let started = run::step(&format!(
-        "stock kernel: fetching Debian's {RELEASE} from {SUITE} (once)"
+        "stock kernel: fetching {} ({}) from {} (once)",
+        release.name, release.release, release.suite
     ));
-    let debs = download(&root, &PACKAGES)?;
+    let debs = download(&root, release.suite, release.packages)?;
     let unpacked = root.join("root");
     let _ = fs::remove_dir_all(&unpacked);
     let mut versions = Vec::new();
@@ -128,9 +179,18 @@ pub fn prepare() -> Result<StockKernel> {
         versions.push(format!("{} {}", field("Package")?, field("Version")?));
     }
     let kernel = StockKernel {
+        release,
         modules,
         versions: versions.join(", "),
     };
+    // One package puts the boot image and config in /boot (6.12), the split ones beside the
+    // modules: there, for all.
+    for file in ["vmlinuz", "config"] {
+        let in_boot = unpacked.join(format!("boot/{file}-{}", release.release));
+        if in_boot.exists() {
+            fs::rename(&in_boot, kernel.dir().join(file))?;
+        }
+    }
     if !kernel.image().exists() {
         bail!(
             "the stock kernel's packages have no {}",
@@ -142,7 +202,7 @@ pub fn prepare() -> Result<StockKernel> {
         Command::new("depmod")
             .arg("-b")
             .arg(unpacked.join("usr"))
-            .arg(RELEASE),
+            .arg(release.release),
     )
     .context("depmod of the stock kernel's modules (kmod is in `cargo xtask setup`)")?;
     // The debs are unpacked: keep the cache small.
@@ -174,9 +234,9 @@ pub fn mirror_and_keyring() -> (String, String) {
     )
 }
 
-/// `apt-get update` + `download` of `packages` from [`SUITE`] in a private apt state under
+/// `apt-get update` + `download` of `packages` from `suite` in a private apt state under
 /// `root`; returns the `.deb` files.
-pub fn download(root: &Path, packages: &[&str]) -> Result<Vec<PathBuf>> {
+pub fn download(root: &Path, suite: &str, packages: &[&str]) -> Result<Vec<PathBuf>> {
     let apt = root.join("apt");
     let lists = apt.join("lists");
     let cache = apt.join("cache");
@@ -192,7 +252,7 @@ pub fn download(root: &Path, packages: &[&str]) -> Result<Vec<PathBuf>> {
     let sources = apt.join("sources.list");
     fs::write(
         &sources,
-        format!("deb [signed-by={keyring}] {mirror} {SUITE} main\n"),
+        format!("deb [signed-by={keyring}] {mirror} {suite} main\n"),
     )?;
     let apt_get = |args: &[&str]| {
         let mut cmd = Command::new("apt-get");
@@ -203,16 +263,18 @@ pub fn download(root: &Path, packages: &[&str]) -> Result<Vec<PathBuf>> {
             .arg(format!("-oDir::Cache={}", cache.display()))
             // Into root's cache, which apt's sandbox user cannot write to.
             .arg("-oAPT::Sandbox::User=root")
+            // A testing suite's Release file may be past its date on a snapshot mirror.
+            .arg("-oAcquire::Check-Valid-Until=false")
             .args(args)
             .current_dir(&debs);
         cmd
     };
     eprintln!(
-        "    apt-get update ({mirror} {SUITE}, private state in {})",
+        "    apt-get update ({mirror} {suite}, private state in {})",
         apt.display()
     );
     run::output(&mut apt_get(&["update"]))
-        .context("apt-get update of the private trixie-backports state")?;
+        .with_context(|| format!("apt-get update of the private {suite} state"))?;
     eprintln!("    apt-get download {}", packages.join(" "));
     run::output(&mut apt_get(&[&["download"][..], packages].concat()))
         .with_context(|| format!("apt-get download of {}", packages.join(" ")))?;

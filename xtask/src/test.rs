@@ -252,7 +252,7 @@ fn kernel_twin(ours: vm::KernelChoice, started: SystemTime, filtered: bool) -> R
 fn stock_suite(args: &TestArgs) -> Result<()> {
     dist::build_all(&[Arch::X86_64])?;
     debian_root::install(&deb::file(Arch::X86_64))?;
-    let kernel = kernel::Kernel::stock()?;
+    let kernel = kernel::Kernel::stock(crate::stock::DEBIAN_73)?;
     boot_suite(
         &kernel,
         &args.vm,

@@ -39,9 +39,8 @@ pub struct VmArgs {
     /// binaries only, see docs/arm64.md).
     #[arg(long, value_enum, default_value_t = Arch::X86_64)]
     pub arch: Arch,
-    /// Which kernel to boot: ours (the test kernel `cargo xtask kernel` builds) or Debian's
-    /// stock 7.3 (`linux-image-7.3.4+deb13-amd64` as packaged, x86_64; fetched once into the
-    /// cache, docs/kernels.md).
+    /// Which kernel to boot: ours (the test kernel `cargo xtask kernel` builds) or one of
+    /// Debian's as packaged (x86_64; fetched once into the cache, docs/kernels.md).
     #[arg(long, value_enum, default_value_t = KernelChoice::Ours)]
     pub kernel: KernelChoice,
     #[command(flatten)]
@@ -124,6 +123,10 @@ pub enum KernelChoice {
     Ours,
     /// Debian's unmodified 7.3 (`linux-image-7.3.4+deb13-amd64`).
     Stock,
+    /// Debian 13's unmodified 6.12 (`linux-image-6.12.117+deb13-amd64`): phylib a module.
+    Debian13,
+    /// Debian 14's unmodified 7.2 (`linux-image-7.2.12+deb14-amd64`).
+    Debian14,
     /// Linux 7.3 built from Debian's linux-source-7.3 with our fragment (`cargo xtask kernel
     /// --source 7.3`, `cargo xtask modules --source 7.3`).
     #[value(name = "7.3")]
@@ -143,10 +146,14 @@ pub enum Accel {
 pub fn run(args: &VmArgs) -> Result<ExitCode> {
     let kernel = match args.kernel {
         KernelChoice::Ours => crate::kernel::locate(args.arch)?,
-        KernelChoice::Stock if args.arch != Arch::X86_64 => {
-            bail!("--kernel stock: Debian's stock kernel is booted for x86_64 only")
+        KernelChoice::Stock | KernelChoice::Debian13 | KernelChoice::Debian14
+            if args.arch != Arch::X86_64 =>
+        {
+            bail!("--kernel: Debian's kernels are booted for x86_64 only")
         }
-        KernelChoice::Stock => Kernel::stock()?,
+        KernelChoice::Stock => Kernel::stock(crate::stock::DEBIAN_73)?,
+        KernelChoice::Debian13 => Kernel::stock(crate::stock::DEBIAN_13)?,
+        KernelChoice::Debian14 => Kernel::stock(crate::stock::DEBIAN_14)?,
         KernelChoice::Source73 if args.arch != Arch::X86_64 => {
             bail!("--kernel 7.3: built for x86_64 only")
         }

@@ -16,6 +16,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use phytrace_common::KernelOffsets;
 use reader::{Btf, ENUM, ENUM64, FUNC, INT, Member, STRUCT, Type, UNION};
 
+use super::modules;
 use crate::records::states::PhyStates;
 
 #[cfg(test)]
@@ -27,6 +28,8 @@ mod tests;
 
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// Where it publishes its modules' (`CONFIG_DEBUG_INFO_BTF_MODULES`), one file per module.
+const MODULES_BTF: &str = "/sys/kernel/btf";
 
 /// The named types phytrace looks up: the structs [`KernelBtf::offsets`] starts from (`module`
 /// for the name the module tracepoints report, `net_device` for the MAC side), phylink's
@@ -119,6 +122,18 @@ pub struct KernelBtf {
     /// The kernel's own (its ids are those the kernel resolves trampolines and kfuncs by), not
     /// a file made for it.
     from_kernel: bool,
+    /// The module whose BTF is on top of vmlinux's, and how many types vmlinux's has (the
+    /// module's ids follow).
+    module: Option<(String, u32)>,
+}
+
+pub use object::module as module_object;
+
+/// A kernel function's BTF id, and the module whose BTF object holds it (`None`: vmlinux's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionId {
+    pub id: u32,
+    pub module: Option<String>,
 }
 
 /// A member's place in its struct: byte offset and, for bitfields, the bit inside that byte.
@@ -164,17 +179,33 @@ impl KernelBtf {
     }
 
     /// This BTF with module `module`'s on top (`/sys/kernel/btf/MODULE`, split BTF): the
-    /// module's private types, such as phylink's `struct phylink`.
+    /// module's private types, such as phylink's `struct phylink`, and its functions. Only on
+    /// vmlinux's: a module's BTF is split from it.
     pub fn with_module(&self, module: &str) -> Result<Self> {
-        let path = Path::new("/sys/kernel/btf").join(module);
+        if let Some((on_top, _)) = &self.module {
+            bail!("{module}'s BTF goes on vmlinux's, not on {on_top}'s");
+        }
+        let path = Path::new(MODULES_BTF).join(module);
         let split = fs::read(&path).with_context(|| {
             format!(
                 "reading {}: the module's BTF (CONFIG_DEBUG_INFO_BTF_MODULES)",
                 path.display()
             )
         })?;
-        self.with_split(&split)
-            .with_context(|| format!("reading BTF from {}", path.display()))
+        let mut btf = self
+            .with_split(&split)
+            .with_context(|| format!("reading BTF from {}", path.display()))?;
+        btf.module = Some((module.to_owned(), self.btf.type_count()));
+        Ok(btf)
+    }
+
+    /// With phylib a live module ([`modules::PHYLIB`]), its BTF on top of this, vmlinux's:
+    /// where phylib's functions are. `None` where phylib is built in or not loaded.
+    pub fn phylib(&self) -> Result<Option<Self>> {
+        if !self.from_kernel || !Path::new(MODULES_BTF).join(modules::PHYLIB).exists() {
+            return Ok(None);
+        }
+        self.with_module(modules::PHYLIB).map(Some)
     }
 
     /// This BTF with the split BTF `split` on top.
@@ -182,6 +213,7 @@ impl KernelBtf {
         Ok(Self {
             btf: self.btf.with_split(split, WANTED)?,
             from_kernel: self.from_kernel,
+            module: None,
         })
     }
 
@@ -190,6 +222,7 @@ impl KernelBtf {
         Ok(Self {
             btf: Btf::parse(data, WANTED)?,
             from_kernel: true,
+            module: None,
         })
     }
 
@@ -209,7 +242,7 @@ impl KernelBtf {
 
     /// The BTF id of the kernel function `name` (one of [`WANTED`]), which a BPF trampoline
     /// attaches to and a kfunc is called by: only the kernel's own BTF has the kernel's ids.
-    pub fn function_id(&self, name: &str) -> Result<u32> {
+    pub fn function_id(&self, name: &str) -> Result<FunctionId> {
         if !self.from_kernel {
             bail!(
                 "`{name}` is resolved through the kernel's own BTF, which this kernel does not \
@@ -218,7 +251,12 @@ impl KernelBtf {
         }
         for &id in self.btf.named(name) {
             if self.btf.get(id)?.kind == FUNC {
-                return Ok(id);
+                let module = self
+                    .module
+                    .as_ref()
+                    .filter(|(_, base)| id > *base)
+                    .map(|(module, _)| module.clone());
+                return Ok(FunctionId { id, module });
             }
         }
         bail!("the kernel's BTF has no function `{name}`")
@@ -367,7 +405,7 @@ impl KernelBtf {
         }
         Ok(KernelTypes {
             phy_device: self.struct_named("phy_device")?.id,
-            rdonly_cast: self.function_id("bpf_rdonly_cast").context(
+            rdonly_cast: self.function_id("bpf_rdonly_cast").map(|f| f.id).context(
                 "phytrace reads PHYs through the kfunc bpf_rdonly_cast: Linux 6.2 or later, \
                  built with CONFIG_DEBUG_INFO_BTF and CONFIG_BPF_JIT",
             )?,

@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result};
 
+/// phylib built as a module (`CONFIG_PHYLIB=m`).
+pub const PHYLIB: &str = "libphy";
+
 /// Where the kernel lists its modules.
 const PROC_MODULES: &str = "/proc/modules";
 

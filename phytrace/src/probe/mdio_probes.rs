@@ -12,7 +12,7 @@ use aya::programs::{FEntry, FExit};
 use super::{
     attach::{Programs, attach},
     loader::explain_refusal,
-    preload::Planned,
+    preload::{self, Planned},
 };
 use crate::kernel::{btf::KernelBtf, error::Stage, mdio::ACCESSORS};
 use crate::records::session::MdioProbes;
@@ -129,8 +129,8 @@ pub(super) fn attach_pair(
     let entry = format!("{stem}_enter");
     let fentry: &mut FEntry = ebpf.typed(&entry)?;
     if fentry.fd().is_err() {
-        fentry
-            .load_by_id(id)
+        preload::btf_object(&id)
+            .and_then(|object| fentry.load_by_id(id.id, object))
             .map_err(|err| refused("loading", Stage::Load, &entry, &err))?;
     }
     let link = fentry
@@ -140,8 +140,8 @@ pub(super) fn attach_pair(
     let exit = format!("{stem}_exit");
     let fexit: &mut FExit = ebpf.typed(&exit)?;
     if fexit.fd().is_err() {
-        fexit
-            .load_by_id(id)
+        preload::btf_object(&id)
+            .and_then(|object| fexit.load_by_id(id.id, object))
             .map_err(|err| refused("loading", Stage::Load, &exit, &err))?;
     }
     let link = fexit

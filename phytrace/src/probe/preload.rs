@@ -9,6 +9,7 @@
 
 use std::{
     collections::HashMap,
+    os::fd::OwnedFd,
     sync::{Mutex, PoisonError, mpsc},
 };
 
@@ -18,6 +19,7 @@ use aya::{
 };
 
 use super::attach::Programs;
+use crate::kernel::btf::{self, FunctionId};
 
 /// Most threads loading at once (one per CPU up to this).
 const MAX_THREADS: usize = 4;
@@ -26,7 +28,7 @@ const MAX_THREADS: usize = 4;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Planned {
     pub name: String,
-    pub btf_id: Option<u32>,
+    pub function: Option<FunctionId>,
 }
 
 impl Planned {
@@ -34,15 +36,15 @@ impl Planned {
     pub fn program(name: &str) -> Self {
         Self {
             name: name.to_owned(),
-            btf_id: None,
+            function: None,
         }
     }
 
-    /// A trampoline program for the function of BTF id `btf_id`.
-    pub fn trampoline(name: String, btf_id: u32) -> Self {
+    /// A trampoline program for `function`.
+    pub fn trampoline(name: String, function: FunctionId) -> Self {
         Self {
             name,
-            btf_id: Some(btf_id),
+            function: Some(function),
         }
     }
 }
@@ -57,11 +59,11 @@ pub fn load_while<R>(
     work: impl FnOnce(&mut Arriving<'_>) -> R,
 ) -> R {
     let mut programs: HashMap<&str, &mut Program> = ebpf.programs_mut().collect();
-    let queue: Vec<(&str, &mut Program, Option<u32>)> = planned
+    let queue: Vec<(&str, &mut Program, Option<&FunctionId>)> = planned
         .iter()
         .filter_map(|p| {
             let (name, program) = programs.remove_entry(p.name.as_str())?;
-            Some((name, program, p.btf_id))
+            Some((name, program, p.function.as_ref()))
         })
         .collect();
     let threads = std::thread::available_parallelism()
@@ -75,8 +77,8 @@ pub fn load_while<R>(
         for _ in 0..threads {
             let loaded = loaded.clone();
             scope.spawn(move || {
-                while let Some((name, program, btf_id)) = next() {
-                    let _ = load_one(program, btf_id);
+                while let Some((name, program, function)) = next() {
+                    let _ = load_one(program, function);
                     // Fails only once `work` has returned: it needs no more programs.
                     let _ = loaded.send((name, program));
                 }
@@ -108,15 +110,30 @@ impl Programs for Arriving<'_> {
     }
 }
 
-fn load_one(program: &mut Program, btf_id: Option<u32>) -> Result<(), ProgramError> {
+fn load_one(program: &mut Program, function: Option<&FunctionId>) -> Result<(), ProgramError> {
     if program.fd().is_ok() {
         return Ok(());
     }
-    match (program, btf_id) {
-        (Program::FEntry(program), Some(id)) => program.load_by_id(id),
-        (Program::FExit(program), Some(id)) => program.load_by_id(id),
+    match (program, function) {
+        (Program::FEntry(program), Some(function)) => {
+            program.load_by_id(function.id, btf_object(function)?)
+        }
+        (Program::FExit(program), Some(function)) => {
+            program.load_by_id(function.id, btf_object(function)?)
+        }
         (Program::KProbe(program), None) => program.load(),
         (Program::RawTracePoint(program), None) => program.load(),
         _ => Ok(()),
     }
+}
+
+/// The BTF object a trampoline on `function` names beside its id: its module's, if it is a
+/// module's function (vmlinux's is implied).
+pub(super) fn btf_object(function: &FunctionId) -> Result<Option<OwnedFd>, ProgramError> {
+    function
+        .module
+        .as_deref()
+        .map(btf::module_object)
+        .transpose()
+        .map_err(ProgramError::IOError)
 }

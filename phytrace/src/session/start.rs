@@ -150,9 +150,12 @@ impl Tracer {
             .spawn(move || Kmsg::start(kmsg_scope, &kmsg_modules))
             .context("starting a thread")?;
         let kernel_btf = options.btf.load()?;
-        let offsets = kernel_btf.offsets()?;
-        let types = kernel_btf.types()?;
-        let states = kernel_btf.phy_states()?;
+        // phylib as a module: its functions and call sites are in its code and BTF.
+        let phylib_btf = kernel_btf.phylib()?;
+        let btf = phylib_btf.as_ref().unwrap_or(&kernel_btf);
+        let offsets = btf.offsets()?;
+        let types = btf.types()?;
+        let states = btf.phy_states()?;
         // Whether the compiler inlined the MDIO accessors: kallsyms and the kernel text again.
         let (cache_dir, cache_note) = match cache::default_dir() {
             Ok(dir) => (Some(dir), None),
@@ -161,14 +164,14 @@ impl Tracer {
         // What the searches read of the kernel, read once for all of them.
         let kernel = Arc::new(Snapshot::new(BpfMemory::reader));
         let mdio_survey =
-            mdio_inlining::Surveying::start(&kernel_btf, cache_dir.clone(), Arc::clone(&kernel))?;
+            mdio_inlining::Surveying::start(btf, cache_dir.clone(), Arc::clone(&kernel))?;
         startup.btf = lap();
         let mut probes = DriverProbes::new(options.max_active)?;
         // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
         let finding = (options.callbacks != CallbackChoice::Symbol)
             .then(|| {
                 phy_sites::find_meanwhile(
-                    Layout::from_btf(&kernel_btf),
+                    Layout::from_btf(btf),
                     cache_dir,
                     Arc::clone(&kernel),
                 )
@@ -189,10 +192,10 @@ impl Tracer {
             .transpose()?;
         let (mdio, call_sites) = preload::load_while(
             &mut ebpf,
-            &planned_programs(options.mdio, options.callbacks, &kernel_btf),
+            &planned_programs(options.mdio, options.callbacks, btf),
             |programs| {
                 let started = Instant::now();
-                let attached = attach_at_start(programs, options.mdio, &kernel_btf, &mut notes);
+                let attached = attach_at_start(programs, options.mdio, btf, &mut notes);
                 attaching = started.elapsed();
                 // The call sites' tens of kprobes, while the later programs are verified.
                 let started = Instant::now();

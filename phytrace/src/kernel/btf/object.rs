@@ -10,6 +10,7 @@ use std::{
 
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_int = 15;
 const BPF_BTF_GET_FD_BY_ID: libc::c_int = 19;
+const BPF_BTF_GET_NEXT_ID: libc::c_int = 23;
 
 /// The id of vmlinux's BTF object: the kernel registers it before any module's.
 const VMLINUX_BTF_ID: u32 = 1;
@@ -62,6 +63,57 @@ pub fn vmlinux() -> io::Result<Vec<u8>> {
         return Err(io::Error::other("the kernel's BTF changed size while read"));
     }
     Ok(data)
+}
+
+/// The BTF object of the live module `module`, which a trampoline on one of its functions
+/// names beside the function's id (CAP_SYS_ADMIN, as every BTF object descriptor).
+pub fn module(module: &str) -> io::Result<OwnedFd> {
+    let mut id = 0;
+    while let Some(next) = next_btf_id(id)? {
+        id = next;
+        let fd = match btf_fd(id) {
+            Ok(fd) => fd,
+            // Gone since it was listed (its module unloaded).
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(err) => return Err(err),
+        };
+        let mut name = [0u8; 64];
+        let mut info = BtfInfo {
+            name: name.as_mut_ptr() as u64,
+            name_len: name.len() as u32,
+            ..BtfInfo::default()
+        };
+        btf_info(&fd, &mut info)?;
+        let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        if info.kernel_btf != 0 && &name[..len] == module.as_bytes() {
+            return Ok(fd);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("the kernel holds no BTF of the module {module} (not loaded?)"),
+    ))
+}
+
+/// The id of the BTF object after `id`, if any.
+fn next_btf_id(id: u32) -> io::Result<Option<u32>> {
+    // `start_id`, then `next_id` written by the kernel; the rest zero.
+    let mut attr = [id, 0, 0, 0];
+    // SAFETY: `attr` is that prefix of `union bpf_attr`, of the size passed; the kernel writes
+    // only `next_id`, inside it.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_BTF_GET_NEXT_ID,
+            attr.as_mut_ptr(),
+            size_of_val(&attr) as u32,
+        )
+    };
+    match ret {
+        0 => Ok(Some(attr[1])),
+        _ if io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 /// A descriptor of the BTF object `id`.

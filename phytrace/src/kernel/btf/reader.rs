@@ -379,9 +379,8 @@ impl Btf {
     }
 
     /// How many types the blob has (ids 1 to this).
-    #[cfg(test)]
-    pub fn type_count(&self) -> usize {
-        self.records.len()
+    pub fn type_count(&self) -> u32 {
+        self.records.len() as u32
     }
 
     fn type_section(&self) -> &[u8] {

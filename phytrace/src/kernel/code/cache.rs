@@ -17,6 +17,7 @@ use std::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use super::{Discovery, Layout, Return};
+use crate::kernel::modules;
 
 /// Where the kernel exposes vmlinux's ELF notes.
 const NOTES: &str = "/sys/kernel/notes";
@@ -34,6 +35,9 @@ pub struct Key {
     ops: Vec<Option<u32>>,
     holders: Vec<i64>,
     marker: Option<u32>,
+    /// With phylib a live module, its build id: its sites are the entry's too.
+    #[serde(default)]
+    phylib: Option<String>,
 }
 
 impl Key {
@@ -42,7 +46,11 @@ impl Key {
     pub fn running(layout: &Layout) -> Option<Self> {
         let build_id = build_id(&fs::read(NOTES).ok()?)?;
         let boot_id = fs::read_to_string(BOOT_ID).ok()?.trim().to_owned();
-        Some(Self::new(build_id, boot_id, layout))
+        let phylib_notes = format!("/sys/module/{}/notes/.note.gnu.build-id", modules::PHYLIB);
+        Some(Self {
+            phylib: fs::read(phylib_notes).ok().and_then(|notes| self::build_id(&notes)),
+            ..Self::new(build_id, boot_id, layout)
+        })
     }
 
     /// The key of kernel build `build_id` in boot `boot_id`, for `layout`.
@@ -54,6 +62,7 @@ impl Key {
             ops: layout.ops.clone(),
             holders: layout.holders.clone(),
             marker: layout.marker,
+            phylib: None,
         }
     }
 

@@ -331,6 +331,14 @@ impl Discovery {
             .collect()
     }
 
+    /// Adds the search of more code, `other`.
+    fn absorb(&mut self, other: Self) {
+        self.sites.extend(other.sites);
+        self.functions_decoded += other.functions_decoded;
+        self.text_bytes += other.text_bytes;
+        self.rewritten.extend(other.rewritten);
+    }
+
     /// Decodes `function` (its code `body`) if it may hold sites, adding those it holds.
     fn search(
         &mut self,

@@ -10,7 +10,7 @@ use std::{
 use anyhow::{Context as _, Result};
 
 use super::{Discovery, Isa, Layout, cache, text::TextReader, text_symbols::TextSymbols};
-use crate::kernel::{error::ProbeError, snapshot::Snapshot};
+use crate::kernel::{error::ProbeError, modules, snapshot::Snapshot};
 
 /// The call sites found, with the text symbols that name what they call.
 pub type Found = (Discovery, Arc<TextSymbols>);
@@ -38,11 +38,26 @@ pub fn find(
     Ok((found, Some(reader)))
 }
 
-/// [`find`] in `kernel`, with the reader of the kernel's code.
+/// [`find`] in `kernel`, with the reader of the kernel's code: in vmlinux's text and, with
+/// phylib a live module, in its code.
 fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
     let symbols = kernel.functions()?;
     let mut text = kernel.text()?;
-    let discovery = super::discover(&symbols, &mut text, layout, Isa::native(), kernel.probed())
+    let (isa, probed) = (Isa::native(), kernel.probed());
+    let searched = super::discover(&symbols, &mut text, layout, isa, probed).and_then(|mut found| {
+        if !symbols.module_functions(modules::PHYLIB).is_empty() {
+            found.absorb(super::discover_module(
+                &symbols,
+                &mut text,
+                layout,
+                isa,
+                probed,
+                modules::PHYLIB,
+            )?);
+        }
+        Ok(found)
+    });
+    let discovery = searched
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
     if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
         return Err(ProbeError::unavailable(format!(
@@ -58,8 +73,12 @@ fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
     if discovery.sites.is_empty() {
         return Err(ProbeError::unavailable(format!(
             "no call site of a phy_driver operation found in {} bytes of kernel text \
-             ({} functions decoded): is phylib built in (CONFIG_PHYLIB=y)?",
-            discovery.text_bytes, discovery.functions_decoded
+             ({} functions decoded): phylib is neither built in nor the live module {} \
+             (CONFIG_PHYLIB=m: `modprobe {}`, or plug in the device)",
+            discovery.text_bytes,
+            discovery.functions_decoded,
+            modules::PHYLIB,
+            modules::PHYLIB
         ))
         .into());
     }

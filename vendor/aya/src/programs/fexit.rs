@@ -78,11 +78,18 @@ impl FExit {
         load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FEXIT, data)
     }
 
-    /// Loads the program for the kernel function whose `BTF_KIND_FUNC` type in vmlinux BTF
-    /// has id `btf_id`, found by the caller (no [`Btf`] is parsed).
-    pub fn load_by_id(&mut self, btf_id: u32) -> Result<(), ProgramError> {
+    /// Loads the program for the kernel function whose `BTF_KIND_FUNC` type has id `btf_id`,
+    /// found by the caller (no [`Btf`] is parsed): in vmlinux's BTF, or in the module BTF
+    /// object `module_btf` (an fd of `BPF_BTF_GET_FD_BY_ID`; `btf_id` then counts from
+    /// vmlinux's, as split BTF does).
+    pub fn load_by_id(
+        &mut self,
+        btf_id: u32,
+        module_btf: Option<std::os::fd::OwnedFd>,
+    ) -> Result<(), ProgramError> {
         let Self { data } = self;
         data.attach_btf_id = Some(btf_id);
+        data.attach_btf_obj_fd = module_btf.map(crate::MockableFd::from);
         load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FEXIT, data)
     }
 
