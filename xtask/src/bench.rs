@@ -81,7 +81,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
             format!("STARTS={}", args.starts),
             format!("BPFTRACE_ROOT={}", bpftrace_root.display()),
         ];
-        let code = vm::boot(&crate::kernel::Kernel::stock(crate::stock::DEBIAN_73)?, &options, &command)?;
+        let code = vm::boot(
+            &crate::kernel::Kernel::stock(crate::stock::DEBIAN_73)?,
+            &options,
+            &command,
+        )?;
         if code != 0 {
             bail!("the start benchmark failed on Debian's kernel (exit status {code})");
         }

@@ -34,6 +34,9 @@ pub struct Release {
     suite: &'static str,
     /// The packages that make it up: boot image, modules, config.
     packages: &'static [&'static str],
+    /// Booted on QEMU's `pc` machine with virtio-pci devices: on `microvm`, it finds no ACPI
+    /// tables, so none of the virtio-mmio devices ACPI describes there.
+    pub pci: bool,
 }
 
 /// Debian's 7.3 (trixie-backports).
@@ -47,6 +50,7 @@ pub const DEBIAN_73: Release = Release {
         "linux-modules-7.3.4+deb13-amd64",
         "linux-base-7.3.4+deb13-amd64",
     ],
+    pci: false,
 };
 
 /// Debian 13's 6.12 (trixie).
@@ -56,6 +60,7 @@ pub const DEBIAN_13: Release = Release {
     guest_name: "debian13",
     suite: "trixie",
     packages: &["linux-image-6.12.117+deb13-amd64-unsigned"],
+    pci: true,
 };
 
 /// Debian 14's 7.2 (forky).
@@ -69,6 +74,7 @@ pub const DEBIAN_14: Release = Release {
         "linux-modules-7.2.12+deb14-amd64",
         "linux-base-7.2.12+deb14-amd64",
     ],
+    pci: false,
 };
 
 /// Modules the initramfs loads before it mounts the host root: the virtio-mmio transport

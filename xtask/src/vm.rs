@@ -417,15 +417,23 @@ fn qemu_command(
     interactive: bool,
 ) -> Command {
     let arch = kernel.arch;
+    let virtio_9p = if kernel.stock.as_ref().is_some_and(|stock| stock.release.pci) {
+        "virtio-9p-pci"
+    } else {
+        "virtio-9p-device"
+    };
     let mut cmd = Command::new(arch.qemu());
     match arch {
         Arch::X86_64 => {
             // A USB device passed through needs a host controller: microvm's own xHCI, which
             // only ACPI describes (the virtio-mmio devices then too, not the command line).
+            let pci = kernel.stock.as_ref().is_some_and(|stock| stock.release.pci);
             cmd.args([
                 "-M",
                 if options.usb_host.is_some() {
                     "microvm,acpi=on,usb=on,rtc=on"
+                } else if pci {
+                    "pc"
                 } else if kernel.stock.is_some() {
                     // Debian's build finds virtio-mmio devices through ACPI only (no
                     // CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES).
@@ -509,13 +517,13 @@ fn qemu_command(
     ])
     .args([
         "-device",
-        "virtio-9p-device,fsdev=hostroot,mount_tag=hostroot",
+        &format!("{virtio_9p},fsdev=hostroot,mount_tag=hostroot"),
     ])
     .args([
         "-fsdev",
         &format!("local,id=out,path={},security_model=none", out.display()),
     ])
-    .args(["-device", "virtio-9p-device,fsdev=out,mount_tag=out"]);
+    .args(["-device", &format!("{virtio_9p},fsdev=out,mount_tag=out")]);
     if let Some(usb) = &options.usb_host {
         cmd.args(["-device", &usb.qemu_device()]);
     }

@@ -182,7 +182,11 @@ pub fn run_all(options: &Options) -> Report {
         (&kprobes, "no kprobes"),
         (&events, "no BPF on kprobes"),
     ]));
-    let btf = options.btf.load();
+    // As a session reads it: with phylib a module, its BTF on top.
+    let btf = options
+        .btf
+        .load()
+        .and_then(|vmlinux| Ok(vmlinux.phylib()?.unwrap_or(vmlinux)));
     let mut checks = vec![
         kernel_release(),
         lockdown(),

@@ -170,11 +170,7 @@ impl Tracer {
         // Finding the call sites reads kallsyms and the kernel text: meanwhile too.
         let finding = (options.callbacks != CallbackChoice::Symbol)
             .then(|| {
-                phy_sites::find_meanwhile(
-                    Layout::from_btf(btf),
-                    cache_dir,
-                    Arc::clone(&kernel),
-                )
+                phy_sites::find_meanwhile(Layout::from_btf(btf), cache_dir, Arc::clone(&kernel))
             })
             .transpose()?;
         let defaults = LoadOptions::new(options.ring_size, offsets);

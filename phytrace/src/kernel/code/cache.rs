@@ -48,7 +48,9 @@ impl Key {
         let boot_id = fs::read_to_string(BOOT_ID).ok()?.trim().to_owned();
         let phylib_notes = format!("/sys/module/{}/notes/.note.gnu.build-id", modules::PHYLIB);
         Some(Self {
-            phylib: fs::read(phylib_notes).ok().and_then(|notes| self::build_id(&notes)),
+            phylib: fs::read(phylib_notes)
+                .ok()
+                .and_then(|notes| self::build_id(&notes)),
             ..Self::new(build_id, boot_id, layout)
         })
     }

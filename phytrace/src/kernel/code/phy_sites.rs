@@ -44,19 +44,20 @@ fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
     let symbols = kernel.functions()?;
     let mut text = kernel.text()?;
     let (isa, probed) = (Isa::native(), kernel.probed());
-    let searched = super::discover(&symbols, &mut text, layout, isa, probed).and_then(|mut found| {
-        if !symbols.module_functions(modules::PHYLIB).is_empty() {
-            found.absorb(super::discover_module(
-                &symbols,
-                &mut text,
-                layout,
-                isa,
-                probed,
-                modules::PHYLIB,
-            )?);
-        }
-        Ok(found)
-    });
+    let searched =
+        super::discover(&symbols, &mut text, layout, isa, probed).and_then(|mut found| {
+            if !symbols.module_functions(modules::PHYLIB).is_empty() {
+                found.absorb(super::discover_module(
+                    &symbols,
+                    &mut text,
+                    layout,
+                    isa,
+                    probed,
+                    modules::PHYLIB,
+                )?);
+            }
+            Ok(found)
+        });
     let discovery = searched
         .map_err(|err| ProbeError::unavailable(format!("finding phylib's call sites: {err:#}")))?;
     if discovery.sites.is_empty() && !discovery.rewritten.is_empty() {
