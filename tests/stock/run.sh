@@ -48,5 +48,5 @@ for test in "$here"/[0-9][0-9]-*.sh; do
     fi
 done
 [[ ${#failures[@]} -gt 0 ]] && echo "failed: ${failures[*]}"
-echo "stock: $passed passed, $failed failed, $skipped skipped"
+echo "${PHYTRACE_VM_KERNEL:-stock}: $passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]

@@ -178,7 +178,14 @@ cleanup_also() { CLEANUP_EXTRA=$1; }
 cleanup_first() { CLEANUP_EXTRA="$1${CLEANUP_EXTRA:+; $CLEANUP_EXTRA}"; }
 
 # stock_only: skips the test (exit 77) unless the guest runs Debian's stock kernel.
-stock_only() { [[ ${PHYTRACE_VM_KERNEL:-} == stock ]] || { echo "SKIP: test: not the stock kernel"; exit 77; }; }
+stock_only() { kernel_only stock; }
+# kernel_only NAME...: skips the test unless the guest's kernel is one of NAME (PHYTRACE_VM_KERNEL).
+kernel_only() {
+    local name
+    for name; do [[ ${PHYTRACE_VM_KERNEL:-} == "$name" ]] && return 0; done
+    echo "SKIP: test: not on ${PHYTRACE_VM_KERNEL:-this kernel} (only $*)"
+    exit 77
+}
 
 # --- the simulated PHYs ---
 

@@ -102,11 +102,26 @@ define_truth() {
             *) name=$symbol ;;
         esac
         echo "cb$n $name"
-    done < <(nm --defined-only "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }') >"$names"
+    done < <(module_symbols "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }') >"$names"
     ((n > 0)) || fail "no functions of $module to compare with"
     echo 1 >"$TRACEFS/events/truth/enable"
     echo 1 >"$TRACEFS/tracing_on" # a test before may have left it off
     ok "$n ground-truth entry and return events on $module, defined before it loads"
+}
+
+# module_symbols KO: `nm --defined-only` of the module file KO, decompressed if it is (`.ko.xz`
+# and `.ko.zst`, as distributions ship them).
+module_symbols() {
+    local elf
+    case $1 in
+        *.xz | *.zst)
+            elf=$(mktemp)
+            case $1 in *.xz) xz -dc "$1" ;; *) zstd -dcq "$1" ;; esac >"$elf"
+            nm --defined-only "$elf"
+            rm -f "$elf"
+            ;;
+        *) nm --defined-only "$1" ;;
+    esac
 }
 
 # stop_truth FILE: stops the ground-truth events and copies the trace buffer to FILE; fails if

@@ -44,10 +44,11 @@ pub struct TestArgs {
     /// the static `dist` binaries; not run with --filter).
     #[arg(long = "arch", value_enum, value_name = "ARCH")]
     pub arches: Vec<Arch>,
-    /// The x86_64 kernels to run VM tests on (default: ours, stock and no-btf, or only ours
-    /// with --filter): ours (6.12) and 7.3 (built from source, docs/kernels.md) run tests/vm,
-    /// stock (Debian's 7.3, unmodified) runs tests/stock, no-btf (ours built without BTF) the
-    /// tests of tests/vm that record, with the BTF file pahole made for it.
+    /// The x86_64 kernels to run VM tests on (default: ours, stock, debian13 and no-btf, or only
+    /// ours with --filter): ours (6.12) and 7.3 (built from source, docs/kernels.md) run
+    /// tests/vm, stock (Debian's 7.3) and debian13 (Debian 13's 6.12, unmodified) run
+    /// tests/stock, no-btf (ours built without BTF) the tests of tests/vm that record, with the
+    /// BTF file pahole made for it.
     #[arg(long = "kernel", value_enum, value_name = "KERNEL")]
     pub kernels: Vec<vm::KernelChoice>,
     #[command(flatten)]
@@ -94,14 +95,26 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             args.kernels.contains(&choice)
                 || (args.kernels.is_empty()
                     && (choice == vm::KernelChoice::Ours
-                        || (matches!(choice, vm::KernelChoice::Stock | vm::KernelChoice::NoBtf)
-                            && args.filter.is_none())))
+                        || (matches!(
+                            choice,
+                            vm::KernelChoice::Stock
+                                | vm::KernelChoice::Debian13
+                                | vm::KernelChoice::NoBtf
+                        ) && args.filter.is_none())))
         };
         if x86 && kernel(vm::KernelChoice::Ours) {
             outcomes.push(check("VM suite", vm_suite(args)));
         }
         if x86 && kernel(vm::KernelChoice::Stock) {
             outcomes.push(check("stock kernel", stock_suite(args)));
+        }
+        if x86 && kernel(vm::KernelChoice::Debian13) {
+            let suite = debian_suite(args, crate::stock::DEBIAN_13, "Debian 13 kernel");
+            outcomes.push(check("Debian 13 kernel", suite));
+        }
+        if x86 && kernel(vm::KernelChoice::Debian14) {
+            let suite = debian_suite(args, crate::stock::DEBIAN_14, "Debian 14 kernel");
+            outcomes.push(check("Debian 14 kernel", suite));
         }
         if x86 && kernel(vm::KernelChoice::NoBtf) {
             outcomes.push(check("no-BTF kernel", no_btf_suite(args)));
@@ -281,6 +294,19 @@ fn stock_suite(args: &TestArgs) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Debian's kernel `release` (fetched into the cache once): `tests/stock/run.sh` in one boot,
+/// which runs the tests made for it (`kernel_only`).
+fn debian_suite(args: &TestArgs, release: crate::stock::Release, name: &str) -> Result<()> {
+    boot_suite(
+        &kernel::Kernel::stock(release)?,
+        &args.vm,
+        args.filter.as_deref(),
+        "tests/stock/run.sh",
+        name,
+        &format!("booting {} (unmodified)", release.name),
+    )
 }
 
 /// The stock test that checks the boot's lockdown mode (`tests/stock/99-lockdown.sh`).

@@ -25,8 +25,18 @@ mod json;
 /// cannot be found.
 fn call_sites_section(out: &mut String, found: &Result<(Discovery, bool)>) -> Result<()> {
     let source = match found {
-        Ok((_, true)) => "this boot's cache, kept by a session that decoded the kernel text",
-        _ => "decoded from the kernel's code (/proc/kcore, or through BPF without CAP_SYS_RAWIO)",
+        Ok((_, true)) => "this boot's cache, kept by a session that decoded them".to_owned(),
+        Ok((
+            Discovery {
+                pending: Some(module),
+                ..
+            },
+            false,
+        )) => format!(
+            "decoded from the file of {module}, not loaded yet: a session arms them as it loads"
+        ),
+        _ => "decoded from the kernel's code (/proc/kcore, or through BPF without CAP_SYS_RAWIO)"
+            .to_owned(),
     };
     writeln!(out, "Call sites of phy_driver operations ({source}):")?;
     let discovery = match found {

@@ -218,6 +218,10 @@ struct Started<'a> {
     btf: String,
     call_sites: usize,
     call_sites_cached: bool,
+    /// The module the call sites are in, when it was not loaded as the session started: they
+    /// are armed as the kernel loads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_sites_pending: Option<&'a str>,
     callback_probes: Option<&'static str>,
     kernel_code_reader: Option<&'static str>,
     mdio_probes: MdioProbes,
@@ -232,7 +236,7 @@ struct Started<'a> {
 impl<'a> Started<'a> {
     /// The line of a session started after `attached_in`, serving its metrics on `metrics`.
     fn of(
-        tracer: &Tracer,
+        tracer: &'a Tracer,
         (attached_in, metrics): (Duration, Option<SocketAddr>),
         output: &'a Target,
         btf: String,
@@ -243,6 +247,7 @@ impl<'a> Started<'a> {
             btf,
             call_sites: tracer.call_sites().map_or(0, |sites| sites.sites().count()),
             call_sites_cached: tracer.startup().call_sites.cached,
+            call_sites_pending: tracer.call_sites().and_then(|sites| sites.pending()),
             callback_probes: tracer.callback_probes().map(|probes| probes.name()),
             kernel_code_reader: tracer
                 .startup()

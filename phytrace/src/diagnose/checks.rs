@@ -18,7 +18,7 @@ use crate::kernel::{
     driver_tables::DriverLayout,
     error::{Cause, ProbeError},
     module_files::ModuleTree,
-    privileges,
+    modules, privileges,
     snapshot::Snapshot,
     support, symbols, tracefs,
 };
@@ -205,6 +205,22 @@ pub fn run_all(options: &Options) -> Report {
         None => callbacks(&discovery, btf.as_ref(), &kernel),
     });
     checks.push(unless(load_blocked, MDIO_PROBES, || {
+        if modules::phylib_pending(&options.module_tree) {
+            return Check::warn(
+                MDIO_PROBES,
+                format!(
+                    "phylib is the module {}, not loaded yet: a session probes its accessors \
+                     with kprobes the kernel places as it loads, at about twice the cost of \
+                     fentry/fexit",
+                    modules::PHYLIB
+                ),
+                format!(
+                    "`modprobe {}` before phytrace starts: fentry/fexit then attach through \
+                     its BTF",
+                    modules::PHYLIB
+                ),
+            );
+        }
         mdio_attach(btf.as_ref(), &kernel)
     }));
     let layout = btf
@@ -503,6 +519,9 @@ fn callbacks(
         .as_ref()
         .map_err(|err| anyhow::anyhow!("{err:#}"))
         .and_then(|found| {
+            if found.pending.is_some() {
+                return Ok(found);
+            }
             let first = found.sites.first().context("no call site")?;
             let offsets = btf.context("the kernel's BTF cannot be read")?.offsets()?;
             let mut ebpf = loader::load(&loader::LoadOptions::new(4096, offsets))?;
@@ -512,6 +531,21 @@ fn callbacks(
             Ok(found)
         });
     let sites_err = match at_sites {
+        Ok(Discovery {
+            pending: Some(module),
+            sites,
+            ..
+        }) => {
+            return Check::ok(
+                CALLBACKS,
+                format!(
+                    "every driver's, C or Rust: {} call sites in the file of phylib's module \
+                     {module}, not loaded yet; a session arms them as the kernel loads it, \
+                     before its first call",
+                    sites.len()
+                ),
+            );
+        }
         Ok(found) => {
             let missing = found.ops_without_sites(&OPS);
             return Check::ok(
@@ -578,7 +612,7 @@ fn mdio_attach(btf: Option<&btf::KernelBtf>, kernel: &Snapshot) -> Check {
                 types: btf.types()?,
                 ..loader::LoadOptions::new(4096, btf.offsets()?)
             })?;
-            mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, btf, &mut notes)
+            mdio_probes::attach_all(&mut ebpf, MdioChoice::Fentry, btf, None, &mut notes)
         });
     match outcome {
         Ok(probes) => {

@@ -182,9 +182,6 @@ impl KernelBtf {
     /// module's private types, such as phylink's `struct phylink`, and its functions. Only on
     /// vmlinux's: a module's BTF is split from it.
     pub fn with_module(&self, module: &str) -> Result<Self> {
-        if let Some((on_top, _)) = &self.module {
-            bail!("{module}'s BTF goes on vmlinux's, not on {on_top}'s");
-        }
         let path = Path::new(MODULES_BTF).join(module);
         let split = fs::read(&path).with_context(|| {
             format!(
@@ -192,11 +189,8 @@ impl KernelBtf {
                 path.display()
             )
         })?;
-        let mut btf = self
-            .with_split(&split)
-            .with_context(|| format!("reading BTF from {}", path.display()))?;
-        btf.module = Some((module.to_owned(), self.btf.type_count()));
-        Ok(btf)
+        self.on_top(module, &split)
+            .with_context(|| format!("reading BTF from {}", path.display()))
     }
 
     /// With phylib a live module ([`modules::PHYLIB`]), its BTF on top of this, vmlinux's:
@@ -208,12 +202,15 @@ impl KernelBtf {
         self.with_module(modules::PHYLIB).map(Some)
     }
 
-    /// This BTF with the split BTF `split` on top.
-    pub fn with_split(&self, split: &[u8]) -> Result<Self> {
+    /// This BTF with module `module`'s split BTF `split` on top.
+    fn on_top(&self, module: &str, split: &[u8]) -> Result<Self> {
+        if let Some((on_top, _)) = &self.module {
+            bail!("{module}'s BTF goes on vmlinux's, not on {on_top}'s");
+        }
         Ok(Self {
             btf: self.btf.with_split(split, WANTED)?,
             from_kernel: self.from_kernel,
-            module: None,
+            module: Some((module.to_owned(), self.btf.type_count())),
         })
     }
 

@@ -1,6 +1,6 @@
 //! Which modules are loaded, from `/proc/modules`.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, path::Path};
 
 use anyhow::{Context as _, Result};
 
@@ -9,6 +9,24 @@ pub const PHYLIB: &str = "libphy";
 
 /// Where the kernel lists its modules.
 const PROC_MODULES: &str = "/proc/modules";
+
+/// Whether phylib is a module ([`PHYLIB`]) of the module tree `tree` that is not loaded: its
+/// code and BTF come when it loads (a dongle's plug-in, say).
+pub fn phylib_pending(tree: &Path) -> bool {
+    let live = Path::new("/sys/module")
+        .join(PHYLIB)
+        .join("initstate")
+        .exists();
+    !live && std::fs::read_to_string(tree.join("modules.dep")).is_ok_and(|deps| lists_phylib(&deps))
+}
+
+/// Whether `modules.dep` text lists phylib's module file.
+fn lists_phylib(deps: &str) -> bool {
+    let file = format!("/{PHYLIB}.ko");
+    deps.lines()
+        .filter_map(|line| line.split_once(':'))
+        .any(|(path, _)| path.contains(&file))
+}
 
 /// Whether `module` is one of `follow` (empty: any module).
 pub fn follows(follow: &[String], module: &str) -> bool {
@@ -36,6 +54,17 @@ pub fn parse(text: &str) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn phylib_is_a_module_where_the_tree_lists_its_file() {
+        let debian13 = "kernel/drivers/net/phy/libphy.ko.xz: kernel/net/core/x.ko.xz\n\
+                        kernel/drivers/net/phy/ax88796b.ko.xz: kernel/drivers/net/phy/libphy.ko.xz\n";
+        assert!(lists_phylib(debian13));
+        // Built in: only its users list it, as a dependency.
+        let debian73 = "kernel/drivers/net/phy/ax88796b_rust.ko.xz:\n";
+        assert!(!lists_phylib(debian73));
+        assert!(!lists_phylib("kernel/drivers/net/phy/libphy_extra.ko: \n"));
+    }
 
     #[test]
     fn proc_modules_lines_are_parsed() {

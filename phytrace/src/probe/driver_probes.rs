@@ -153,18 +153,19 @@ impl DriverProbes {
         Ok(())
     }
 
-    /// Attaches kprobe program `program` to `place` (a function of vmlinux, or
-    /// `function+0xOFF`), on return if `on_return`, with `cookie`.
+    /// Attaches kprobe program `program` to `place` (a function, or `function+0xOFF`) of
+    /// `module` (loaded or not; `None`: vmlinux or a live module), on return if `on_return`,
+    /// with `cookie`.
     pub fn arm_site(
         &mut self,
         programs: &mut impl Programs,
         program: &str,
         name: &str,
         on_return: bool,
-        place: &str,
+        (module, place): (Option<&str>, &str),
         cookie: u64,
     ) -> Result<()> {
-        let probe = self.probe(programs, program, name, on_return, (None, place), cookie)?;
+        let probe = self.probe(programs, program, name, on_return, (module, place), cookie)?;
         self.functions.push(probe);
         Ok(())
     }

@@ -11,6 +11,7 @@ use aya::programs::{FEntry, FExit};
 
 use super::{
     attach::{Programs, attach},
+    driver_probes::DriverProbes,
     loader::explain_refusal,
     preload::{self, Planned},
 };
@@ -52,13 +53,37 @@ pub fn planned(choice: MdioChoice, btf: &KernelBtf) -> Vec<Planned> {
 
 /// Attaches the MDIO probes as `choice` says and returns which kind ran; what the user should
 /// know (a fallback, a missing optional accessor) goes to `notes`. `btf` is the kernel's BTF,
-/// where the trampolines find the accessors' ids.
+/// where the trampolines find the accessors' ids. Where phylib is a module not loaded yet,
+/// `pending` holds its name and the trace events its accessors' kprobes are defined in, which
+/// the kernel places as it loads.
 pub fn attach_all(
     ebpf: &mut impl Programs,
     choice: MdioChoice,
     btf: &KernelBtf,
+    pending: Option<(&str, &mut DriverProbes)>,
     notes: &mut Vec<String>,
 ) -> Result<MdioProbes> {
+    if let Some((module, probes)) = pending {
+        notes.push(format!(
+            "phylib ({module}) is not loaded: the MDIO accessors are probed with kprobes the \
+             kernel places as it loads, at about twice the cost of fentry/fexit (which need \
+             its BTF, loaded with it)"
+        ));
+        for (function, stem, required) in ACCESSORS {
+            let arm = |probes: &mut DriverProbes, ebpf: &mut _, end: &str, on_return| {
+                let program = format!("{stem}_{end}_kprobe");
+                probes.arm_function(ebpf, Some(module), function, &program, on_return)
+            };
+            let armed =
+                arm(probes, ebpf, "enter", false).and_then(|()| arm(probes, ebpf, "exit", true));
+            match armed {
+                Ok(()) => {}
+                Err(err) if *required => return Err(err),
+                Err(err) => notes.push(format!("{function} is not traced: {err:#}")),
+            }
+        }
+        return Ok(MdioProbes::Kprobe);
+    }
     if choice != MdioChoice::Kprobe {
         match attach_trampolines(ebpf, btf, notes) {
             Ok(()) => return Ok(MdioProbes::Fentry),

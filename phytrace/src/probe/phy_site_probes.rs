@@ -71,6 +71,8 @@ pub struct CallSiteProbes {
     symbols_current: bool,
     /// The kprobes on the calls and return sites (the kprobe PMU's: dropped, they are gone).
     links: Vec<EventLink>,
+    /// The module the sites are in, if it was not loaded when they were armed.
+    pending: Option<String>,
     /// The return probes of the sites whose call the kernel refused, until
     /// [`Self::close_stranded`].
     stranded: Vec<EventLink>,
@@ -88,6 +90,13 @@ impl CallSiteProbes {
         notes: &mut Vec<String>,
     ) -> Result<Self> {
         notes.extend(discovery.cache_damage.clone());
+        let pending = discovery.pending.clone();
+        if let Some(module) = &pending {
+            notes.push(format!(
+                "phylib's call sites were read from the file of {module}, which is not loaded: \
+                 they are armed as the kernel loads it, before its first call"
+            ));
+        }
         if !discovery.rewritten.is_empty() {
             notes.push(format!(
                 "kprobes of another tracer rewrote {} of the functions searched for call sites \
@@ -107,8 +116,9 @@ impl CallSiteProbes {
         let (mut links, mut stranded) = (Vec::new(), Vec::new());
         // The kernel refuses some places (a kprobe blacklist, an instruction it cannot
         // single-step): the site's calls are not traced, the others are.
-        let refused = table.arm(|cookie, site| {
-            arm_site(programs, probes, &mut links, &mut stranded, site, cookie)
+        let refused = table.arm(|cookie, site| match pending.as_deref() {
+            Some(module) => arm_pending_site(programs, probes, site, module, cookie),
+            None => arm_site(programs, probes, &mut links, &mut stranded, site, cookie),
         });
         notes.extend(
             refused.iter().map(|(site, err)| {
@@ -121,6 +131,7 @@ impl CallSiteProbes {
             symbols,
             links,
             stranded,
+            pending,
         })
     }
 
@@ -143,6 +154,12 @@ impl CallSiteProbes {
         let _ = std::thread::Builder::new()
             .name("phytrace-close".into())
             .spawn(move || drop(stranded));
+    }
+
+    /// The module the sites are in, if it was not loaded when they were armed (they were
+    /// armed as trace events the kernel places as it loads it).
+    pub fn pending(&self) -> Option<&str> {
+        self.pending.as_deref()
     }
 
     /// The sites armed.
@@ -225,7 +242,14 @@ fn arm_site(
         Return::After(offset) => kprobe(programs, PROGRAMS[1], offset)?,
         Return::Tail => {
             let name = format!("site_{}", site.op());
-            probes.arm_site(programs, PROGRAMS[2], &name, true, &site.function, cookie)?;
+            probes.arm_site(
+                programs,
+                PROGRAMS[2],
+                &name,
+                true,
+                (None, &site.function),
+                cookie,
+            )?;
         }
     }
     kprobe(programs, PROGRAMS[0], site.found.offset).inspect_err(|_| {
@@ -234,6 +258,42 @@ fn arm_site(
             probes.disarm_last_site();
         }
     })
+}
+
+/// Arms `site` of `module`, which is not loaded yet, as trace events the kernel places as the
+/// module loads (`MODULE:FUNCTION+0xOFF`, in `probes`): its return first, then its entry; an
+/// entry refused takes its return away again.
+fn arm_pending_site(
+    programs: &mut impl Programs,
+    probes: &mut DriverProbes,
+    site: &CallSite,
+    module: &str,
+    cookie: u64,
+) -> Result<()> {
+    let name = format!("site_{}", site.op());
+    let (program, on_return, place) = match site.return_place() {
+        Some(place) => (PROGRAMS[1], false, place),
+        None => (PROGRAMS[2], true, site.function.clone()),
+    };
+    probes.arm_site(
+        programs,
+        program,
+        &name,
+        on_return,
+        (Some(module), &place),
+        cookie,
+    )?;
+    let entry = site.place();
+    probes
+        .arm_site(
+            programs,
+            PROGRAMS[0],
+            &name,
+            false,
+            (Some(module), &entry),
+            cookie,
+        )
+        .inspect_err(|_| probes.disarm_last_site())
 }
 
 /// The programs' record of `site`.

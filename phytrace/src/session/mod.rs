@@ -70,6 +70,15 @@ pub struct TracerOptions {
     pub btf: BtfSource,
 }
 
+impl TracerOptions {
+    /// The module tree module files are looked up in.
+    pub fn module_tree(&self) -> PathBuf {
+        self.module_tree
+            .clone()
+            .unwrap_or_else(crate::kernel::module_files::default_tree)
+    }
+}
+
 /// A running tracing session.
 pub struct Tracer {
     ebpf: Ebpf,

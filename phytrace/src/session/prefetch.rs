@@ -40,12 +40,7 @@ impl Prefetched {
     /// followed module is live: with call-site probes, only if one is not in the tree).
     pub fn read(options: &TracerOptions) -> Result<Self> {
         let loaded = modules::read()?;
-        let tree = ModuleTree::read(
-            &options
-                .module_tree
-                .clone()
-                .unwrap_or_else(module_files::default_tree),
-        );
+        let tree = ModuleTree::read(&options.module_tree());
         Self::select(options, &loaded, read_callbacks, &tree, |path: &Path| {
             module_files::read(path)
                 .map(|file| (file.path, file.callbacks))

@@ -152,6 +152,7 @@ impl Tracer {
         let kernel_btf = options.btf.load()?;
         // phylib as a module: its functions and call sites are in its code and BTF.
         let phylib_btf = kernel_btf.phylib()?;
+        let phylib_pending = modules::phylib_pending(&options.module_tree());
         let btf = phylib_btf.as_ref().unwrap_or(&kernel_btf);
         let offsets = btf.offsets()?;
         let types = btf.types()?;
@@ -191,7 +192,8 @@ impl Tracer {
             &planned_programs(options.mdio, options.callbacks, btf),
             |programs| {
                 let started = Instant::now();
-                let attached = attach_at_start(programs, options.mdio, btf, &mut notes);
+                let pending = phylib_pending.then_some((modules::PHYLIB, &mut probes));
+                let attached = attach_at_start(programs, options.mdio, btf, pending, &mut notes);
                 attaching = started.elapsed();
                 // The call sites' tens of kprobes, while the later programs are verified.
                 let started = Instant::now();
@@ -321,9 +323,10 @@ fn attach_at_start(
     programs: &mut impl Programs,
     mdio: MdioChoice,
     btf: &btf::KernelBtf,
+    pending: Option<(&str, &mut DriverProbes)>,
     notes: &mut Vec<String>,
 ) -> Result<MdioProbes> {
-    let mdio = mdio_probes::attach_all(programs, mdio, btf, notes)?;
+    let mdio = mdio_probes::attach_all(programs, mdio, btf, pending, notes)?;
     for symbol in DEVICE_CHANGES {
         if let Err(err) = attach(programs, DEVICE_CHANGE_PROGRAM, symbol) {
             notes.push(format!(

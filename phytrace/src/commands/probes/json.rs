@@ -47,7 +47,12 @@ impl<'a> Probes<'a> {
                 })
                 .collect(),
             call_sites: Part::of(&survey.call_sites, |(discovery, cached)| CallSites {
-                source: if *cached { "cache" } else { "kernel_text" },
+                source: match (cached, &discovery.pending) {
+                    (true, _) => "cache",
+                    (false, Some(_)) => "module_file",
+                    (false, None) => "kernel_text",
+                },
+                pending_module: discovery.pending.as_deref(),
                 search: Search::of(discovery, &OPS, Site::of),
             }),
             mac_sites: Part::of(&survey.mac_sites, |found| {
@@ -115,8 +120,12 @@ struct Callback<'a> {
 /// phylib's call sites and where they came from.
 #[derive(Serialize)]
 struct CallSites<'a> {
-    /// `kernel_text` (decoded now) or `cache` (this boot's, kept by a session that decoded it).
+    /// `kernel_text` (decoded now), `module_file` (phylib's module, not loaded, decoded from
+    /// its file) or `cache` (this boot's, kept by a session that decoded them).
     source: &'static str,
+    /// The module the sites are in, when it is not loaded: a session arms them as it loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending_module: Option<&'a str>,
     #[serde(flatten)]
     search: Search<Site<'a>>,
 }
@@ -377,6 +386,7 @@ mod tests {
                     text_bytes: 65536,
                     rewritten: vec!["phy_start_aneg".into()],
                     cache_damage: None,
+                    pending: None,
                 },
                 true,
             )),
@@ -390,6 +400,7 @@ mod tests {
                     text_bytes: 4096,
                     rewritten: Vec::new(),
                     cache_damage: None,
+                    pending: None,
                 },
                 config_from_ops: 8,
             }),

@@ -221,7 +221,7 @@ fn a_modules_split_btf_reads_on_top_of_vmlinuxs() {
     );
     let vmlinux = KernelBtf::parse(base_blob).unwrap();
     assert!(vmlinux.member_offset("phylink", &["mac_ops"]).is_err());
-    let btf = vmlinux.with_split(&module.build()).unwrap();
+    let btf = vmlinux.on_top("phylink", &module.build()).unwrap();
     assert_eq!(btf.member_offset("phylink", &["mac_ops"]).unwrap(), 8);
     assert_eq!(
         btf.member_offset("phylink_mac_ops", &["mac_link_up"])
@@ -235,7 +235,40 @@ fn a_modules_split_btf_reads_on_top_of_vmlinuxs() {
         "{err}"
     );
     // Split BTF on its own is not BTF of its own types.
-    assert!(vmlinux.with_split(&[0; 8]).is_err());
+    assert!(vmlinux.on_top("phylink", &[0; 8]).is_err());
+    // A module's BTF goes on vmlinux's only.
+    let err = btf.on_top("libphy", &module.build()).err().unwrap();
+    assert!(err.to_string().contains("not on phylink's"), "{err}");
+}
+
+#[test]
+fn a_function_in_a_modules_btf_is_named_with_its_module() {
+    // vmlinux: `bpf_rdonly_cast`; phylib as a module: `__mdiobus_read`.
+    let mut base = Builder::new();
+    let int = base.int("int", 4, 0, 32);
+    base.raw("", 13, false, 0, int, &[]); // FUNC_PROTO
+    let cast = base.raw("bpf_rdonly_cast", 12, false, 0, base.next_id() - 1, &[]);
+    let base_blob = base.build();
+    let mut module = Builder::split(&base);
+    module.raw("", 13, false, 0, int, &[]);
+    let read = module.raw("__mdiobus_read", 12, false, 0, module.next_id() - 1, &[]);
+    let vmlinux = KernelBtf::parse(base_blob).unwrap();
+    assert!(vmlinux.function_id("__mdiobus_read").is_err());
+    let btf = vmlinux.on_top("libphy", &module.build()).unwrap();
+    assert_eq!(
+        btf.function_id("__mdiobus_read").unwrap(),
+        FunctionId {
+            id: read,
+            module: Some("libphy".to_owned())
+        }
+    );
+    assert_eq!(
+        btf.function_id("bpf_rdonly_cast").unwrap(),
+        FunctionId {
+            id: cast,
+            module: None
+        }
+    );
 }
 
 #[test]

@@ -352,6 +352,7 @@ mod tests {
             text_bytes: 18 << 20,
             rewritten: Vec::new(),
             cache_damage: None,
+            pending: None,
         }
     }
 

@@ -17,6 +17,7 @@ pub mod cache;
 mod flow;
 pub(crate) mod mac_sites;
 pub mod mdio_inlining;
+pub(crate) mod module_text;
 pub(crate) mod phy_sites;
 pub(crate) mod text;
 pub(crate) mod text_symbols;
@@ -243,14 +244,31 @@ impl CallSite {
         }
     }
 
-    /// Why the kernel's kprobes cannot take the call, if they cannot: x86 kprobes emulate
+    /// Why the kernel's kprobes cannot take the call, if they cannot. x86 kprobes emulate
     /// `call *%reg` but not a call through memory (the kernel's `prepare_emulation` answers
-    /// EOPNOTSUPP; arm64 has no such call).
+    /// EOPNOTSUPP). And they emulate a direct call as five bytes long (Linux 6.12's
+    /// `int3_emulate_call`): the callee of one with a prefix (GCC's `cs call` of a retpoline
+    /// thunk through r8–r15) would return into its middle. arm64 has neither.
     pub fn unprobeable(&self) -> Option<&'static str> {
-        matches!(self.found.target, Target::Memory(_))
-            .then_some("the kernel's kprobes cannot take an indirect call through memory")
+        match (self.found.target, self.found.ret) {
+            (Target::Memory(_), _) => {
+                Some("the kernel's kprobes cannot take an indirect call through memory")
+            }
+            (Target::Register(_), Return::After(ret))
+                if ret.saturating_sub(self.found.offset) > DIRECT_CALL_LEN =>
+            {
+                Some(
+                    "the kernel's kprobes would return from this call with a prefix into its \
+                     middle",
+                )
+            }
+            _ => None,
+        }
     }
 }
+
+/// The length of x86's direct call (`call rel32`); longer, a call has a prefix.
+const DIRECT_CALL_LEN: u32 = 5;
 
 /// The instruction set of the running kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,6 +337,10 @@ pub struct Discovery {
     /// What was wrong with the cache entry this search replaced, if it was damaged.
     #[serde(skip)]
     pub cache_damage: Option<String>,
+    /// The module the sites are in, read from its file as it is not loaded yet: they are
+    /// armed before it loads, as `MODULE:FUNCTION+OFFSET`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
 }
 
 impl Discovery {
@@ -460,4 +482,45 @@ fn discover_in(
         discovery.search(function, &body, (layout, isa, symbols, probed));
     }
     Ok(discovery)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(offset: u32, target: Target, ret: Return) -> CallSite {
+        CallSite {
+            function: "phylink_resolve".to_owned(),
+            found: Found {
+                offset,
+                op: 0,
+                target,
+                ret,
+                owner: None,
+            },
+            op_offset: 0x30,
+            op_name: "mac_link_up",
+        }
+    }
+
+    #[test]
+    fn calls_the_kernels_kprobes_cannot_take_are_said() {
+        // Debian 13's phylink_resolve+0x26e: `cs call __x86_indirect_thunk_r10`, six bytes.
+        let r10 = Target::Register(72);
+        assert!(
+            site(0x26e, r10, Return::After(0x274))
+                .unprobeable()
+                .is_some()
+        );
+        // A call of a thunk without a prefix, or a tail call, is taken; a call through memory
+        // is not.
+        assert_eq!(site(0xeb, r10, Return::After(0xf0)).unprobeable(), None);
+        assert_eq!(site(0x26e, r10, Return::Tail).unprobeable(), None);
+        let memory = Target::Memory(0x10);
+        assert!(
+            site(0x36, memory, Return::After(0x3c))
+                .unprobeable()
+                .is_some()
+        );
+    }
 }

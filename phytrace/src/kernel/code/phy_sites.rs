@@ -7,10 +7,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 
-use super::{Discovery, Isa, Layout, cache, text::TextReader, text_symbols::TextSymbols};
-use crate::kernel::{error::ProbeError, modules, snapshot::Snapshot};
+use super::{
+    Discovery, Isa, Layout, cache, module_text::ModuleText, text::TextReader,
+    text_symbols::TextSymbols,
+};
+use crate::kernel::{error::ProbeError, module_files, modules, snapshot::Snapshot};
 
 /// The call sites found, with the text symbols that name what they call.
 pub type Found = (Discovery, Arc<TextSymbols>);
@@ -71,19 +74,66 @@ fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
         ))
         .into());
     }
+    let phylib_live = !symbols.module_functions(modules::PHYLIB).is_empty();
+    if discovery.sites.is_empty() && !phylib_live {
+        // phylib a module not loaded yet: its sites are in its file.
+        return discover_in_file(layout, &module_files::default_tree())
+            .map(|discovery| ((discovery, symbols), TextReader::ModuleFile))
+            .map_err(|err| {
+                ProbeError::unavailable(format!(
+                    "no call site of a phy_driver operation found in {} bytes of kernel text \
+                     ({} functions decoded), and phylib is not the live module {}: {err:#}",
+                    discovery.text_bytes,
+                    discovery.functions_decoded,
+                    modules::PHYLIB,
+                ))
+                .into()
+            });
+    }
     if discovery.sites.is_empty() {
         return Err(ProbeError::unavailable(format!(
-            "no call site of a phy_driver operation found in {} bytes of kernel text \
-             ({} functions decoded): phylib is neither built in nor the live module {} \
-             (CONFIG_PHYLIB=m: `modprobe {}`, or plug in the device)",
+            "no call site of a phy_driver operation found in phylib's code ({} bytes of kernel \
+             text and of the live {}, {} functions decoded)",
             discovery.text_bytes,
-            discovery.functions_decoded,
             modules::PHYLIB,
-            modules::PHYLIB
+            discovery.functions_decoded
         ))
         .into());
     }
     Ok(((discovery, symbols), text.reader()))
+}
+
+/// The call sites of [`modules::PHYLIB`] not loaded yet, read from its file in the module tree
+/// `tree`: the sites it will have once loaded, each a function and an offset in it.
+pub fn discover_in_file(layout: &Layout, tree: &Path) -> Result<Discovery> {
+    let modules = module_files::ModuleTree::read(tree);
+    let path = modules.file(modules::PHYLIB).with_context(|| {
+        format!(
+            "{} lists no module {} (is phylib built in? CONFIG_PHYLIB)",
+            tree.join("modules.dep").display(),
+            modules::PHYLIB
+        )
+    })?;
+    let data = module_files::contents(path)?;
+    let (symbols, mut text) = ModuleText::parse(&data, modules::PHYLIB)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let mut discovery = super::discover_module(
+        &symbols,
+        &mut text,
+        layout,
+        Isa::native(),
+        &[],
+        modules::PHYLIB,
+    )?;
+    if discovery.sites.is_empty() {
+        bail!(
+            "no call site of a phy_driver operation found in {} ({} functions decoded)",
+            path.display(),
+            discovery.functions_decoded
+        );
+    }
+    discovery.pending = Some(modules::PHYLIB.to_owned());
+    Ok(discovery)
 }
 
 /// Call sites being found on another thread (reading the kernel text takes about as long as

@@ -95,6 +95,8 @@ pub enum TextReader {
     Kcore,
     /// By a BPF program (`CAP_BPF` and `CAP_PERFMON`).
     Bpf,
+    /// From a module's file, before the module loads.
+    ModuleFile,
 }
 
 impl TextReader {
@@ -103,6 +105,7 @@ impl TextReader {
         match self {
             Self::Kcore => "kcore",
             Self::Bpf => "bpf",
+            Self::ModuleFile => "module-file",
         }
     }
 }

@@ -61,7 +61,7 @@ impl TextSymbols {
     }
 
     /// The text symbols of `lines`.
-    fn from_lines<'a>(lines: impl Iterator<Item = Line<'a>>) -> Self {
+    pub(super) fn from_lines<'a>(lines: impl Iterator<Item = Line<'a>>) -> Self {
         let mut symbols = Self::default();
         let (mut stext, mut etext) = (None, None);
         for Line {
