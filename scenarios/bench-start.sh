@@ -26,18 +26,6 @@ start_tracer phytrace-default
 emit "{\"bench\":\"p2-cold\",\"tracer\":\"phytrace-default\",\"attach_ms\":$ATTACH_MS}"
 stop_tracer
 
-P2_TRACERS="phytrace-default bpftrace27"
-log "P2: $STARTS rounds of starting and stopping each of $P2_TRACERS"
-for tracer in $P2_TRACERS; do # warm-up: the binaries and their libraries in the page cache
-    start_tracer "$tracer"
-    stop_tracer
-done
-for ((r = 1; r <= STARTS; r++)); do
-    for tracer in $P2_TRACERS; do
-        start_tracer "$tracer"
-        stop_tracer
-        emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
-    done
-done
+p2_rounds "phytrace-default bpftrace27"
 rm -rf "$work"
 log "results in $OUT"

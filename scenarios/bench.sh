@@ -120,19 +120,7 @@ mapfile -t call_site_places < <(head -n 1 "$work/bench.ptrace" |
     jq -r '.call_sites[] | .call, (.ret // ((.call | sub("\\+.*"; "")) + "%return"))')
 ((${#call_site_places[@]} > 0)) || fail "phytrace armed no call site"
 
-P2_TRACERS="phytrace phytrace-callsite bpftrace27 bpftrace-kfunc"
-log "P2: $STARTS rounds of starting and stopping each of $P2_TRACERS"
-for tracer in $P2_TRACERS; do # warm-up: the binaries and their libraries in the page cache
-    start_tracer "$tracer"
-    stop_tracer
-done
-for ((r = 1; r <= STARTS; r++)); do
-    for tracer in $P2_TRACERS; do
-        start_tracer "$tracer"
-        stop_tracer
-        emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
-    done
-done
+p2_rounds "phytrace phytrace-callsite bpftrace27 bpftrace-kfunc"
 
 CB_TRACERS="phytrace-callsite phytrace-symbol bpftrace27 floor-callsite bpftrace-floor-symbol"
 log "C1: $REPEATS rounds of $CALLS phy_resume() calls: untraced, then with each of $CB_TRACERS"

@@ -152,3 +152,20 @@ start_tracer() {
     drain_tracer "$work/tracer.out"
 }
 
+# p2_rounds TRACERS: start to attached, STARTS rounds of starting and stopping each of TRACERS
+# (after one warm-up start each: the binaries and their libraries in the page cache).
+p2_rounds() {
+    local tracer r
+    log "P2: $STARTS rounds of starting and stopping each of $1"
+    for tracer in $1; do
+        start_tracer "$tracer"
+        stop_tracer
+    done
+    for ((r = 1; r <= STARTS; r++)); do
+        for tracer in $1; do
+            start_tracer "$tracer"
+            stop_tracer
+            emit "{\"bench\":\"p2\",\"tracer\":\"$tracer\",\"round\":$r,\"attach_ms\":$ATTACH_MS}"
+        done
+    done
+}

@@ -47,17 +47,8 @@ start_record "$cap" --callback-probes callsite
 expect_eq "the module record armed the call sites in before it loads" libphy \
     "$(jq -r 'select(.status == "recording") | .call_sites_pending' "$cap.status")"
 module_loaded libphy && fail "libphy loaded before the plug-in"
-dongle_start --an-delay-ms 100 --partner all,pause
-wait_dongle_netdev 30
-DONGLE_DEV=$(dongle_netdev)
-wait_for 10 has_dongle_phy || fail "no PHY on the dongle's MDIO bus"
-DONGLE_BUS=$(dongle_mdio_bus)
-ip link set dev "$DONGLE_DEV" up
-wait_mode "$DONGLE_DEV" 100 full 30
-dongle_ctl cable out >/dev/null
-wait_carrier "$DONGLE_DEV" 0
-dongle_ctl cable in >/dev/null
-wait_mode "$DONGLE_DEV" 100 full 30
+dongle_plug_link_up --an-delay-ms 100 --partner all,pause
+dongle_cable_flap
 # Synchronous: phylib's polling has stopped when it returns.
 ip link set dev "$DONGLE_DEV" down
 dongle_mdio_counts 0x10 | sort -n >"$cap.emulator"

@@ -39,16 +39,9 @@ if module_loaded phylink; then
     wait_for 60 record_status "$cap.status" mac_sites_armed ||
         fail "record did not say that the search for phylink's MAC call sites ended"
 fi
-dongle_start --an-delay-ms 100 --partner all,pause
-wait_dongle_netdev 30
-dev=$(dongle_netdev)
-ip link set dev "$dev" up
-wait_mode "$dev" 100 full 30
-dongle_ctl cable out >/dev/null
-wait_carrier "$dev" 0
-dongle_ctl cable in >/dev/null
-wait_mode "$dev" 100 full 30
-ip link set dev "$dev" down
+dongle_plug_link_up --an-delay-ms 100 --partner all,pause
+dongle_cable_flap
+ip link set dev "$DONGLE_DEV" down
 stop_record "$cap"
 # Listed once record's kprobes are gone: a breakpoint in phylink's code hides the call under it.
 "$PHYTRACE_BIN" probes >"$PHYTRACE_OUT/mac-callsite.probes" 2>&1 || true

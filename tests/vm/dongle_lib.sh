@@ -385,6 +385,15 @@ dongle_plug_link_up() {
     wait_mode "$DONGLE_DEV" 100 full 30
 }
 
+# dongle_cable_flap: the cable out until the carrier drops, then in until the link is up at
+# 100/full again.
+dongle_cable_flap() {
+    dongle_ctl cable out >/dev/null
+    wait_carrier "$DONGLE_DEV" 0
+    dongle_ctl cable in >/dev/null
+    wait_mode "$DONGLE_DEV" 100 full 30
+}
+
 # --- the dongle scenario every kernel records (the cross-kernel twin: xtask/src/twin.rs) ---
 
 # dongle_scenario CAPTURE [RECORD ARGS...]: with the dongle's modules loaded (dongle_modules_load
@@ -414,10 +423,7 @@ dongle_scenario() {
     ok "plug-in to netdev $(((t1 - t0) / 1000)) ms, link up $(((t2 - t1) / 1000)) ms later"
     result "\"plug_to_netdev_ms\":$(((t1 - t0) / 1000)),\"up_to_link_ms\":$(((t2 - t1) / 1000))"
     modes="$(speed "$DONGLE_DEV")/$(duplex "$DONGLE_DEV")"
-    dongle_ctl cable out >/dev/null
-    wait_carrier "$DONGLE_DEV" 0
-    dongle_ctl cable in >/dev/null
-    wait_mode "$DONGLE_DEV" 100 full 30
+    dongle_cable_flap
     modes+=" $(speed "$DONGLE_DEV")/$(duplex "$DONGLE_DEV")"
     dongle_ctl partner 10full >/dev/null
     wait_mode "$DONGLE_DEV" 10 full 30

@@ -215,16 +215,7 @@ mod tests {
             "_RNvMs_NtNtCs1234567890a_6kernel3net3phyINtB4_7AdapterNtCs0987654321b_13ax88796b_rust11PhyAX88772AE20read_status_callback",
             32,
         );
-        let kernel = obj.add_symbol(Symbol {
-            name: b"genphy_suspend".to_vec(),
-            value: 0,
-            size: 0,
-            kind: SymbolKind::Unknown,
-            scope: SymbolScope::Linkage,
-            weak: false,
-            section: SymbolSection::Undefined,
-            flags: SymbolFlags::None,
-        });
+        let kernel = crate::kernel::test_elf::undefined(&mut obj, "genphy_suspend");
         let names = obj.append_section_data(rodata, b"PHY A\0PHY B\0", 1);
         let size = layout.size as usize;
         let mut table = vec![0u8; 2 * size + 8];

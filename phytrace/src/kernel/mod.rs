@@ -16,4 +16,6 @@ pub(crate) mod privileges;
 pub(crate) mod snapshot;
 pub(crate) mod support;
 pub(crate) mod symbols;
+#[cfg(test)]
+mod test_elf;
 pub(crate) mod tracefs;

@@ -158,7 +158,10 @@ mod tests {
     };
 
     use super::*;
-    use crate::kernel::code::{Isa, Layout, OPS, Return, discover_module};
+    use crate::kernel::{
+        code::{Isa, Layout, OPS, Return, discover_module},
+        test_elf,
+    };
 
     /// `phy_suspend` of Debian 13's `libphy.ko` (6.12.117+deb13-amd64), as its file holds it.
     const PHY_SUSPEND: [&str; 6] = [
@@ -200,16 +203,7 @@ mod tests {
             flags: SymbolFlags::None,
         });
         for (offset, name) in CALLS {
-            let symbol = obj.add_symbol(Symbol {
-                name: name.as_bytes().to_vec(),
-                value: 0,
-                size: 0,
-                kind: SymbolKind::Unknown,
-                scope: SymbolScope::Linkage,
-                weak: false,
-                section: SymbolSection::Undefined,
-                flags: SymbolFlags::None,
-            });
+            let symbol = test_elf::undefined(&mut obj, name);
             let flags = RelocationFlags::Generic {
                 kind: RelocationKind::PltRelative,
                 encoding: RelocationEncoding::X86Branch,
