@@ -16,6 +16,9 @@ use crate::{paths, run, vm};
 use report::{Figures, Setting};
 use rows::Rows;
 
+/// The least time a bench guest is given (`--timeout` may give more).
+const GUEST_SECS: u64 = 3600;
+
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Rounds of P1, C1 and C45 (each runs untraced and with every tracer once) and of each P3
@@ -51,7 +54,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     let kernel = if args.report_only {
         crate::kernel::locate(crate::arch::Arch::X86_64)?
     } else {
-        let (kernel, options) = vm::prepare_release(&args.vm)?;
+        let (kernel, mut options) = vm::prepare_release(&args.vm)?;
+        // Every section with every tracer takes about 35 minutes of a TCG guest.
+        options.timeout = options.timeout.max(GUEST_SECS);
         let floor = floor_runner()?;
         let bpftrace_root = crate::debian_root::BPFTRACE.prepare()?;
         let _ = fs::remove_file(&results);
