@@ -56,16 +56,19 @@ fi
 # The ops phytrace said it probes by name, every other one at phylink's call sites.
 by_name=$(sed -nE "s/.*phylink's calls of mac_ops->(mac_link_[a-z]+) are not traced at a call site: asix's by name.*/\1/p" "$cap.stderr")
 grep -q "MAC ops are not traced at phylink's call sites" "$cap.stderr" && by_name="mac_link_up mac_link_down"
-# The kernel decides which sites can be probed: a tracefs kprobe at each site listed. An op with
-# a site the kernel takes must have been traced there; one with none, by name, and said.
+# The kernel decides which sites can be probed: a tracefs kprobe at each site listed, checked or
+# said to be a call through memory (which the kernel must refuse too). An op with a site the
+# kernel takes must have been traced there; one with none, by name, and said.
 mapfile -t sites < <(sed -n '/phylink_mac_ops/,/^$/p' "$PHYTRACE_OUT/mac-callsite.probes" |
-    awk '$1 ~ /^phylink[a-z_]*\+0x[0-9a-f]+$/ && $3 == "target" { print $1, $2 }')
-((${#sites[@]} > 0)) || fail "phytrace probes lists no checked MAC call site"
+    awk '$1 ~ /^phylink[a-z_]*\+0x[0-9a-f]+$/ && $3 == "target" { print $1, $2, "checked" }
+         $1 ~ /^phylink[a-z_]*\+0x[0-9a-f]+$/ && /through memory/ { print $1, $2, "memory" }')
+((${#sites[@]} > 0)) || fail "phytrace probes lists no MAC call site it checks or says is a call through memory"
 takes=""
 for site in "${sites[@]}"; do
-    read -r place op <<<"$site"
+    read -r place op kind <<<"$site"
     if echo "p:truth/site $place" >>"$TRACEFS/kprobe_events" 2>/dev/null; then
         echo "-:truth/site" >>"$TRACEFS/kprobe_events"
+        [[ $kind == checked ]] || fail "the kernel takes a kprobe at $place, which phytrace says it cannot take"
         takes+=" $op"
     fi
 done
