@@ -101,8 +101,8 @@ impl ModuleText {
                     bail!("a relocation at {offset:#x} does not fit its 32 bits");
                 };
                 let at = usize::try_from(offset)?;
-                bytes
-                    .get_mut(at..at + 4)
+                at.checked_add(4)
+                    .and_then(|end| bytes.get_mut(at..end))
                     .context("a relocation past its section's end")?
                     .copy_from_slice(&value.to_le_bytes());
             }
