@@ -61,7 +61,7 @@ impl ModuleText {
                 return Some(*external.entry(name.to_owned()).or_insert(next));
             }
             let base = placed.get(&symbol.section_index()?.0)?;
-            Some(base + symbol.address())
+            base.checked_add(symbol.address())
         };
         let mut lines = Vec::new();
         for symbol in file.symbols() {
@@ -93,6 +93,12 @@ impl ModuleText {
                 let Some(target) = address_of(&file.symbol_by_index(target)?) else {
                     continue;
                 };
+                let field = usize::try_from(offset)
+                    .ok()
+                    .and_then(|at| Some(at..at.checked_add(4)?))
+                    .filter(|field| field.end <= bytes.len())
+                    .context("a relocation past its section's end")?;
+                // Inside the section: its place is, too.
                 let place = *address + offset;
                 let value = target
                     .wrapping_add_signed(relocation.addend())
@@ -100,11 +106,7 @@ impl ModuleText {
                 let Ok(value) = i32::try_from(value) else {
                     bail!("a relocation at {offset:#x} does not fit its 32 bits");
                 };
-                let at = usize::try_from(offset)?;
-                at.checked_add(4)
-                    .and_then(|end| bytes.get_mut(at..end))
-                    .context("a relocation past its section's end")?
-                    .copy_from_slice(&value.to_le_bytes());
+                bytes[field].copy_from_slice(&value.to_le_bytes());
             }
         }
         let thunk_lines = external
@@ -258,6 +260,31 @@ mod tests {
                 Return::After(0xf0)
             )]
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// A module file cut short or with bytes changed is an error or a reading, never a
+        /// panic, and its search neither.
+        #[test]
+        fn damaged_files_do_not_panic(
+            len in 0usize..2_000,
+            edits in proptest::collection::vec(
+                (proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()),
+                0..8,
+            ),
+        ) {
+            let mut data = module();
+            data.truncate(len.max(64).min(data.len()));
+            for (at, byte) in edits {
+                let at = at.index(data.len());
+                data[at] = byte;
+            }
+            if let Ok((symbols, mut text)) = ModuleText::parse(&data, "libphy") {
+                let _ = discover_module(&symbols, &mut text, &layout(), Isa::X86_64, &[], "libphy");
+            }
+        }
     }
 
     #[test]
