@@ -515,13 +515,26 @@ fn callbacks(
     btf: Option<&btf::KernelBtf>,
     kernel: &Snapshot,
 ) -> Check {
+    if let Ok(Discovery {
+        pending: Some(module),
+        sites,
+        ..
+    }) = discovery
+    {
+        return Check::ok(
+            CALLBACKS,
+            format!(
+                "every driver's, C or Rust: {} call sites in the file of phylib's module \
+                 {module}, not loaded yet; a session arms them as the kernel loads it, before \
+                 its first call",
+                sites.len()
+            ),
+        );
+    }
     let at_sites = discovery
         .as_ref()
         .map_err(|err| anyhow::anyhow!("{err:#}"))
         .and_then(|found| {
-            if found.pending.is_some() {
-                return Ok(found);
-            }
             let first = found.sites.first().context("no call site")?;
             let offsets = btf.context("the kernel's BTF cannot be read")?.offsets()?;
             let mut ebpf = loader::load(&loader::LoadOptions::new(4096, offsets))?;
@@ -531,21 +544,6 @@ fn callbacks(
             Ok(found)
         });
     let sites_err = match at_sites {
-        Ok(Discovery {
-            pending: Some(module),
-            sites,
-            ..
-        }) => {
-            return Check::ok(
-                CALLBACKS,
-                format!(
-                    "every driver's, C or Rust: {} call sites in the file of phylib's module \
-                     {module}, not loaded yet; a session arms them as the kernel loads it, \
-                     before its first call",
-                    sites.len()
-                ),
-            );
-        }
         Ok(found) => {
             let missing = found.ops_without_sites(&OPS);
             return Check::ok(

@@ -50,6 +50,12 @@ pub fn module_name(path: &Path) -> Option<String> {
     Some(stem.replace('-', "_"))
 }
 
+/// The file of module `module` in the module tree `tree`, as its `modules.dep` lists it.
+pub fn file_in_tree(tree: &Path, module: &str) -> Option<PathBuf> {
+    let deps = fs::read_to_string(tree.join("modules.dep")).ok()?;
+    parse_modules_dep(&deps, tree).remove(module)
+}
+
 /// Module name → file, from `modules.dep` text (paths relative to `tree`).
 pub fn parse_modules_dep(text: &str, tree: &Path) -> BTreeMap<String, PathBuf> {
     text.lines()

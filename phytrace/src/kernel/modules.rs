@@ -2,6 +2,8 @@
 
 use std::{collections::BTreeMap, path::Path};
 
+use super::module_files;
+
 use anyhow::{Context as _, Result};
 
 /// phylib built as a module (`CONFIG_PHYLIB=m`).
@@ -17,15 +19,7 @@ pub fn phylib_pending(tree: &Path) -> bool {
         .join(PHYLIB)
         .join("initstate")
         .exists();
-    !live && std::fs::read_to_string(tree.join("modules.dep")).is_ok_and(|deps| lists_phylib(&deps))
-}
-
-/// Whether `modules.dep` text lists phylib's module file.
-fn lists_phylib(deps: &str) -> bool {
-    let file = format!("/{PHYLIB}.ko");
-    deps.lines()
-        .filter_map(|line| line.split_once(':'))
-        .any(|(path, _)| path.contains(&file))
+    !live && module_files::file_in_tree(tree, PHYLIB).is_some()
 }
 
 /// Whether `module` is one of `follow` (empty: any module).
@@ -59,6 +53,8 @@ mod tests {
     fn phylib_is_a_module_where_the_tree_lists_its_file() {
         let debian13 = "kernel/drivers/net/phy/libphy.ko.xz: kernel/net/core/x.ko.xz\n\
                         kernel/drivers/net/phy/ax88796b.ko.xz: kernel/drivers/net/phy/libphy.ko.xz\n";
+        let lists_phylib =
+            |deps| module_files::parse_modules_dep(deps, Path::new("")).contains_key(PHYLIB);
         assert!(lists_phylib(debian13));
         // Built in: only its users list it, as a dependency.
         let debian73 = "kernel/drivers/net/phy/ax88796b_rust.ko.xz:\n";

@@ -69,19 +69,13 @@ pub fn attach_all(
              kernel places as it loads, at about twice the cost of fentry/fexit (which need \
              its BTF, loaded with it)"
         ));
-        for (function, stem, required) in ACCESSORS {
-            let arm = |probes: &mut DriverProbes, ebpf: &mut _, end: &str, on_return| {
+        each_accessor(notes, |function, stem| {
+            let mut arm = |end: &str, on_return| {
                 let program = format!("{stem}_{end}_kprobe");
                 probes.arm_function(ebpf, Some(module), function, &program, on_return)
             };
-            let armed =
-                arm(probes, ebpf, "enter", false).and_then(|()| arm(probes, ebpf, "exit", true));
-            match armed {
-                Ok(()) => {}
-                Err(err) if *required => return Err(err),
-                Err(err) => notes.push(format!("{function} is not traced: {err:#}")),
-            }
-        }
+            arm("enter", false).and_then(|()| arm("exit", true))
+        })?;
         return Ok(MdioProbes::Kprobe);
     }
     if choice != MdioChoice::Kprobe {
@@ -94,16 +88,28 @@ pub fn attach_all(
             )),
         }
     }
+    each_accessor(notes, |function, stem| {
+        attach(ebpf, &format!("{stem}_enter_kprobe"), function)
+            .and_then(|_| attach(ebpf, &format!("{stem}_exit_kprobe"), function))
+            .map(drop)
+    })?;
+    Ok(MdioProbes::Kprobe)
+}
+
+/// Probes each accessor with `probe` (given its function and its programs' stem): a required
+/// one that fails fails all, an optional one is said in `notes`.
+fn each_accessor(
+    notes: &mut Vec<String>,
+    mut probe: impl FnMut(&str, &str) -> Result<()>,
+) -> Result<()> {
     for (function, stem, required) in ACCESSORS {
-        let attached = attach(ebpf, &format!("{stem}_enter_kprobe"), function)
-            .and_then(|_| attach(ebpf, &format!("{stem}_exit_kprobe"), function));
-        match attached {
-            Ok(_) => {}
+        match probe(function, stem) {
+            Ok(()) => {}
             Err(err) if *required => return Err(err),
             Err(err) => notes.push(format!("{function} is not traced: {err:#}")),
         }
     }
-    Ok(MdioProbes::Kprobe)
+    Ok(())
 }
 
 /// Attaches the fentry/fexit pair of every accessor; on a failure with a required one,

@@ -39,15 +39,9 @@ struct InfoAttr {
 /// object with the expected id is not vmlinux's.
 pub fn vmlinux() -> io::Result<Vec<u8>> {
     let fd = btf_fd(VMLINUX_BTF_ID)?;
-    let mut name = [0u8; 8];
-    let mut info = BtfInfo {
-        name: name.as_mut_ptr() as u64,
-        name_len: name.len() as u32,
-        ..BtfInfo::default()
-    };
     // First the size, then the blob into a buffer of that size.
-    btf_info(&fd, &mut info)?;
-    if info.kernel_btf == 0 || &name != b"vmlinux\0" {
+    let (info, name) = named_info(&fd)?;
+    if info.kernel_btf == 0 || name != b"vmlinux" {
         return Err(io::Error::other(format!(
             "BTF object {VMLINUX_BTF_ID} is not vmlinux's"
         )));
@@ -77,15 +71,8 @@ pub fn module(module: &str) -> io::Result<OwnedFd> {
             Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
             Err(err) => return Err(err),
         };
-        let mut name = [0u8; 64];
-        let mut info = BtfInfo {
-            name: name.as_mut_ptr() as u64,
-            name_len: name.len() as u32,
-            ..BtfInfo::default()
-        };
-        btf_info(&fd, &mut info)?;
-        let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-        if info.kernel_btf != 0 && &name[..len] == module.as_bytes() {
+        let (info, name) = named_info(&fd)?;
+        if info.kernel_btf != 0 && name == module.as_bytes() {
             return Ok(fd);
         }
     }
@@ -93,6 +80,21 @@ pub fn module(module: &str) -> io::Result<OwnedFd> {
         io::ErrorKind::NotFound,
         format!("the kernel holds no BTF of the module {module} (not loaded?)"),
     ))
+}
+
+/// What the kernel says of the BTF object `fd` (its size, whether it is the kernel's), and its
+/// name (`vmlinux`, or a module's).
+fn named_info(fd: &OwnedFd) -> io::Result<(BtfInfo, Vec<u8>)> {
+    // A module's name is at most MODULE_NAME_LEN (56) bytes with its NUL.
+    let mut name = [0u8; 64];
+    let mut info = BtfInfo {
+        name: name.as_mut_ptr() as u64,
+        name_len: name.len() as u32,
+        ..BtfInfo::default()
+    };
+    btf_info(fd, &mut info)?;
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok((info, name[..len].to_vec()))
 }
 
 /// The id of the BTF object after `id`, if any.

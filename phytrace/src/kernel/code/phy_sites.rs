@@ -47,9 +47,10 @@ fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
     let symbols = kernel.functions()?;
     let mut text = kernel.text()?;
     let (isa, probed) = (Isa::native(), kernel.probed());
+    let phylib_live = !symbols.module_functions(modules::PHYLIB).is_empty();
     let searched =
         super::discover(&symbols, &mut text, layout, isa, probed).and_then(|mut found| {
-            if !symbols.module_functions(modules::PHYLIB).is_empty() {
+            if phylib_live {
                 found.absorb(super::discover_module(
                     &symbols,
                     &mut text,
@@ -74,7 +75,6 @@ fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
         ))
         .into());
     }
-    let phylib_live = !symbols.module_functions(modules::PHYLIB).is_empty();
     if discovery.sites.is_empty() && !phylib_live {
         // phylib a module not loaded yet: its sites are in its file.
         return discover_in_file(layout, &module_files::default_tree())
@@ -106,15 +106,14 @@ fn discover(layout: &Layout, kernel: &Snapshot) -> Result<(Found, TextReader)> {
 /// The call sites of [`modules::PHYLIB`] not loaded yet, read from its file in the module tree
 /// `tree`: the sites it will have once loaded, each a function and an offset in it.
 pub fn discover_in_file(layout: &Layout, tree: &Path) -> Result<Discovery> {
-    let modules = module_files::ModuleTree::read(tree);
-    let path = modules.file(modules::PHYLIB).with_context(|| {
+    let path = module_files::file_in_tree(tree, modules::PHYLIB).with_context(|| {
         format!(
             "{} lists no module {} (is phylib built in? CONFIG_PHYLIB)",
             tree.join("modules.dep").display(),
             modules::PHYLIB
         )
     })?;
-    let data = module_files::contents(path)?;
+    let data = module_files::contents(&path)?;
     let (symbols, mut text) = ModuleText::parse(&data, modules::PHYLIB)
         .with_context(|| format!("reading {}", path.display()))?;
     let mut discovery = super::discover_module(
