@@ -80,6 +80,7 @@ burst_ns() {
 
 TRACERS="phytrace phytrace-kprobe bpftrace27 bpftrace-kfunc bpftrace-kprobe floor-fields bpftrace-floor-fentry bpftrace-floor-kprobe"
 log "P1: $REPEATS rounds of $READS reads: untraced, then with each of $TRACERS"
+pin_cpus
 burst_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
     emit "{\"bench\":\"p1\",\"tracer\":\"none\",\"round\":$r,\"ns_per_access\":$(burst_ns)}"
@@ -93,6 +94,8 @@ for ((r = 1; r <= REPEATS; r++)); do
         emit "{\"bench\":\"p1\",\"tracer\":\"$tracer\",\"round\":$r,\"ns_per_access\":$ns}"
     done
 done
+
+unpin_cpus
 
 # resume_ns: ns per call of one synchronous burst of CALLS phy_resume() calls.
 resume_ns() {
@@ -124,6 +127,7 @@ p2_rounds "phytrace phytrace-callsite bpftrace27 bpftrace-kfunc"
 
 CB_TRACERS="phytrace-callsite phytrace-symbol bpftrace27 floor-callsite bpftrace-floor-symbol"
 log "C1: $REPEATS rounds of $CALLS phy_resume() calls: untraced, then with each of $CB_TRACERS"
+pin_cpus
 resume_ns >/dev/null # warm-up
 for ((r = 1; r <= REPEATS; r++)); do
     emit "{\"bench\":\"c1\",\"tracer\":\"none\",\"round\":$r,\"ns_per_call\":$(resume_ns)}"
@@ -136,6 +140,7 @@ for ((r = 1; r <= REPEATS; r++)); do
     done
 done
 
+unpin_cpus
 log "Profile: time inside each of phytrace's programs (kernel.bpf_stats_enabled)"
 # Diagnostic only: the benchmark goes on without it.
 { KEEP=1 bash "$PHYTRACE_ROOT/scenarios/profile-bpf.sh" ROUNDS="$REPEATS" READS="$READS" BIN="$BIN" ||
@@ -153,7 +158,7 @@ samples() {
     rm -f "$ctl" "$ack"
     mkfifo "$ctl" "$ack"
     exec 4<>"$ctl" 5<>"$ack"
-    perf record -q -a -e cpu-clock -F 1000 -D -1 --control "fifo:$ctl,$ack" \
+    "${PIN[@]}" perf record -q -a -e cpu-clock -F 1000 -D -1 --control "fifo:$ctl,$ack" \
         -o "$work/perf.data" 2>"$work/perf.err" &
     perf_pid=$!
     echo enable >&4
@@ -176,9 +181,11 @@ samples() {
 
 SAMPLE_TRACERS="none phytrace bpftrace27 bpftrace-kfunc floor-fields bpftrace-floor-fentry"
 log "Samples: where the CPU goes per access, with each of $SAMPLE_TRACERS"
+pin_cpus
 for ((r = 1; r <= REPEATS; r++)); do
     for tracer in $SAMPLE_TRACERS; do samples "$tracer" "$r"; done
 done
+unpin_cpus
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)

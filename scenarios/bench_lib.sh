@@ -20,7 +20,24 @@ trap bench_end EXIT
 # bpftrace27 ARGS: forky's bpftrace, in the place of the subshell that runs it (in a pipeline,
 # or started with `&`: $! is then bpftrace, which the signal that stops a tracer must reach).
 # Never in the script's own shell.
-bpftrace27() { exec chroot "$BPFTRACE_ROOT" bpftrace "$@"; }
+bpftrace27() { exec "${PIN[@]}" chroot "$BPFTRACE_ROOT" bpftrace "$@"; }
+
+# pin_cpus, unpin_cpus: in P1, C1 and the samples, the reading shell runs on the last CPU and
+# the tracers it starts on the others (with one CPU, nothing is pinned): the reader's time per
+# access is then what the probes cost it, not also what a tracer's reading of its records takes
+# from it on a shared CPU. Start-up times run unpinned. PIN: the prefix start_tracer runs each
+# tracer with.
+PIN=()
+pin_cpus() {
+    local last=$(($(nproc) - 1))
+    ((last > 0)) || return 0
+    taskset -p -c "$last" $$ >/dev/null
+    PIN=(taskset -c "0-$((last - 1))")
+}
+unpin_cpus() {
+    taskset -p -c "0-$(($(nproc) - 1))" $$ >/dev/null
+    PIN=()
+}
 
 # decode_call_sites: `phytrace probes` decodes this boot's call sites into $work/probes.json,
 # with a cache of its own, left empty again: the boot's first call-site start still decodes.
@@ -116,7 +133,7 @@ start_tracer() {
         phytrace-callsite) options=(--mdio-probes fentry --callback-probes callsite) ;;
         phytrace-default) options=() ;;
         esac
-        "$BIN" record -o "$work/bench.ptrace" "${options[@]}" --status "$fifo" 2>"$work/tracer.err" &
+        "${PIN[@]}" "$BIN" record -o "$work/bench.ptrace" "${options[@]}" --status "$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
         wait_line '*"status":"recording"*' || attach_failed phytrace
         ;;
@@ -128,7 +145,7 @@ start_tracer() {
         bpftrace-floor-kprobe) script=bench-floor-kprobe ;;
         bpftrace-floor-symbol) script=bench-floor-symbol ;;
         esac
-        bpftrace -B line "$work/$script.bt" >"$fifo" 2>"$work/tracer.err" &
+        "${PIN[@]}" bpftrace -B line "$work/$script.bt" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
         wait_line ready || attach_failed "$1"
         ;;
@@ -138,12 +155,12 @@ start_tracer() {
         wait_line ready || attach_failed "$1"
         ;;
     floor-fields)
-        "$FLOOR_BIN" >"$fifo" 2>"$work/tracer.err" &
+        "${PIN[@]}" "$FLOOR_BIN" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
         wait_line ready || attach_failed "the same-fields floor"
         ;;
     floor-callsite)
-        python3 "$PHYTRACE_ROOT/scenarios/kprobe_floor.py" "${call_site_places[@]}" >"$fifo" 2>"$work/tracer.err" &
+        "${PIN[@]}" python3 "$PHYTRACE_ROOT/scenarios/kprobe_floor.py" "${call_site_places[@]}" >"$fifo" 2>"$work/tracer.err" &
         TRACER_PID=$!
         wait_line ready || attach_failed "the empty call-site probes"
         ;;

@@ -1,9 +1,10 @@
 //! The same-fields floor of `cargo xtask bench` (P1): the eBPF object's `floor_*` programs on
 //! the clause-22 MDIO accessors (the clock read on entry and on return, one ring record per
-//! access, nothing else), their records drained as a session drains its own. The bench runs
+//! access, nothing else), their records drained as a session drains its own (the same waits between reads, see
+//! [`super::ring_wait`]). The bench runs
 //! it through `phytrace/examples/mdio_floor.rs`; phytrace itself never attaches them.
 
-use std::future::Future;
+use std::{future::Future, time::Duration};
 
 use anyhow::{Context as _, Result};
 use aya::maps::RingBuf;
@@ -13,6 +14,7 @@ use tokio::io::{Interest, unix::AsyncFd};
 use super::{
     loader::{DEFAULT_RING_SIZE, LoadOptions, load},
     mdio_probes::attach_pair,
+    ring_wait::{self, MAX_BATCH, Read},
 };
 use crate::kernel::btf::KernelBtf;
 
@@ -21,6 +23,9 @@ const FLOORED: [(&str, &str); 2] = [
     ("__mdiobus_read", "floor_read"),
     ("__mdiobus_write", "floor_write"),
 ];
+
+/// Longest wait after a read that found nothing.
+const IDLE_WAIT: Duration = Duration::from_millis(200);
 
 /// Attaches the floor, calls `attached`, then drains the ring until `stop` completes; returns
 /// the records drained.
@@ -41,16 +46,24 @@ pub async fn run(attached: impl FnOnce(), stop: impl Future<Output = ()>) -> Res
         .context("watching the ring buffer")?;
     attached();
     let mut records = 0;
+    let mut last = Read::Nothing;
     tokio::pin!(stop);
     loop {
         tokio::select! {
             () = &mut stop => return Ok(records),
-            guard = ring.readable_mut() => {
-                let mut guard = guard.context("waiting on the ring buffer")?;
-                while guard.get_inner_mut().next().is_some() {
-                    records += 1;
+            waited = ring_wait::wait(&mut ring, last, IDLE_WAIT) => {
+                waited.context("waiting on the ring buffer")?;
+                let ring = ring.get_mut();
+                let mut read = 0;
+                while read < MAX_BATCH && ring.next().is_some() {
+                    read += 1;
                 }
-                guard.clear_ready();
+                records += read as u64;
+                last = match read {
+                    0 => Read::Nothing,
+                    MAX_BATCH => Read::Backlog,
+                    _ => Read::CaughtUp,
+                };
             }
         }
     }

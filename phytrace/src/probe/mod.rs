@@ -14,6 +14,7 @@ pub(crate) mod mdio_copy_probes;
 pub(crate) mod mdio_probes;
 pub(crate) mod phy_site_probes;
 pub(crate) mod preload;
+pub(crate) mod ring_wait;
 pub(crate) mod selftest;
 pub(crate) mod site_table;
 pub(crate) mod trace_events;

@@ -14,7 +14,10 @@ use phytrace_common::{RawEvent, RawKind, RawNamed};
 
 use super::{Tracer, prefetch::read_callbacks};
 use crate::event::{Callback, Event};
-use crate::probe::driver_probes::SymbolArmer;
+use crate::probe::{
+    driver_probes::SymbolArmer,
+    ring_wait::{self, MAX_BATCH, Read},
+};
 use crate::records::{
     decode::{Decoder, c_string},
     raw::{self, Record},
@@ -22,18 +25,6 @@ use crate::records::{
 
 /// How often drop counters are checked.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
-
-/// Most records [`Tracer::next_events`] takes in one call: under overload the caller writes
-/// as it reads, and memory stays bounded however fast the kernel produces.
-const MAX_BATCH: usize = 4096;
-
-/// How long [`Tracer::next_events`] lets records gather after a call that found some. The
-/// kernel wakes the reader for the first record after it emptied the ring: reading each time
-/// it is woken costs a wake-up (two context switches and an inter-processor interrupt) per few
-/// records under load. Pausing reads a millisecond's worth of records per wake-up instead, at
-/// the price of this much latency (the default ring holds 26 000 records: over 140 ms at the
-/// highest rate one CPU produces them).
-const GATHER_PAUSE: Duration = Duration::from_millis(1);
 
 /// A ring-buffer record handed to the sinks: its bytes as the ring held them, parsed, and its
 /// event, decoded once, when a sink first asks.
@@ -109,17 +100,6 @@ impl<F: FnMut(Event)> Sink for F {
     }
 }
 
-/// What one read of the ring buffer found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Read {
-    /// No record.
-    Nothing,
-    /// Records, up to the last one in the ring.
-    CaughtUp,
-    /// As many records as one read takes: more are waiting.
-    Backlog,
-}
-
 /// Events phytrace stamped itself, waiting for their place in the stream, and where the
 /// stream is.
 #[derive(Debug, Default)]
@@ -166,18 +146,8 @@ impl Tracer {
     /// Waits until records arrive or [`POLL_INTERVAL`] passes, then hands `out` what happened:
     /// driver events, module (re)attachments, and lost-event counts. Cancel-safe.
     pub async fn next_events(&mut self, out: &mut impl Sink) -> Result<()> {
-        match self.last_read {
-            // Let the other tasks (signals, the writer's caller) run between batches.
-            Read::Backlog => tokio::task::yield_now().await,
-            Read::CaughtUp => tokio::time::sleep(GATHER_PAUSE).await,
-            Read::Nothing => {
-                let wait = POLL_INTERVAL.saturating_sub(self.last_poll.elapsed());
-                if let Ok(guard) = tokio::time::timeout(wait, self.ring.readable_mut()).await {
-                    // Cleared before reading: a record committed after the read wakes us.
-                    guard?.clear_ready();
-                }
-            }
-        }
+        let deadline = POLL_INTERVAL.saturating_sub(self.last_poll.elapsed());
+        ring_wait::wait(&mut self.ring, self.last_read, deadline).await?;
         self.last_read = self.drain(out, MAX_BATCH)?;
         if self.last_poll.elapsed() >= POLL_INTERVAL {
             self.last_poll = Instant::now();

@@ -34,6 +34,7 @@ use crate::probe::{
     mdio_copy_probes::ArmedCopies,
     mdio_probes::MdioChoice,
     phy_site_probes::{CallSiteProbes, CallbackChoice, CallbackProbes},
+    ring_wait::Read,
 };
 use crate::records::{
     decode::Decoder,
@@ -98,7 +99,7 @@ pub struct Tracer {
     held: drain::Held,
     last_poll: Instant,
     /// What the last read found.
-    last_read: drain::Read,
+    last_read: Read,
     states: PhyStates,
     startup: StartupTimings,
     /// The bus-op calls of MDIO accessors inlined into other functions, armed.

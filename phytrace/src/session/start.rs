@@ -17,7 +17,7 @@ use super::kmsg::Kmsg;
 use super::{
     Tracer, TracerOptions,
     arming::Arming,
-    drain::{Held, Read},
+    drain::Held,
     loss::Losses,
     mac::{MAC_BY_NAME, MAC_PROBES, MacSide},
     prefetch::Prefetched,
@@ -43,6 +43,7 @@ use crate::probe::{
     mdio_probes::{self, MdioChoice},
     phy_site_probes::{self, CallSiteProbes, CallbackChoice},
     preload::{self, Planned},
+    ring_wait::Read,
     site_table,
 };
 use crate::records::{decode::Decoder, session::MdioProbes};

@@ -678,7 +678,7 @@ impl P1 {
         )?;
         writeln!(
             md,
-            "tracer running, one after the other in each round. Each tracer's first burst after it starts\nis a warm-up, not counted."
+            "tracer running, one after the other in each round. Each tracer's first burst after it starts\nis a warm-up, not counted. The reads are made on the guest's last CPU and every tracer runs on\nthe others (`taskset`), here and in C1 and the samples: a tracer reading its records does not\ntake the reader's CPU."
         )?;
         writeln!(md)?;
         writeln!(
