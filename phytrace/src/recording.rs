@@ -91,6 +91,8 @@ pub enum Progress<'a> {
     /// phylink's text was searched on the side for MAC call sites: those armed
     /// (`function+0xOFFSET (op)`; none if none could be, a note says why).
     MacSitesArmed(Vec<String>),
+    /// The MDIO accessors, on kprobes until phylib loaded, moved to fentry/fexit.
+    MdioMoved,
     /// The probes are attached (after `attached_in`) and the file is open: recording starts.
     Started {
         /// The tracer, for what it armed and waits for.
@@ -204,6 +206,9 @@ fn tell_notes(tracer: &mut Tracer, progress: &mut impl FnMut(Progress<'_>)) {
     }
     if let Some(sites) = tracer.mac_mut().take_newly_armed() {
         progress(Progress::MacSitesArmed(sites));
+    }
+    if tracer.take_mdio_moved() {
+        progress(Progress::MdioMoved);
     }
 }
 

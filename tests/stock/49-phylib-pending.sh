@@ -4,10 +4,13 @@
 # machine traceable and `probes` decodes phylib's call sites from libphy's file (and keeps them
 # in the cache). A session started before the plug-in arms them, and the MDIO accessors, as
 # trace events the kernel places as it loads libphy: the dongle's PHY is traced from its first callback, the probe-time
-# soft_reset. Its callbacks are the kernel's own kprobes and kretprobes on the C driver's
-# functions (tracefs group `truth`, defined before ax88796b loads), call for call, in each
+# soft_reset, through link up, a cable flap, link down and asix unbound (the PHY's detach
+# suspends it). Its callbacks are the kernel's own kprobes and kretprobes on the C driver's
+# functions and on libphy's genphy_suspend and genphy_resume, its suspend and resume ops
+# (tracefs group `truth`, defined before either module loads), call for call, in each
 # thread's order, with the same return values; its MDIO accesses per register are the
-# emulator's counts. Once libphy is loaded, `probes` decodes its code from /proc/kcore: the same
+# emulator's counts, through the MDIO accessors' move from their pending kprobes to libphy's
+# trampolines. Once libphy is loaded, `probes` decodes its code from /proc/kcore: the same
 # call sites as its file.
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
@@ -41,6 +44,8 @@ ok "$(sites "$work/file.json" | wc -l) call sites in libphy's file"
 dongle_modules_load c
 names=$work/truth-names
 define_truth ax88796b "$names" '^asix_'
+# Its suspend and resume ops are phylib's own genphy_suspend and genphy_resume.
+also_truth "$names" libphy genphy_suspend genphy_resume
 cap=$PHYTRACE_OUT/phylib-pending.ptrace
 rm -f "$cap"*
 start_record "$cap" --callback-probes callsite
@@ -48,15 +53,25 @@ expect_eq "the module record armed the call sites in before it loads" libphy \
     "$(jq -r 'select(.status == "recording") | .call_sites_pending' "$cap.status")"
 module_loaded libphy && fail "libphy loaded before the plug-in"
 dongle_plug_link_up --an-delay-ms 100 --partner all,pause
+# Once libphy is live with its BTF, the MDIO accessors move to its trampolines, and their kprobes
+# go: each access is still reported once (the emulator's counts, below).
+mdio_moved() { [[ $(jq -r 'select(.status == "mdio_probes") | .mdio_probes' "$cap.status") == fentry ]]; }
+wait_for 60 mdio_moved || fail "the MDIO accessors did not move to fentry/fexit as libphy loaded"
+expect_eq "phytrace's MDIO kprobes left once the trampolines are attached" 0 \
+    "$(grep -c '^[pr]:phytrace_[0-9]*/mdio_' "$TRACEFS/kprobe_events" || true)"
 dongle_cable_flap
 # Synchronous: phylib's polling has stopped when it returns.
 ip link set dev "$DONGLE_DEV" down
+# asix unbound with the dongle still plugged in: phylink detaches the PHY, which suspends it
+# (genphy_suspend) while the device still answers.
+intf=$(basename "$(readlink -f "/sys/class/net/$DONGLE_DEV/device")")
+echo "$intf" >/sys/bus/usb/drivers/asix/unbind
 dongle_mdio_counts 0x10 | sort -n >"$cap.emulator"
 stop_record "$cap"
 stop_truth "$cap.truth"
 events_json "$cap"
 
-python3 "$here/callsite_truth.py" "$names" "$cap.truth" "$cap.json" asix_ function ||
+python3 "$here/callsite_truth.py" "$names" "$cap.truth" "$cap.json" asix_,genphy_ function ||
     fail "the callbacks at libphy's call sites differ from the kernel's kprobes on the C driver"
 expect_eq "the dongle's first callback" soft_reset \
     "$(usb_json "$cap" | jq -r 'select(.kind == "callback_enter") | .callback.name' | head -n 1)"

@@ -2,11 +2,11 @@
 """Compares the callbacks phytrace recorded at phylib's call sites with the kernel's own kprobe
 and kretprobe events on the driver's callback symbols (the `truth` group of the ftrace buffer).
 
-Usage: callsite_truth.py NAMES TRACE CAPTURE_JSON DRIVER_PREFIX [op|function]
+Usage: callsite_truth.py NAMES TRACE CAPTURE_JSON DRIVER_PREFIXES [op|function]
 NAMES maps truth events to what they probe ("cb3 read_status" per line; a return event is the
 entry's name with an `r` suffix): the op (a Rust driver's callback, the default) or the C
 function, which phytrace names a C driver's callback by (its `driver_type`). Only callbacks whose
-`driver_type` starts with DRIVER_PREFIX are compared. Prints one line per comparison and exits
+`driver_type` starts with one of DRIVER_PREFIXES (comma-separated) are compared. Prints one line per comparison and exits
 1 on any difference:
 per callback, the count of calls; per thread, the order of entries and of returns with their
 return values.
@@ -16,7 +16,8 @@ import json
 import re
 import sys
 
-names_file, trace_file, capture_file, prefix = sys.argv[1:5]
+names_file, trace_file, capture_file, prefixes = sys.argv[1:5]
+prefixes = tuple(prefixes.split(","))
 by_function = sys.argv[5:6] == ["function"]
 names = dict(line.split() for line in open(names_file) if line.strip())
 line_re = re.compile(r"-(\d+)\s+\[\d+\].*?\s(cb\d+)(r?): \(.*\)(?: ret=(-?\d+))?\s*$")
@@ -46,7 +47,7 @@ seen_returns = collections.defaultdict(list)
 for line in open(capture_file):
     event = json.loads(line)
     callback = event.get("callback") or {}
-    if not callback.get("driver_type", "").startswith(prefix):
+    if not callback.get("driver_type", "").startswith(prefixes):
         continue
     name = callback["driver_type"] if by_function else callback["name"]
     if event["kind"] == "callback_enter":

@@ -40,6 +40,10 @@ dongle_modules_load() {
     [[ -d /sys/kernel/config/usb_gadget ]] || fail "no /sys/kernel/config/usb_gadget"
 }
 
+# The Asix PHY driver this kernel ships (c or rust): ax88796b_rust where the kernel has Rust, else
+# the C ax88796b (Debian 13).
+kernel_phy_driver() { if modinfo -n "${DRIVER_MOD[rust]}" >/dev/null 2>&1; then echo rust; else echo c; fi; }
+
 # The emulator's backend on this kernel: raw-gadget or functionfs.
 dongle_backend() { if [[ -c /dev/raw-gadget ]]; then echo raw-gadget; else echo functionfs; fi; }
 

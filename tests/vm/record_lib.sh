@@ -89,11 +89,25 @@ remove_truth() {
 # module loads; writes "cbN NAME" lines to NAMES, where NAME is the callback (Rust: the op in the
 # symbol) or the function (C).
 define_truth() {
-    local module=$1 names=$2 pattern=$3 ko n=0 symbol name
+    local module=$1 names=$2 pattern=$3 ko symbols
     ko=$(modinfo -n "$module") || fail "$module is not in the module tree"
     remove_truth
     echo >"$TRACEFS/trace"
-    while read -r symbol; do
+    : >"$names"
+    mapfile -t symbols < <(module_symbols "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }')
+    ((${#symbols[@]} > 0)) || fail "no functions of $module to compare with"
+    also_truth "$names" "$module" "${symbols[@]}"
+    echo 1 >"$TRACEFS/tracing_on" # a test before may have left it off
+    ok "${#symbols[@]} ground-truth entry and return events on $module, defined before it loads"
+}
+
+# also_truth NAMES MODULE SYMBOL...: ground-truth events on more functions (of MODULE, loaded or
+# not), numbered on from the NAMES define_truth wrote.
+also_truth() {
+    local names=$1 module=$2 n symbol name
+    shift 2
+    n=$(wc -l <"$names")
+    for symbol; do
         n=$((n + 1))
         echo "p:truth/cb$n $module:$symbol" >>"$TRACEFS/kprobe_events"
         echo "r:truth/cb${n}r $module:$symbol ret=\$retval:s32" >>"$TRACEFS/kprobe_events"
@@ -101,12 +115,9 @@ define_truth() {
             _R*) name=$(sed -E 's/.*[0-9]+([a-z_]+)_callback.*/\1/' <<<"$symbol") ;;
             *) name=$symbol ;;
         esac
-        echo "cb$n $name"
-    done < <(module_symbols "$ko" | awk -v p="$pattern" '$2 ~ /^[tT]$/ && $3 ~ p { print $3 }') >"$names"
-    ((n > 0)) || fail "no functions of $module to compare with"
+        echo "cb$n $name" >>"$names"
+    done
     echo 1 >"$TRACEFS/events/truth/enable"
-    echo 1 >"$TRACEFS/tracing_on" # a test before may have left it off
-    ok "$n ground-truth entry and return events on $module, defined before it loads"
 }
 
 # module_symbols KO: `nm --defined-only` of the module file KO, decompressed if it is (`.ko.xz`

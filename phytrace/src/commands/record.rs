@@ -132,6 +132,10 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 "status": "mac_sites_armed",
                 "sites": sites,
             })),
+            Progress::MdioMoved => Some(serde_json::json!({
+                "status": "mdio_probes",
+                "mdio_probes": MdioProbes::Fentry,
+            })),
             Progress::Note(_) => None,
         };
         print_progress(&args.output, p);
@@ -307,6 +311,10 @@ pub fn print_progress(output: &Target, progress: Progress<'_>) {
             if !sites.is_empty() {
                 eprintln!("phytrace: MAC call sites armed: {}", sites.join(", "));
             }
+            return;
+        }
+        Progress::MdioMoved => {
+            eprintln!("phytrace: MDIO accessors on fentry/fexit from here on (phylib loaded)");
             return;
         }
         Progress::Started {

@@ -38,6 +38,7 @@ pub const PROGRAMS: [&str; 2] = ["callback_enter", "callback_exit"];
 /// A kprobe event of this session and the program attached to it.
 struct ArmedEvent {
     name: String,
+    program: String,
     link: EventLink,
 }
 
@@ -170,6 +171,17 @@ impl DriverProbes {
         Ok(())
     }
 
+    /// Removes the probes [`Self::arm_function`] attached program `program` to.
+    pub fn disarm_function(&mut self, program: &str) {
+        let (removed, kept) = std::mem::take(&mut self.functions)
+            .into_iter()
+            .partition(|probe| probe.program == program);
+        self.functions = kept;
+        for probe in removed {
+            probe.remove(&mut self.group);
+        }
+    }
+
     /// Removes the probe [`Self::arm_site`] attached last.
     pub fn disarm_last_site(&mut self) {
         if let Some(probe) = self.functions.pop() {
@@ -202,7 +214,11 @@ impl DriverProbes {
             .define(&name, probe, module, symbol)
             .map_err(refused)?;
         let link = trace_events::attach(fd.as_fd(), id, cookie, &name).map_err(refused)?;
-        Ok(ArmedEvent { name, link })
+        Ok(ArmedEvent {
+            name,
+            program: program.to_owned(),
+            link,
+        })
     }
 
     /// Removes `module`'s probes.

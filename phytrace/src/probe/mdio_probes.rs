@@ -96,6 +96,27 @@ pub fn attach_all(
     Ok(MdioProbes::Kprobe)
 }
 
+/// Moves the MDIO accessors of `module`, probed with the kprobes [`attach_all`] armed before it
+/// loaded, to fentry/fexit now that it is live with its BTF (in `btf`): attaches the
+/// trampolines, then removes the kprobes. Meanwhile both run: the fexit of an access whose
+/// entry its trampoline saw runs before the kretprobe and takes the thread's access from it,
+/// so that each access is reported once, and one that began before the trampolines attached is
+/// reported by its kretprobe. On an error the kprobes stay.
+pub fn move_to_trampolines(
+    ebpf: &mut impl Programs,
+    btf: &KernelBtf,
+    probes: &mut DriverProbes,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    attach_trampolines(ebpf, btf, notes)?;
+    for (_, stem, _) in ACCESSORS {
+        for end in ["enter", "exit"] {
+            probes.disarm_function(&format!("{stem}_{end}_kprobe"));
+        }
+    }
+    Ok(())
+}
+
 /// Probes each accessor with `probe` (given its function and its programs' stem): a required
 /// one that fails fails all, an optional one is said in `notes`.
 fn each_accessor(

@@ -264,10 +264,11 @@ impl Tracer {
     ) -> Result<()> {
         let module = c_string(&named.name);
         self.mac.module_changed(kind, &module, &mut self.notes);
-        if kind == RawKind::ModuleLoad
-            && let Some(sites) = &mut self.call_sites
-        {
-            sites.module_loaded();
+        if kind == RawKind::ModuleLoad {
+            if let Some(sites) = &mut self.call_sites {
+                sites.module_loaded();
+            }
+            self.mdio_module_loaded(&module);
         }
         let at = (named.event.ts_ns, u32::from(named.event.cpu));
         let event = if kind == RawKind::ModuleFree {

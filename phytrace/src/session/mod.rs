@@ -2,7 +2,8 @@
 //! (before they load, where their module file is known), and kernel records turned into
 //! [`Event`]s. By job: what is read before the programs load ([`prefetch`]), the start
 //! sequence ([`start`]), which modules are armed how as they come and go ([`arming`]), the
-//! MAC side ([`mac`]), reading the ring in order ([`drain`]) and counting what was lost
+//! MAC side ([`mac`]), the MDIO accessors moved to trampolines as phylib loads
+//! ([`mdio_move`]), reading the ring in order ([`drain`]) and counting what was lost
 //! ([`loss`]).
 
 mod arming;
@@ -11,6 +12,7 @@ mod header;
 pub(crate) mod kmsg;
 mod loss;
 mod mac;
+mod mdio_move;
 mod prefetch;
 mod start;
 
@@ -87,6 +89,11 @@ pub struct Tracer {
     drops: PerCpuArray<MapData, u64>,
     decoder: Decoder,
     mdio: MdioProbes,
+    /// The module whose load moves the MDIO accessors from kprobes to its trampolines (phylib,
+    /// not loaded as the session started).
+    mdio_awaiting: Option<String>,
+    /// The MDIO accessors moved to trampolines, not said yet.
+    mdio_moved: bool,
     options: TracerOptions,
     probes: DriverProbes,
     /// The followed modules and how each is armed.

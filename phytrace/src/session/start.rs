@@ -209,6 +209,8 @@ impl Tracer {
             },
         );
         let mdio = mdio?;
+        let mdio_awaiting = (phylib_pending && options.mdio != MdioChoice::Kprobe)
+            .then(|| modules::PHYLIB.to_owned());
         // The accessors' copies a compiler inlined, at their bus-op calls (after the load: the
         // kprobe twins of the MDIO programs are loaded for them here).
         let mdio_copies = ArmedCopies::arm(&mut ebpf, mdio_survey.join(), &mut notes);
@@ -233,6 +235,8 @@ impl Tracer {
             drops,
             decoder: Decoder::new(states.clone()),
             mdio,
+            mdio_awaiting,
+            mdio_moved: false,
             probes,
             arming: Arming::new(options.modules.clone(), prefetched.not_phy_drivers.clone()),
             options,
@@ -324,12 +328,27 @@ fn attach_at_start(
     programs: &mut impl Programs,
     mdio: MdioChoice,
     btf: &btf::KernelBtf,
-    pending: Option<(&str, &mut DriverProbes)>,
+    mut pending: Option<(&str, &mut DriverProbes)>,
     notes: &mut Vec<String>,
 ) -> Result<MdioProbes> {
-    let mdio = mdio_probes::attach_all(programs, mdio, btf, pending, notes)?;
+    let mdio = mdio_probes::attach_all(
+        programs,
+        mdio,
+        btf,
+        pending
+            .as_mut()
+            .map(|(module, probes)| (*module, &mut **probes)),
+        notes,
+    )?;
     for symbol in DEVICE_CHANGES {
-        if let Err(err) = attach(programs, DEVICE_CHANGE_PROGRAM, symbol) {
+        // phylib's functions: in a phylib not loaded yet, kprobes the kernel places as it loads.
+        let attached = match &mut pending {
+            Some((module, probes)) => {
+                probes.arm_function(programs, Some(module), symbol, DEVICE_CHANGE_PROGRAM, true)
+            }
+            None => attach(programs, DEVICE_CHANGE_PROGRAM, symbol).map(drop),
+        };
+        if let Err(err) = attached {
             notes.push(format!(
                 "a PHY re-created where a removed one was, or bound to another driver, may \
                  keep its old name: {err:#}"
