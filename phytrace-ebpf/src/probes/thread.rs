@@ -20,8 +20,7 @@ pub(super) struct ThreadState {
     pub(super) frames: [Frame; MAX_CALLBACK_DEPTH],
     /// Stack pointers of the first of those (a call site's return is told by it).
     pub(super) deep_sps: [u64; MAX_CALLBACK_DEPTH],
-    /// The MDIO access in flight entered through a kprobe, or through a trampoline whose bus's
-    /// slot another bus held (entry time 0: none).
+    /// The MDIO access in flight (entry time 0: none).
     pub(super) mdio_ts: u64,
     pub(super) mdio_bus: u64,
     pub(super) mdio_addr: u32,

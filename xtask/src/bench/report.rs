@@ -739,7 +739,7 @@ impl Profile {
         }
         writeln!(
             md,
-            "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\na timestamp kept in the bus's slot (an array element: the bus's lock allows one access in flight);\non return, that timestamp, the thread's state (task-local storage: the calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n"
+            "\nOf the {added:.0} ns phytrace adds per access, the trampolines themselves take {floor:.0} (the empty\npair); its two programs run about {inside:.0} ns with statistics on. What they do per access: on entry,\nthe thread's state (task-local storage) and a timestamp; on return, the thread's state again (entry\ntime, calling callback), a per-CPU cache of the devices at each bus address (a PHY already looked up\nand named is neither looked up nor named again: only its status is read, with direct loads), a\ntimestamp, and the 72-byte record reserved in the ring buffer, filled there and committed.\n"
         )?;
         Ok(())
     }

@@ -17,7 +17,7 @@ fn kprobe_call(ctx: &ProbeContext, c45: bool, write: bool) -> MdioCall {
 
 #[kprobe]
 pub fn mdio_read_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, false, false))
+    mdio_begin(Some(&kprobe_call(&ctx, false, false)))
 }
 
 #[kretprobe]
@@ -27,7 +27,7 @@ pub fn mdio_read_exit_kprobe(ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn mdio_write_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, false, true))
+    mdio_begin(Some(&kprobe_call(&ctx, false, true)))
 }
 
 #[kretprobe]
@@ -37,7 +37,7 @@ pub fn mdio_write_exit_kprobe(ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn mdio_c45_read_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, true, false))
+    mdio_begin(Some(&kprobe_call(&ctx, true, false)))
 }
 
 #[kretprobe]
@@ -47,7 +47,7 @@ pub fn mdio_c45_read_exit_kprobe(ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn mdio_c45_write_enter_kprobe(ctx: ProbeContext) -> u32 {
-    mdio_begin(&kprobe_call(&ctx, true, true))
+    mdio_begin(Some(&kprobe_call(&ctx, true, true)))
 }
 
 #[kretprobe]

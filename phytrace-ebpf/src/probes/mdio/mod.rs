@@ -1,10 +1,9 @@
-//! MDIO accesses: an accessor's entry notes when (from a trampoline in its bus's slot,
-//! [`bus_slots`]; from a kprobe in the thread's state, with its arguments); its return reports the access with the PHY at the address, the callback open on the thread (the
+//! MDIO accesses: an accessor's entry notes when (and, from a kprobe, its arguments); its
+//! return reports the access with the PHY at the address, the callback open on the thread (the
 //! one that made it) and its latency. The programs are fentry/fexit on BPF trampolines
 //! ([`trampolines`]), or their kprobe twins ([`kprobes`]): where the kernel has no trampolines
 //! or when asked, and at the bus-op calls in the copies of the accessors a compiler inlined.
 
-mod bus_slots;
 mod devices;
 mod kprobes;
 mod trampolines;
@@ -29,42 +28,27 @@ struct MdioCall {
     value: u16,
 }
 
-/// An MDIO accessor was entered through a kprobe: notes when, and the arguments its
-/// kretprobe will lack, in the thread's state.
-fn mdio_begin(call: &MdioCall) -> u32 {
+/// An MDIO accessor was entered: notes when, and the arguments a kretprobe will lack (`call`;
+/// a trampoline's return has them itself).
+fn mdio_begin(call: Option<&MdioCall>) -> u32 {
     if let Some(state) = thread_state() {
         state.mdio_ts = ktime_ns();
-        state.mdio_bus = call.bus;
-        state.mdio_addr = call.addr;
-        state.mdio_devad = call.devad;
-        state.mdio_regnum = call.regnum as u16;
-        state.mdio_value = call.value;
-    }
-    0
-}
-
-/// An MDIO accessor of `bus` (a trampoline's typed pointer) was entered through its
-/// trampoline: notes when, in the bus's slot, or where another bus holds it, in the thread's
-/// state (its fexit has the arguments).
-fn mdio_begin_on_bus(bus: u64) -> u32 {
-    let Some(bus) = bus_slots::plain(bus) else {
-        return 0;
-    };
-    let ts = ktime_ns();
-    if !bus_slots::begin(bus, ts)
-        && let Some(state) = thread_state()
-    {
-        state.mdio_ts = ts;
-        state.mdio_bus = bus;
+        if let Some(call) = call {
+            state.mdio_bus = call.bus;
+            state.mdio_addr = call.addr;
+            state.mdio_devad = call.devad;
+            state.mdio_regnum = call.regnum as u16;
+            state.mdio_value = call.value;
+        }
     }
     0
 }
 
 /// An MDIO accessor returned `ret`: reports the access with its PHY, the callback that made
 /// it and its latency. `call` is `None` from a kretprobe (its arguments come from the entry).
-/// The thread's access is taken either way: where a kprobe and a trampoline both saw the
-/// access (while the accessors move from one to the other), the fexit, which runs first,
-/// reports it and the kretprobe finds none.
+/// The thread's access is taken either way: where a kprobe and a trampoline both saw it (while
+/// the accessors move from one to the other), the fexit, which runs first, reports it and the
+/// kretprobe finds none.
 #[inline(always)]
 fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
     let mut call = call;
@@ -72,42 +56,28 @@ fn mdio_end(kind: RawKind, call: Option<MdioCall>, ret: i32) -> u32 {
     let tid;
     let bus = match thread_state() {
         Some(state) => {
-            let entered = core::mem::take(&mut state.mdio_ts);
+            start = state.mdio_ts;
+            state.mdio_ts = 0;
             tid = state.tid();
             let open = state.depth as usize;
             if open > 0 && open <= MAX_CALLBACK_DEPTH {
                 key = state.frames[frame_index(open - 1)].key;
                 depth = open as u8;
             }
-            match &call {
-                Some(call) => {
-                    let bus = state.plain(call.bus);
-                    start = bus_slots::end(bus)
-                        .or((entered != 0 && state.mdio_bus == bus).then_some(entered))
-                        .unwrap_or(0);
-                    Some(bus)
-                }
-                None if entered != 0 => {
-                    start = entered;
-                    call = Some(MdioCall {
-                        bus: state.mdio_bus,
-                        addr: state.mdio_addr,
-                        devad: state.mdio_devad,
-                        regnum: state.mdio_regnum as u32,
-                        value: state.mdio_value,
-                    });
-                    Some(state.mdio_bus)
-                }
-                None => None,
+            if call.is_none() && start != 0 {
+                call = Some(MdioCall {
+                    bus: state.mdio_bus,
+                    addr: state.mdio_addr,
+                    devad: state.mdio_devad,
+                    regnum: state.mdio_regnum as u32,
+                    value: state.mdio_value,
+                });
             }
+            call.as_ref().map(|call| state.plain(call.bus))
         }
         None => {
             tid = self::tid();
-            call.as_ref().map(|call| {
-                let bus = untyped(call.bus);
-                start = bus_slots::end(bus).unwrap_or(0);
-                bus
-            })
+            call.as_ref().map(|call| untyped(call.bus))
         }
     };
     let (Some(call), Some(bus)) = (call, bus) else {

@@ -1,5 +1,5 @@
 //! fentry/fexit programs on the MDIO accessors: a BPF trampoline gives the programs the
-//! arguments on entry and on return, so the entry keeps only when, in the bus's slot.
+//! arguments on entry and on return.
 
 use aya_ebpf::{
     macros::{fentry, fexit},
@@ -7,7 +7,7 @@ use aya_ebpf::{
 };
 use phytrace_common::RawKind;
 
-use super::{accessor_call, mdio_begin_on_bus, mdio_end};
+use super::{accessor_call, mdio_begin, mdio_end};
 
 /// An accessor returned, seen from its trampoline: the arguments, then the return value in
 /// the slot after the last one.
@@ -20,8 +20,8 @@ fn fexit_end(ctx: &FExitContext, kind: RawKind, c45: bool, write: bool) -> u32 {
 
 /// `__mdiobus_read(bus, addr, regnum)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_read")]
-pub fn mdio_read_enter(ctx: FEntryContext) -> u32 {
-    mdio_begin_on_bus(ctx.arg(0))
+pub fn mdio_read_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_read")]
@@ -31,8 +31,8 @@ pub fn mdio_read_exit(ctx: FExitContext) -> u32 {
 
 /// `__mdiobus_write(bus, addr, regnum, val)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_write")]
-pub fn mdio_write_enter(ctx: FEntryContext) -> u32 {
-    mdio_begin_on_bus(ctx.arg(0))
+pub fn mdio_write_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_write")]
@@ -42,8 +42,8 @@ pub fn mdio_write_exit(ctx: FExitContext) -> u32 {
 
 /// `__mdiobus_c45_read(bus, addr, devad, regnum)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_c45_read")]
-pub fn mdio_c45_read_enter(ctx: FEntryContext) -> u32 {
-    mdio_begin_on_bus(ctx.arg(0))
+pub fn mdio_c45_read_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_c45_read")]
@@ -53,8 +53,8 @@ pub fn mdio_c45_read_exit(ctx: FExitContext) -> u32 {
 
 /// `__mdiobus_c45_write(bus, addr, devad, regnum, val)` through a BPF trampoline.
 #[fentry(function = "__mdiobus_c45_write")]
-pub fn mdio_c45_write_enter(ctx: FEntryContext) -> u32 {
-    mdio_begin_on_bus(ctx.arg(0))
+pub fn mdio_c45_write_enter(_ctx: FEntryContext) -> u32 {
+    mdio_begin(None)
 }
 
 #[fexit(function = "__mdiobus_c45_write")]
