@@ -297,6 +297,9 @@ impl Function {
         };
         defs.into_iter().all(|def| {
             let instruction = &self.instructions[def];
+            if let Some((Register::RSP, slot)) = load(instruction) {
+                return copies > 0 && self.spilled_ops(def, slot, layout, copies - 1, loads);
+            }
             if let Some((_, displacement)) = load(instruction) {
                 loads.push(def);
                 return layout.loads_ops(displacement);
@@ -306,6 +309,59 @@ impl Function {
                 && instruction.op0_kind() == OpKind::Register
                 && instruction.op1_kind() == OpKind::Register
                 && self.holds_ops(def, instruction.op1_register(), layout, copies - 1, loads)
+        })
+    }
+
+    /// Whether the stack slot at `slot` past `%rsp` holds an ops struct at instruction `at` on
+    /// every path: each store that reaches it is `mov %reg,slot(%rsp)` with `reg` holding one
+    /// ([`Self::holds_ops`]), `%rsp` is not moved between them (a call returns it as it found
+    /// it), and the function takes no address of its stack at or below the slot's end (a callee
+    /// given one could write the slot). A value the compiler spilled across a call
+    /// (`phy_suspend` keeps `phydev->drv` there on one of its paths to `drv->suspend`).
+    fn spilled_ops(
+        &self,
+        at: usize,
+        slot: i64,
+        layout: &Layout,
+        copies: u32,
+        loads: &mut Vec<usize>,
+    ) -> bool {
+        let escapes = self.instructions.iter().any(|instruction| {
+            (instruction.code() == Code::Lea_r64_m
+                && instruction.memory_base() == Register::RSP
+                && (instruction.memory_displacement64() as i64) < slot + 8)
+                || (instruction.op_count() == 2
+                    && instruction.op1_kind() == OpKind::Register
+                    && instruction.op1_register() == Register::RSP)
+        });
+        let Some(rsp) = gpr_bit(Register::RSP) else {
+            return false;
+        };
+        let moves_rsp = |i: usize| {
+            self.writes[i] & rsp != 0
+                && !matches!(
+                    self.instructions[i].flow_control(),
+                    FlowControl::Call | FlowControl::IndirectCall
+                )
+        };
+        let Some(stores) = (!escapes)
+            .then(|| {
+                self.flow.reaching(at, |i| {
+                    moves_rsp(i) || writes_stack(&self.instructions[i], slot)
+                })
+            })
+            .flatten()
+        else {
+            return false;
+        };
+        stores.into_iter().all(|store| {
+            let instruction = &self.instructions[store];
+            instruction.code() == Code::Mov_rm64_r64
+                && instruction.op0_kind() == OpKind::Memory
+                && instruction.memory_base() == Register::RSP
+                && instruction.memory_index() == Register::None
+                && instruction.memory_displacement64() as i64 == slot
+                && self.holds_ops(store, instruction.op1_register(), layout, copies, loads)
         })
     }
 
@@ -357,6 +413,15 @@ impl Function {
 fn gpr_bit(reg: Register) -> Option<u16> {
     let n = (reg.full_register() as u32).checked_sub(Register::RAX as u32)?;
     (n < 16).then(|| 1 << n)
+}
+
+/// Whether `instruction` may write the 8 bytes at `slot` past `%rsp`: its first operand is
+/// memory at `%rsp` within 8 bytes of it (a compare, which writes nothing, is counted too).
+fn writes_stack(instruction: &Instruction, slot: i64) -> bool {
+    instruction.op_count() > 0
+        && instruction.op0_kind() == OpKind::Memory
+        && instruction.memory_base() == Register::RSP
+        && ((instruction.memory_displacement64() as i64) - slot).abs() < 8
 }
 
 /// `mov OFF(%base),%reg`: the base register and the offset.
@@ -498,6 +563,29 @@ mod tests {
         fallthrough[4..6].copy_from_slice(&[0x66, 0x90]);
         fallthrough[13] = 0x90;
         assert!(scan(&fallthrough, BASE, &layout(), &BTreeMap::new()).is_empty());
+    }
+
+    #[test]
+    fn suspend_through_a_spilled_driver_in_debian_14s_phy_suspend() {
+        // 7.2's phy_suspend: `phydev->drv` in %rcx, spilled to 0x10(%rsp) across the call of
+        // phy_ethtool_get_wol on one path and reloaded, then `mov 0x108(%rcx),%rax; call
+        // __x86_indirect_thunk_rax`.
+        let code = include_bytes!("../../../tests/data/callsites/phy_suspend-7.2-x86_64.bin");
+        let base = 0xffff_ffff_8cad_cd50;
+        let thunks = BTreeMap::from([(0xffff_ffff_8cec_2100, 80)]);
+        let mut layout = layout();
+        layout.ops[6] = Some(0x108); // suspend
+        let found = scan(code, base, &layout, &thunks);
+        assert_eq!(
+            found,
+            [Found {
+                offset: 0xb0,
+                op: 6,
+                target: Target::Register(80),
+                ret: Return::After(0xb5),
+                owner: None,
+            }]
+        );
     }
 
     #[test]
