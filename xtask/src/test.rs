@@ -221,14 +221,15 @@ fn arm64_test(args: &TestArgs) -> Result<()> {
 /// The cross-kernel twin: the dongle scenario the VM suite (`tests/vm/42-dongle-twin.sh`) on
 /// `ours` (6.12 or 7.3 built from source) and the stock stage
 /// (`tests/stock/51-dongle-record.sh`) recorded in this run, compared on the host
-/// (`twin::compare_kernels`). With `--filter`, only if it let both tests run.
+/// (`twin::compare_kernels`); ours also against Debian 13's and 14's, where their stages
+/// recorded it in this run. With `--filter`, only if it let ours and the stock one run.
 fn kernel_twin(ours: vm::KernelChoice, started: SystemTime, filtered: bool) -> Result<()> {
     let (name, what) = match ours {
         vm::KernelChoice::Source73 => ("7.3", "7.3 built from source"),
         _ => ("ours", "ours (6.12)"),
     };
     let step = run::step(&format!(
-        "kernel twin: the dongle scenario on {what} and Debian's 7.3"
+        "kernel twin: the dongle scenario on {what} and Debian's kernels"
     ));
     let mut captures = Vec::new();
     for (kernel, test) in [
@@ -250,11 +251,16 @@ fn kernel_twin(ours: vm::KernelChoice, started: SystemTime, filtered: bool) -> R
         );
         captures.push((kernel, capture));
     }
-    twin::compare_kernels(
-        &paths::target().join("debug/phytrace"),
-        (captures[0].0, &captures[0].1),
-        (captures[1].0, &captures[1].1),
-    )?;
+    let phytrace = paths::target().join("debug/phytrace");
+    let ours = (captures[0].0, captures[0].1.as_path());
+    twin::compare_kernels(&phytrace, ours, (captures[1].0, &captures[1].1))?;
+    for kernel in ["debian13", "debian14"] {
+        let capture = twin::dongle_capture(kernel);
+        let modified = std::fs::metadata(&capture).and_then(|meta| meta.modified());
+        if modified.is_ok_and(|time| time >= started) {
+            twin::compare_kernels(&phytrace, ours, (kernel, &capture))?;
+        }
+    }
     run::done("kernel twin", step);
     Ok(())
 }
