@@ -59,11 +59,7 @@ pub async fn run(attached: impl FnOnce(), stop: impl Future<Output = ()>) -> Res
                     read += 1;
                 }
                 records += read as u64;
-                last = match read {
-                    0 => Read::Nothing,
-                    MAX_BATCH => Read::Backlog,
-                    _ => Read::CaughtUp,
-                };
+                last = Read::after(read, MAX_BATCH);
             }
         }
     }

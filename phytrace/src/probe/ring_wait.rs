@@ -31,6 +31,17 @@ pub enum Read {
     Backlog,
 }
 
+impl Read {
+    /// What a read that took `taken` records, of at most `limit`, found.
+    pub fn after(taken: usize, limit: usize) -> Self {
+        match taken {
+            0 => Self::Nothing,
+            _ if taken >= limit => Self::Backlog,
+            _ => Self::CaughtUp,
+        }
+    }
+}
+
 /// Waits before the next read of `ring`, as the `last` read calls for; after a read that found
 /// nothing, at most `deadline`. Cancel-safe.
 pub async fn wait(
@@ -50,4 +61,16 @@ pub async fn wait(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Read;
+
+    #[test]
+    fn a_read_is_told_by_what_it_took_of_its_limit() {
+        assert_eq!(Read::after(0, 4), Read::Nothing);
+        assert_eq!(Read::after(3, 4), Read::CaughtUp);
+        assert_eq!(Read::after(4, 4), Read::Backlog);
+    }
 }

@@ -205,11 +205,7 @@ impl Tracer {
                 self.held.release_all(out);
                 self.kmsg.release_all(out);
                 out.flush();
-                return Ok(if taken == 0 {
-                    Read::Nothing
-                } else {
-                    Read::CaughtUp
-                });
+                return Ok(Read::after(taken, limit));
             };
             let Some(parsed) = raw::parse(&record) else {
                 self.losses.discard();
@@ -251,7 +247,7 @@ impl Tracer {
             out.receive(&received);
         }
         out.flush();
-        Ok(Read::Backlog)
+        Ok(Read::after(limit, limit))
     }
 
     /// A module went live or away: reports it where it happened in the stream (see

@@ -58,13 +58,13 @@ impl MacSide {
     /// phylink is live, else when it loads.
     /// `kernel`: the kernel as the session started, where a live phylink is searched.
     pub(super) fn at_call_sites(
-        btf: btf::KernelBtf,
+        btf: Arc<btf::KernelBtf>,
         home: Option<Home>,
         kernel: Arc<Snapshot>,
         notes: &mut Vec<String>,
     ) -> Self {
         let mut side = Self {
-            btf: Some(Arc::new(btf)),
+            btf: Some(btf),
             ..Self::default()
         };
         if let Some(home) = home {

@@ -5,6 +5,7 @@
 use anyhow::anyhow;
 
 use super::Tracer;
+use crate::kernel::modules;
 use crate::probe::mdio_probes;
 use crate::records::session::MdioProbes;
 
@@ -13,19 +14,15 @@ impl Tracer {
     /// (see [`mdio_probes::move_to_trampolines`]); a failure leaves them on kprobes, said in a
     /// note.
     pub(super) fn mdio_module_loaded(&mut self, module: &str) {
-        if self.mdio_awaiting.as_deref() != Some(module) {
+        if module != modules::PHYLIB {
             return;
         }
-        self.mdio_awaiting = None;
-        let moved = self
-            .options
-            .btf
-            .load()
-            .and_then(|vmlinux| {
-                vmlinux
-                    .phylib()?
-                    .ok_or_else(|| anyhow!("the kernel has no BTF of {module}"))
-            })
+        let Some(vmlinux) = self.mdio_awaiting.take() else {
+            return;
+        };
+        let moved = vmlinux
+            .phylib()
+            .and_then(|btf| btf.ok_or_else(|| anyhow!("the kernel has no BTF of {module}")))
             .and_then(|btf| {
                 mdio_probes::move_to_trampolines(
                     &mut self.ebpf,

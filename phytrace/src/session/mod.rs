@@ -16,7 +16,7 @@ mod mdio_move;
 mod prefetch;
 mod start;
 
-use std::{path::PathBuf, time::Instant};
+use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use aya::{
     Ebpf,
@@ -29,7 +29,11 @@ pub use mac::MacSide;
 pub use start::StartupTimings;
 
 use crate::event::{Event, EventKind};
-use crate::kernel::{btf::BtfSource, code::mdio_inlining::OpSite, symbols::CallbackSymbol};
+use crate::kernel::{
+    btf::{BtfSource, KernelBtf},
+    code::mdio_inlining::OpSite,
+    symbols::CallbackSymbol,
+};
 use crate::probe::{
     driver_probes::DriverProbes,
     mac_site_probes::MacChoice,
@@ -89,9 +93,9 @@ pub struct Tracer {
     drops: PerCpuArray<MapData, u64>,
     decoder: Decoder,
     mdio: MdioProbes,
-    /// The module whose load moves the MDIO accessors from kprobes to its trampolines (phylib,
-    /// not loaded as the session started).
-    mdio_awaiting: Option<String>,
+    /// While the MDIO accessors wait for phylib's module to load (not loaded as the session
+    /// started) to move from kprobes to its trampolines: vmlinux's BTF, which its BTF goes on.
+    mdio_awaiting: Option<Arc<KernelBtf>>,
     /// The MDIO accessors moved to trampolines, not said yet.
     mdio_moved: bool,
     options: TracerOptions,

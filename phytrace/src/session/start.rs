@@ -150,11 +150,11 @@ impl Tracer {
             .name("phytrace-kmsg".into())
             .spawn(move || Kmsg::start(kmsg_scope, &kmsg_modules))
             .context("starting a thread")?;
-        let kernel_btf = options.btf.load()?;
+        let kernel_btf = Arc::new(options.btf.load()?);
         // phylib as a module: its functions and call sites are in its code and BTF.
         let phylib_btf = kernel_btf.phylib()?;
         let phylib_pending = modules::phylib_pending(&options.module_tree());
-        let btf = phylib_btf.as_ref().unwrap_or(&kernel_btf);
+        let btf = phylib_btf.as_ref().unwrap_or(&*kernel_btf);
         let offsets = btf.offsets()?;
         let types = btf.types()?;
         let states = btf.phy_states()?;
@@ -209,8 +209,8 @@ impl Tracer {
             },
         );
         let mdio = mdio?;
-        let mdio_awaiting = (phylib_pending && options.mdio != MdioChoice::Kprobe)
-            .then(|| modules::PHYLIB.to_owned());
+        let mdio_awaiting =
+            (phylib_pending && options.mdio != MdioChoice::Kprobe).then(|| Arc::clone(&kernel_btf));
         // The accessors' copies a compiler inlined, at their bus-op calls (after the load: the
         // kprobe twins of the MDIO programs are loaded for them here).
         let mdio_copies = ArmedCopies::arm(&mut ebpf, mdio_survey.join(), &mut notes);
